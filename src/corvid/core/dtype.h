@@ -1,0 +1,33 @@
+// Element types of tensors: plain floats and ints, and GGUF block-quantized
+// formats. Quantized types pack `block_elems` values into `block_bytes` bytes;
+// a row of a quantized tensor must hold a whole number of blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace corvid {
+
+enum class DType : uint8_t {
+  F32, F16, BF16, I32,
+  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,  // 32-element blocks
+  Q4_K, Q5_K, Q6_K,              // 256-element super-blocks
+  Q8_K,                          // activation format for K-quant dot products (not stored in files)
+};
+
+struct DTypeInfo {
+  std::string_view name;
+  int block_elems;   // 1 for plain types
+  int block_bytes;   // bytes per block (element size for plain types)
+};
+
+const DTypeInfo& dtype_info(DType t);
+inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+
+// Bytes taken by `n` consecutive elements; throws corvid::Error when `n` is not
+// a whole number of blocks.
+size_t bytes_for(DType t, int64_t n);
+
+}  // namespace corvid

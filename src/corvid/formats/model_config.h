@@ -1,0 +1,80 @@
+// ModelConfig: the one description of a model's architecture that every loader
+// produces (config.json for Hugging Face checkpoints, GGUF metadata for GGUF
+// files) and every model family consumes. Field names follow transformers'
+// config attributes where one exists.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace corvid {
+
+// rope_scaling from config.json (transformers' ROPE_INIT_FUNCTIONS).
+struct RopeScaling {
+  enum class Type { None, Linear, Llama3, Yarn };
+  Type type = Type::None;
+  double factor = 1.0;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+  // yarn
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  std::optional<double> attention_factor;  // yarn mscale override
+  std::optional<double> mscale, mscale_all_dim;
+  bool truncate = true;  // yarn: round correction range to integers (transformers default)
+};
+
+struct ModelConfig {
+  std::string architecture;   // "llama", "mistral", "qwen2", "qwen3" (model_type)
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;              // explicit in config or hidden_size / heads
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  int64_t rotary_dim = 0;            // dims of each head that rotate (head_dim unless partial)
+  bool rope_interleaved = false;     // true: adjacent pairs (GGUF llama q/k layout); false: rotate-half (HF)
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;       // q/k/v projections carry biases (qwen2)
+  bool qk_norm = false;              // RMSNorm on q and k per head (qwen3)
+  std::optional<int64_t> sliding_window;  // attention window where the config enables it
+  std::string hidden_act = "silu";
+  std::string torch_dtype;           // as stored: "bfloat16", "float16", "float32"
+  std::vector<int64_t> bos_token_ids, eos_token_ids;
+
+  // Bytes of KV cache one token takes at `bytes_per_elem` (K and V, all layers).
+  int64_t kv_bytes_per_token(int bytes_per_elem) const {
+    return 2 * num_hidden_layers * num_key_value_heads * head_dim * bytes_per_elem;
+  }
+};
+
+// generation_config.json defaults (absent fields stay unset).
+struct GenerationConfig {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k, max_new_tokens;
+  std::optional<bool> do_sample;
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> bos_token_id;
+};
+
+// Parses a config.json object; `source` names the file in error messages.
+// Throws corvid::Error for unknown architectures (listing the supported ones) and for
+// missing or inconsistent fields.
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
+GenerationConfig parse_generation_config(const nlohmann::json& config, const std::string& source);
+
+// The model types this build can run.
+const std::vector<std::string>& supported_architectures();
+
+}  // namespace corvid

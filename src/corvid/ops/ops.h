@@ -1,0 +1,59 @@
+// ops: the backend-neutral operations every model is written against. Each
+// function checks shapes and dtypes, then dispatches on the tensors' device to
+// a backend (ops/cpu today; ops/cuda later). Activations are F32 on the CPU;
+// weights stay in their stored dtype (F32, F16, BF16 or a GGUF block format)
+// and matmul works on that format directly.
+//
+// Shapes are outermost-first. "n" is the number of tokens in the call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "corvid/core/tensor.h"
+
+namespace corvid::ops {
+
+// out[n, d] = table[ids[i], :] for each i. table [vocab, d] in any weight dtype; out F32.
+void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
+
+// out[n, m] = x[n, k] @ w[m, k]^T (+ bias[m] when given). x, out F32; w any weight dtype.
+// Quantized w: x is quantized per row to the matching activation format (Q8_0 / Q8_K)
+// and dot products run in the block format, as llama.cpp does.
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias = nullptr);
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]; weight [cols] F32/F16/BF16.
+// out may alias x. Works on any leading shape (normalises the innermost dim).
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+
+// Rotary embedding in place on x[n, heads, head_dim] for token positions[n].
+struct RopeParams {
+  std::vector<float> inv_freq;  // rotary_dim / 2 frequencies, scaling already applied
+  float attention_factor = 1.0f;  // multiplies cos and sin (yarn); 1 otherwise
+  int rotary_dim = 0;             // leading dims of each head that rotate
+  bool interleaved = false;       // adjacent pairs (x0,x1),(x2,x3)… vs rotate-half (x_i, x_{i+d/2})
+};
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+
+// out = silu(gate) * up, elementwise, all F32 of equal shape. out may alias gate.
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+
+// x += y elementwise (F32, equal shapes).
+void add(const Tensor& x, const Tensor& y);
+
+// Causal grouped-query attention of n new queries over a KV cache.
+//   q        [n, n_heads, head_dim]       F32
+//   k_cache  [capacity, n_kv_heads, head_dim] F32; rows 0..positions[i] are valid for query i
+//   v_cache  [capacity, n_kv_heads, head_dim] F32
+//   out      [n, n_heads, head_dim]       F32
+// Query i (at absolute position positions[i]) attends to cache rows
+// max(0, positions[i] - window + 1) ..= positions[i] (window <= 0: no window).
+// Query head h reads kv head h / (n_heads / n_kv_heads).
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+               std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+
+// Softmax over the innermost dim, in place (F32).
+void softmax(const Tensor& x);
+
+}  // namespace corvid::ops

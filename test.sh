@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine, builds corvid from scratch and runs every test:
+# unit tests (plain and under ASan+UBSan), parity and CLI tests, and a short fuzz run.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash scripts/setup.sh
+bash scripts/fetch-model.sh
+JOBS=${JOBS:-$(nproc)}
+
+echo "== build (release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$JOBS"
+echo "== unit tests"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== unit tests under ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCORVID_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$JOBS" --target corvid_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" -E "${ASAN_EXCLUDE:-^$}"
+
+if [ -d tests/py ]; then
+  echo "== CLI and parity tests"
+  CORVID_BIN="$PWD/build/corvid" python3 -m pytest -q tests/py
+fi
+
+if [ -d tests/fuzz ]; then
+  echo "== fuzz (short run)"
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+fi
+echo "== all tests passed"

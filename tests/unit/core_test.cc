@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "corvid/core/buffer.h"
+#include "corvid/core/dtype.h"
+#include "corvid/core/error.h"
+#include "corvid/core/half.h"
+#include "corvid/core/thread_pool.h"
+
+namespace corvid {
+namespace {
+
+TEST(DType, BytesForBlocks) {
+  EXPECT_EQ(bytes_for(DType::F32, 10), 40u);
+  EXPECT_EQ(bytes_for(DType::Q4_0, 64), 36u);
+  EXPECT_EQ(bytes_for(DType::Q6_K, 512), 420u);
+  EXPECT_THROW(bytes_for(DType::Q8_0, 33), Error);
+}
+
+TEST(Half, RoundTripsAndRounds) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
+    EXPECT_EQ(f16_to_f32(f32_to_f16(f)), f);
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(f)), bf16_to_f32(f32_to_bf16(bf16_to_f32(f32_to_bf16(f)))));
+  }
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f16_to_f32(0x7c00), INFINITY);
+  // 1 + 2^-11 lies halfway between two halves; ties go to even (1.0).
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+}
+
+TEST(Tensor, ShapeAndRows) {
+  OwnedTensor t(DType::F32, {3, 4, 8});
+  EXPECT_EQ(t.tensor.numel(), 96);
+  EXPECT_EQ(t.tensor.rows(), 12);
+  EXPECT_EQ(t.tensor.row_bytes(), 32u);
+  EXPECT_EQ(t.tensor.row<float>(2) - t.tensor.ptr<float>(), 16);
+  EXPECT_THROW(t.tensor.reshaped({5, 5}), Error);
+  EXPECT_EQ(t.tensor.reshaped({12, 8}).shape_str(), "[12, 8]");
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  ThreadPool pool(3);
+  for (int64_t n : {1, 7, 1000, 12345}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    for (int rep = 0; rep < 3; ++rep)
+      pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 3);
+  }
+}
+
+}  // namespace
+}  // namespace corvid
