@@ -1,0 +1,92 @@
+// corvid bench: in-process prefill and decode throughput, llama-bench style
+// (pp: one batch of N prompt tokens; tg: N tokens decoded one at a time from an empty context).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "corvid/cli/common.h"
+#include "corvid/core/thread_pool.h"
+
+namespace corvid::cli {
+
+namespace {
+
+struct BenchArgs {
+  CommonOptions common;
+  int64_t prompt = 512;
+  int64_t gen = 128;
+  int reps = 3;
+};
+
+struct Stat { double mean = 0, stdev = 0; };
+Stat summarize(const std::vector<double>& v) {
+  Stat s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.stdev += (x - s.mean) * (x - s.mean);
+  s.stdev = v.size() > 1 ? std::sqrt(s.stdev / static_cast<double>(v.size() - 1)) : 0;
+  return s;
+}
+
+void run_bench(const BenchArgs& a) {
+  apply_common_options(a.common);
+  LoadedModel m = LoadedModel::load(a.common.model);
+  LlamaModel& model = *m.model;
+  const int64_t vocab = model.config().vocab_size;
+  KVCache kv(model.config(), std::max(a.prompt, a.gen) + 1);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = pick(rng);
+    positions[i] = static_cast<int32_t>(i);
+  }
+  OwnedTensor logits(DType::F32, {1, vocab});
+  using clock = std::chrono::steady_clock;
+  std::vector<double> pp, tg;
+  for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms caches and page-faults the weights in
+    if (a.prompt > 0) {
+      auto t0 = clock::now();
+      model.forward(std::span(tokens).first(static_cast<size_t>(a.prompt)), std::span(positions).first(static_cast<size_t>(a.prompt)),
+                    kv, logits.tensor, false);
+      double s = std::chrono::duration<double>(clock::now() - t0).count();
+      if (r) pp.push_back(static_cast<double>(a.prompt) / s);
+    }
+    if (a.gen > 0) {
+      auto t0 = clock::now();
+      for (int64_t i = 0; i < a.gen; ++i)
+        model.forward(std::span(tokens).subspan(static_cast<size_t>(i), 1), std::span(positions).subspan(static_cast<size_t>(i), 1),
+                      kv, logits.tensor, false);
+      double s = std::chrono::duration<double>(clock::now() - t0).count();
+      if (r) tg.push_back(static_cast<double>(a.gen) / s);
+    }
+  }
+  const double gb_per_token = static_cast<double>(model.weight_bytes_per_token()) / 1e9;
+  std::printf("model: %s (%s, %.1fM params), threads: %d\n", a.common.model.c_str(), model.config().architecture.c_str(),
+              static_cast<double>(model.parameter_count()) / 1e6, ThreadPool::global().size());
+  if (!pp.empty()) {
+    Stat s = summarize(pp);
+    std::printf("pp%lld: %.2f ± %.2f tok/s\n", static_cast<long long>(a.prompt), s.mean, s.stdev);
+  }
+  if (!tg.empty()) {
+    Stat s = summarize(tg);
+    std::printf("tg%lld: %.2f ± %.2f tok/s (%.2f GB/s of weights)\n", static_cast<long long>(a.gen), s.mean, s.stdev,
+                s.mean * gb_per_token);
+  }
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode throughput");
+  add_common_options(*cmd, args->common);
+  cmd->add_option("-p,--prompt", args->prompt, "prompt tokens processed in one batch (0 = skip)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--gen", args->gen, "tokens decoded one at a time (0 = skip)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-r,--reps", args->reps, "repetitions after one warm-up")->check(CLI::PositiveNumber);
+  cmd->callback([args] { run_bench(*args); });
+}
+
+}  // namespace corvid::cli

@@ -1,0 +1,58 @@
+#include "corvid/cli/common.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "corvid/core/thread_pool.h"
+
+namespace corvid::cli {
+
+void add_common_options(CLI::App& cmd, CommonOptions& opts) {
+  cmd.add_option("-m,--model", opts.model, "GGUF file or Hugging Face model folder")->required();
+  cmd.add_option("-t,--threads", opts.threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+}
+
+void apply_common_options(const CommonOptions& opts) { ThreadPool::set_global_threads(opts.threads); }
+
+void add_sampling_options(CLI::App& cmd, SamplingFlags& f) {
+  cmd.add_option("--temperature,--temp", f.params.temperature, "0 = greedy (default: the model's generation_config, else 0)");
+  cmd.add_option("--top-k", f.params.top_k, "keep the k most likely tokens (0 = off)");
+  cmd.add_option("--top-p", f.params.top_p, "nucleus sampling mass (1 = off)");
+  cmd.add_option("--min-p", f.params.min_p, "drop tokens below min-p x the top probability (0 = off)");
+  cmd.add_option("--repetition-penalty", f.params.repetition_penalty, "HF-style repetition penalty (1 = off)");
+  cmd.add_option("--presence-penalty", f.params.presence_penalty, "OpenAI-style presence penalty");
+  cmd.add_option("--frequency-penalty", f.params.frequency_penalty, "OpenAI-style frequency penalty");
+  cmd.add_option("--seed", f.seed, "RNG seed; the same seed reproduces a run");
+}
+
+SamplingParams sampling_params(const SamplingFlags& f, const CLI::App& cmd, const GenerationConfig& g) {
+  SamplingParams p = f.params;
+  auto unset = [&](const char* flag) { return cmd.count(flag) == 0; };
+  // The checkpoint's generation_config supplies defaults for what the user did not set.
+  if (unset("--temperature") && g.do_sample.value_or(false) && g.temperature) p.temperature = static_cast<float>(*g.temperature);
+  if (unset("--top-k") && g.do_sample.value_or(false) && g.top_k) p.top_k = static_cast<int>(*g.top_k);
+  if (unset("--top-p") && g.do_sample.value_or(false) && g.top_p) p.top_p = static_cast<float>(*g.top_p);
+  if (unset("--min-p") && g.do_sample.value_or(false) && g.min_p) p.min_p = static_cast<float>(*g.min_p);
+  if (unset("--repetition-penalty") && g.repetition_penalty) p.repetition_penalty = static_cast<float>(*g.repetition_penalty);
+  if (!unset("--seed")) p.seed = f.seed;
+  p.validate();
+  return p;
+}
+
+void print_stats(const GenerationStats& s) {
+  std::fprintf(stderr, "\nprompt: %lld tokens, %.1f tok/s | decode: %lld tokens, %.1f tok/s\n",
+               static_cast<long long>(s.prompt_tokens), s.prefill_tok_s(), static_cast<long long>(s.generated_tokens),
+               s.decode_tok_s());
+}
+
+std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const ModelConfig& config) {
+  std::vector<int32_t> ids = tokenizer.eos_ids();
+  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
+  for (const char* marker : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|endoftext|>"})
+    if (auto id = tokenizer.token_to_id(marker)) ids.push_back(*id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace corvid::cli

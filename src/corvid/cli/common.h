@@ -1,0 +1,42 @@
+// Pieces shared by the CLI verbs: common flags, sampling flags, stats output.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "corvid/engine/loaded_model.h"
+#include "corvid/engine/session.h"
+
+namespace corvid::cli {
+
+struct CommonOptions {
+  std::string model;
+  int threads = 0;  // 0: all hardware threads
+};
+
+void add_common_options(CLI::App& cmd, CommonOptions& opts);
+// Applies the options that must take effect before any work (thread count).
+void apply_common_options(const CommonOptions& opts);
+
+struct SamplingFlags {
+  SamplingParams params;
+  uint64_t seed = 0;
+  bool seed_set = false;
+};
+void add_sampling_options(CLI::App& cmd, SamplingFlags& flags);
+SamplingParams sampling_params(const SamplingFlags& flags, const CLI::App& cmd, const GenerationConfig& defaults);
+
+// "prompt: 12 tokens, 340.1 tok/s | decode: 64 tokens, 51.2 tok/s" on stderr.
+void print_stats(const GenerationStats& stats);
+
+// Token ids of the model's stop tokens: EOS ids plus the chat end-of-turn marker if the vocabulary has one.
+std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const ModelConfig& config);
+
+void register_generate(CLI::App& app);
+void register_chat(CLI::App& app);
+void register_inspect(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_bench(CLI::App& app);
+
+}  // namespace corvid::cli

@@ -1,0 +1,73 @@
+// corvid inspect: what a model file holds and what it needs to run.
+#include <cstdio>
+#include <map>
+
+#include "corvid/cli/common.h"
+
+namespace corvid::cli {
+
+namespace {
+
+struct InspectArgs {
+  std::string path;
+  double memory_gb = 8.0;
+  int kv_bytes = 4;
+};
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", b, units[u]);
+  return buf;
+}
+
+void run_inspect(const InspectArgs& a) {
+  ModelFiles files = open_model(a.path);
+  const ModelConfig& c = files.config;
+  std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // dtype -> (tensors, bytes)
+  int64_t params = 0, bytes = 0;
+  for (const auto& [name, t] : files.weights.tensors) {
+    auto& entry = by_dtype[std::string(dtype_name(t.dtype))];
+    entry.first += 1;
+    entry.second += static_cast<int64_t>(t.nbytes());
+    params += t.numel();
+    bytes += static_cast<int64_t>(t.nbytes());
+  }
+  std::printf("model:          %s\n", a.path.c_str());
+  std::printf("format:         %s\n", files.gguf ? "GGUF" : "safetensors");
+  std::printf("architecture:   %s\n", c.architecture.c_str());
+  std::printf("layers:         %lld\n", static_cast<long long>(c.num_hidden_layers));
+  std::printf("hidden size:    %lld (intermediate %lld)\n", static_cast<long long>(c.hidden_size),
+              static_cast<long long>(c.intermediate_size));
+  std::printf("heads:          %lld query, %lld key/value, head_dim %lld\n", static_cast<long long>(c.num_attention_heads),
+              static_cast<long long>(c.num_key_value_heads), static_cast<long long>(c.head_dim));
+  std::printf("vocabulary:     %lld\n", static_cast<long long>(c.vocab_size));
+  std::printf("context:        %lld (rope theta %g%s)\n", static_cast<long long>(c.max_position_embeddings), c.rope_theta,
+              c.rope_scaling.type == RopeScaling::Type::None ? "" : ", scaled");
+  std::printf("parameters:     %lld (%.1fM)\n", static_cast<long long>(params), static_cast<double>(params) / 1e6);
+  std::printf("weights:        %s\n", human_bytes(static_cast<double>(bytes)).c_str());
+  for (const auto& [dtype, entry] : by_dtype)
+    std::printf("  %-6s        %lld tensors, %s\n", dtype.c_str(), static_cast<long long>(entry.first),
+                human_bytes(static_cast<double>(entry.second)).c_str());
+  const int64_t kv_per_token = c.kv_bytes_per_token(a.kv_bytes);
+  std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(), a.kv_bytes);
+  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes);
+  const int64_t fits = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token)) : 0;
+  std::printf("fits in %.1f GiB: %lld tokens of context%s\n", a.memory_gb, static_cast<long long>(fits),
+              fits > c.max_position_embeddings ? " (more than the model's maximum)" : "");
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Describe a model: architecture, parameters, dtypes, memory");
+  cmd->add_option("path", args->path, "GGUF file or Hugging Face model folder")->required();
+  cmd->add_option("--memory-gb", args->memory_gb, "memory budget for the context estimate (GiB)")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")->check(CLI::Range(1, 4));
+  cmd->callback([args] { run_inspect(*args); });
+}
+
+}  // namespace corvid::cli

@@ -1,0 +1,32 @@
+// LoadedModel: a checkpoint opened from disk with its tokenizer and the model
+// bound to its weights — what every entry point starts from.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "corvid/formats/model_files.h"
+#include "corvid/models/llama.h"
+#include "corvid/tokenizer/tokenizer.h"
+
+namespace corvid {
+
+struct LoadedModel {
+  std::unique_ptr<ModelFiles> files;  // owns the mappings the model's weight views point into
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<LlamaModel> model;
+
+  // Opens a GGUF file or a Hugging Face folder. Throws corvid::Error naming the
+  // file and the problem (bad file, unsupported architecture, missing tokenizer…).
+  static LoadedModel load(const std::string& path);
+};
+
+}  // namespace corvid
+
+namespace corvid {
+
+// Opens only the tokenizer of a GGUF file (also a tokenizer-only one) or a
+// Hugging Face folder (tokenizer.json + tokenizer_config.json).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
+
+}  // namespace corvid

@@ -1,0 +1,87 @@
+#include "corvid/engine/session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "corvid/core/error.h"
+
+namespace corvid {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Session::Session(LlamaModel& model, int64_t context_size)
+    : model_(model), kv_(model.config(), context_size), logits_(DType::F32, {1, model.config().vocab_size}) {}
+
+void Session::prefill(int64_t chunk) {
+  chunk = std::max<int64_t>(1, chunk);
+  while (cached_ < tokens_.size()) {
+    const size_t end = std::min(tokens_.size(), cached_ + static_cast<size_t>(chunk));
+    positions_.clear();
+    for (size_t i = cached_; i < end; ++i) positions_.push_back(static_cast<int32_t>(i));
+    std::span<const int32_t> piece(tokens_.data() + cached_, end - cached_);
+    model_.forward(piece, positions_, kv_, logits_.tensor, /*all_logits=*/false);
+    cached_ = end;
+  }
+}
+
+const Tensor& Session::score(std::span<const int32_t> new_tokens) {
+  const int64_t n = static_cast<int64_t>(new_tokens.size());
+  CORVID_CHECK(n > 0, "score: no tokens");
+  CORVID_CHECK(static_cast<int64_t>(tokens_.size()) + n <= kv_.capacity(), "score: ", tokens_.size() + new_tokens.size(),
+               " tokens exceed the context size ", kv_.capacity());
+  all_logits_ = OwnedTensor(DType::F32, {n, model_.config().vocab_size});
+  prefill(/*chunk=*/kv_.capacity());  // anything pending from an earlier turn first
+  positions_.clear();
+  for (int64_t i = 0; i < n; ++i) positions_.push_back(static_cast<int32_t>(static_cast<int64_t>(tokens_.size()) + i));
+  model_.forward(new_tokens, positions_, kv_, all_logits_.tensor, /*all_logits=*/true);
+  tokens_.insert(tokens_.end(), new_tokens.begin(), new_tokens.end());
+  cached_ = tokens_.size();
+  return all_logits_.tensor;
+}
+
+GenerationStats Session::generate(std::span<const int32_t> new_tokens, const GenerateOptions& options,
+                                  const std::function<bool(int32_t)>& on_token) {
+  CORVID_CHECK(!new_tokens.empty() || !tokens_.empty(), "generate: empty prompt");
+  const int64_t needed = static_cast<int64_t>(tokens_.size() + new_tokens.size()) + options.max_new_tokens;
+  CORVID_CHECK(needed <= kv_.capacity(), "the prompt (", tokens_.size() + new_tokens.size(), " tokens) plus ",
+               options.max_new_tokens, " new tokens needs ", needed, " positions, more than the context size ",
+               kv_.capacity());
+  GenerationStats stats;
+  Sampler sampler(options.sampling);
+  tokens_.insert(tokens_.end(), new_tokens.begin(), new_tokens.end());
+  const size_t prompt_end = tokens_.size();
+  // Nothing new to feed: recompute the last position to get its logits again.
+  if (cached_ == tokens_.size()) --cached_;
+  stats.prompt_tokens = static_cast<int64_t>(tokens_.size() - cached_);
+
+  auto t0 = std::chrono::steady_clock::now();
+  prefill(options.prefill_chunk);
+  stats.prefill_seconds = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  const int64_t vocab = model_.config().vocab_size;
+  for (int64_t step = 0; step < options.max_new_tokens; ++step) {
+    std::span<float> logits(logits_.ptr<float>(), static_cast<size_t>(vocab));
+    std::span<const int32_t> prompt(tokens_.data(), prompt_end);
+    std::span<const int32_t> output(tokens_.data() + prompt_end, tokens_.size() - prompt_end);
+    const int32_t next = sampler.sample(logits, prompt, output);
+    ++stats.generated_tokens;
+    // The token joins the sequence; its KV is computed by the next forward (now or next turn).
+    tokens_.push_back(next);
+    const bool keep_going = on_token(next);
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) != options.stop_ids.end()) {
+      stats.stopped_by_eos = true;
+      break;
+    }
+    if (!keep_going || step + 1 == options.max_new_tokens) break;
+    prefill(1);
+  }
+  stats.decode_seconds = seconds_since(t0);
+  return stats;
+}
+
+}  // namespace corvid

@@ -1,0 +1,183 @@
+#include "corvid/models/llama.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "corvid/core/error.h"
+#include "corvid/models/rope_scaling.h"
+
+namespace corvid {
+
+namespace {
+
+// Fetches a weight and checks its shape (outermost-first, as PyTorch stores it).
+Tensor expect(const WeightSet& w, const std::string& name, std::initializer_list<int64_t> shape) {
+  const Tensor& t = w.get(name);
+  Tensor want(t.dtype, shape, nullptr);
+  bool same = want.ndim == t.ndim;
+  for (int i = 0; same && i < t.ndim; ++i) same = want.shape[static_cast<size_t>(i)] == t.shape[static_cast<size_t>(i)];
+  if (!same) fail(w.source, ": tensor ", name, " has shape ", t.shape_str(), ", the config implies ", want.shape_str());
+  return t;
+}
+
+const Tensor* optional_weight(const WeightSet& w, const std::string& name, int64_t size) {
+  if (!w.has(name)) return nullptr;
+  const Tensor& t = w.tensors.at(name);
+  if (t.numel() != size || t.ndim != 1) fail(w.source, ": tensor ", name, " has shape ", t.shape_str(), ", expected [", size, "]");
+  return &t;
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
+    : config_(config), weights_(weights), rope_(make_rope_params(config)) {
+  const ModelConfig& c = config_;
+  CORVID_CHECK(c.hidden_act == "silu", weights.source, ": hidden_act ", c.hidden_act, " is not supported (silu only)");
+  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, weights.source,
+               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
+               c.num_key_value_heads);
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
+  embed_tokens_ = expect(weights, "model.embed_tokens.weight", {c.vocab_size, H});
+  final_norm_ = expect(weights, "model.norm.weight", {H});
+  if (weights.has("lm_head.weight")) {
+    lm_head_ = expect(weights, "lm_head.weight", {c.vocab_size, H});
+  } else {
+    CORVID_CHECK(c.tie_word_embeddings, weights.source, ": missing tensor lm_head.weight (tie_word_embeddings is false)");
+    lm_head_ = embed_tokens_;
+  }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer L;
+    L.input_norm = expect(weights, p + "input_layernorm.weight", {H});
+    L.post_attention_norm = expect(weights, p + "post_attention_layernorm.weight", {H});
+    L.q_proj = expect(weights, p + "self_attn.q_proj.weight", {q_dim, H});
+    L.k_proj = expect(weights, p + "self_attn.k_proj.weight", {kv_dim, H});
+    L.v_proj = expect(weights, p + "self_attn.v_proj.weight", {kv_dim, H});
+    L.o_proj = expect(weights, p + "self_attn.o_proj.weight", {H, q_dim});
+    L.q_bias = optional_weight(weights, p + "self_attn.q_proj.bias", q_dim);
+    L.k_bias = optional_weight(weights, p + "self_attn.k_proj.bias", kv_dim);
+    L.v_bias = optional_weight(weights, p + "self_attn.v_proj.bias", kv_dim);
+    if (c.attention_bias) {
+      CORVID_CHECK(L.q_bias && L.k_bias && L.v_bias, weights.source, ": layer ", i,
+                   " lacks the q/k/v biases the config requires");
+    }
+    L.q_norm = optional_weight(weights, p + "self_attn.q_norm.weight", D);
+    L.k_norm = optional_weight(weights, p + "self_attn.k_norm.weight", D);
+    if (c.qk_norm) CORVID_CHECK(L.q_norm && L.k_norm, weights.source, ": layer ", i, " lacks q_norm/k_norm weights");
+    L.gate_proj = expect(weights, p + "mlp.gate_proj.weight", {I, H});
+    L.up_proj = expect(weights, p + "mlp.up_proj.weight", {I, H});
+    L.down_proj = expect(weights, p + "mlp.down_proj.weight", {H, I});
+    layers_.push_back(L);
+  }
+}
+
+void LlamaModel::ensure_workspace(int64_t n) {
+  if (ws_.tokens >= n) return;
+  const ModelConfig& c = config_;
+  const int64_t q_dim = c.num_attention_heads * c.head_dim, kv_dim = c.num_key_value_heads * c.head_dim;
+  ws_.tokens = n;
+  ws_.x = OwnedTensor(DType::F32, {n, c.hidden_size});
+  ws_.h = OwnedTensor(DType::F32, {n, c.hidden_size});
+  ws_.q = OwnedTensor(DType::F32, {n, q_dim});
+  ws_.k = OwnedTensor(DType::F32, {n, kv_dim});
+  ws_.v = OwnedTensor(DType::F32, {n, kv_dim});
+  ws_.attn = OwnedTensor(DType::F32, {n, q_dim});
+  ws_.gate = OwnedTensor(DType::F32, {n, c.intermediate_size});
+  ws_.up = OwnedTensor(DType::F32, {n, c.intermediate_size});
+}
+
+// Views of the first n rows of a workspace buffer.
+static Tensor rows_of(const OwnedTensor& t, int64_t n) {
+  return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data);
+}
+
+void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
+                                 int64_t n) {
+  const ModelConfig& c = config_;
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n);
+  Tensor q = rows_of(ws_.q, n), k = rows_of(ws_.k, n), v = rows_of(ws_.v, n), attn = rows_of(ws_.attn, n);
+
+  ops::rms_norm(x, L.input_norm, static_cast<float>(c.rms_norm_eps), h);
+  ops::matmul(h, L.q_proj, q, L.q_bias);
+  ops::matmul(h, L.k_proj, k, L.k_bias);
+  ops::matmul(h, L.v_proj, v, L.v_bias);
+  Tensor q_heads = q.reshaped({n, Hq, D}), k_heads = k.reshaped({n, Hkv, D});
+  if (L.q_norm) ops::rms_norm(q_heads, *L.q_norm, static_cast<float>(c.rms_norm_eps), q_heads);
+  if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, static_cast<float>(c.rms_norm_eps), k_heads);
+  ops::rope(q_heads, positions, rope_);
+  ops::rope(k_heads, positions, rope_);
+
+  const Tensor& k_cache = kv.keys(index);
+  const Tensor& v_cache = kv.values(index);
+  const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t pos = positions[static_cast<size_t>(i)];
+    CORVID_CHECK(pos >= 0 && pos < kv.capacity(), "position ", pos, " is outside the KV cache (capacity ",
+                 kv.capacity(), ")");
+    std::memcpy(k_cache.row<char>(pos * Hkv), k.row<char>(i), row_bytes);
+    std::memcpy(v_cache.row<char>(pos * Hkv), v.row<char>(i), row_bytes);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const int64_t window = c.sliding_window.value_or(0);
+  ops::attention(q_heads, k_cache, v_cache, positions, scale, window, attn.reshaped({n, Hq, D}));
+  ops::matmul(attn, L.o_proj, h);
+  ops::add(x, h);
+}
+
+void LlamaModel::mlp_block(const Layer& L, int64_t n) {
+  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n);
+  Tensor gate = rows_of(ws_.gate, n), up = rows_of(ws_.up, n);
+  ops::rms_norm(x, L.post_attention_norm, static_cast<float>(config_.rms_norm_eps), h);
+  ops::matmul(h, L.gate_proj, gate);
+  ops::matmul(h, L.up_proj, up);
+  ops::silu_mul(gate, up, gate);
+  ops::matmul(gate, L.down_proj, h);
+  ops::add(x, h);
+}
+
+void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
+                         const Tensor& logits, bool all_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  CORVID_CHECK(n > 0 && positions.size() == tokens.size(), "forward: need one position per token");
+  for (int32_t t : tokens) {
+    CORVID_CHECK(t >= 0 && t < config_.vocab_size, "forward: token id ", t, " is outside the vocabulary (",
+                 config_.vocab_size, ")");
+  }
+  const int64_t n_out = all_logits ? n : 1;
+  CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == n_out && logits.cols() == config_.vocab_size,
+               "forward: logits must be F32 [", n_out, ", ", config_.vocab_size, "]");
+  ensure_workspace(n);
+  Tensor x = rows_of(ws_.x, n);
+  ops::embedding(embed_tokens_, tokens, x);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    attention_block(layers_[i], static_cast<int64_t>(i), positions, kv, n);
+    mlp_block(layers_[i], n);
+  }
+  // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.
+  Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out));
+  Tensor h = rows_of(ws_.h, n_out);
+  ops::rms_norm(last, final_norm_, static_cast<float>(config_.rms_norm_eps), h);
+  ops::matmul(h, lm_head_, logits);
+}
+
+int64_t LlamaModel::weight_bytes_per_token() const {
+  int64_t total = static_cast<int64_t>(final_norm_.nbytes() + lm_head_.nbytes());
+  for (const Layer& L : layers_) {
+    for (const Tensor* t : {&L.input_norm, &L.post_attention_norm, &L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj,
+                            &L.gate_proj, &L.up_proj, &L.down_proj})
+      total += static_cast<int64_t>(t->nbytes());
+    for (const Tensor* t : {L.q_bias, L.k_bias, L.v_bias, L.q_norm, L.k_norm})
+      if (t) total += static_cast<int64_t>(t->nbytes());
+  }
+  return total;
+}
+
+int64_t LlamaModel::parameter_count() const {
+  int64_t total = 0;
+  for (const auto& [name, t] : weights_.tensors) total += t.numel();
+  return total;
+}
+
+}  // namespace corvid
