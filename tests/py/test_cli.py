@@ -1,0 +1,69 @@
+"""The CLI verbs end to end on real models, through the corvid binary."""
+import json
+import re
+
+from conftest import ROOT, STORIES, run_corvid
+
+
+def stories_expected_ids():
+    text = (ROOT / "tests" / "data" / "stories260K.greedy-from-bos.txt").read_text()
+    return json.loads(re.search(r"ids: (\[.*?\])", text, re.S).group(1))
+
+
+def test_stories260k_greedy_from_bos_matches_known_output():
+    # An empty raw prompt with special tokens is exactly [BOS]; 200 greedy tokens must match.
+    r = run_corvid("generate", "-m", STORIES, "-p", "", "--raw", "-n", 200, "--ids", "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == stories_expected_ids()
+    assert re.search(r"decode: 200 tokens, [\d.]+ tok/s", r.stderr)
+
+
+def test_stories260k_text_output():
+    r = run_corvid("generate", "-m", STORIES, "-p", "", "--raw", "-n", 40, "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Once upon a time, there was a little girl named Lily.")
+
+
+def test_tokenize_detokenize_round_trip():
+    r = run_corvid("tokenize", "-m", STORIES, "Once upon a time")
+    assert r.returncode == 0, r.stderr
+    ids = json.loads(r.stdout)
+    assert ids and all(isinstance(i, int) for i in ids)
+    with_bos = json.loads(run_corvid("tokenize", "-m", STORIES, "--with-special", "Once upon a time").stdout)
+    assert with_bos == [1] + ids
+    r = run_corvid("detokenize", "-m", STORIES, json.dumps(ids))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "Once upon a time\n"
+    r = run_corvid("tokenize", "-m", STORIES, "-", input="Once upon a time")
+    assert json.loads(r.stdout) == ids
+
+
+def test_detokenize_rejects_bad_ids():
+    for bad in ["[1, x]", "[99999]", "-5"]:
+        r = run_corvid("detokenize", "-m", STORIES, bad)
+        assert r.returncode != 0
+        assert r.stderr.startswith("corvid: error:") or "Error" in r.stderr
+
+
+def test_inspect_reports_shape_and_memory():
+    r = run_corvid("inspect", STORIES, "--memory-gb", "1")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "architecture:   llama" in out
+    assert "layers:         5" in out
+    assert re.search(r"heads:\s+8 query, 4 key/value, head_dim 8", out)
+    assert "KV per token:   320.00 B" in out  # 2 * 5 layers * 4 kv heads * 8 dims * 4 bytes
+    assert re.search(r"fits in 1\.0 GiB: \d+ tokens", out)
+
+
+def test_every_verb_has_help():
+    for verb in ["generate", "chat", "inspect", "tokenize", "detokenize", "bench"]:
+        r = run_corvid(verb, "--help")
+        assert r.returncode == 0 and "Usage" in r.stdout, verb
+
+
+def test_bench_reports_throughput():
+    r = run_corvid("bench", "-m", STORIES, "-p", 32, "-n", 16, "-r", 1)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"pp32: [\d.]+ ± [\d.]+ tok/s", r.stdout)
+    assert re.search(r"tg16: [\d.]+ ± [\d.]+ tok/s", r.stdout)

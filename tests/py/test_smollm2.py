@@ -1,0 +1,29 @@
+"""The default model, SmolLM2-135M-Instruct (Q4_1 GGUF), through the CLI."""
+import re
+
+from conftest import run_corvid
+
+
+def test_answers_a_question_sensibly(smollm2):
+    r = run_corvid("generate", "-m", smollm2, "-p", "What is the capital of France?", "-n", 40)
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+    assert re.search(r"prompt: \d+ tokens, [\d.]+ tok/s \| decode: \d+ tokens, [\d.]+ tok/s", r.stderr)
+
+
+def test_seed_reproduces_sampling(smollm2):
+    args = ["generate", "-m", smollm2, "-p", "Tell me a story.", "-n", 24, "--temperature", 0.9,
+            "--top-p", 0.95, "--seed", 1234, "--ids"]
+    a, b = run_corvid(*args), run_corvid(*args)
+    assert a.returncode == 0, a.stderr
+    assert a.stdout == b.stdout
+    c = run_corvid(*args[:-2], "--seed", 99, "--ids")
+    assert c.stdout != a.stdout
+
+
+def test_chat_answers_and_keeps_context(smollm2):
+    r = run_corvid("chat", "-m", smollm2, "-n", 48,
+                   input="What is the capital of France?\nAnd what is its population?\n\n")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+    assert r.stderr.count("decode:") == 2
