@@ -48,7 +48,7 @@ TEST(GgufModel, Stories260KConfig) {
   EXPECT_EQ(c.num_key_value_heads, 4);
   EXPECT_EQ(c.head_dim, 8);
   EXPECT_EQ(c.rotary_dim, 8);
-  EXPECT_EQ(c.vocab_size, 512);  // from the token list (no llama.vocab_size key)
+  EXPECT_EQ(c.vocab_size, 512);  // from token_embd.weight (no llama.vocab_size key)
   EXPECT_EQ(c.max_position_embeddings, 2048);
   EXPECT_NEAR(c.rms_norm_eps, 1e-5, 1e-9);
   EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
@@ -153,6 +153,18 @@ TEST(GgufModel, Qwen2BiasAndRopeScaling) {
   EXPECT_TRUE(w.has("model.layers.0.self_attn.q_proj.bias"));
   EXPECT_TRUE(w.has("rope_freqs.weight"));  // no HF name: kept as is
   EXPECT_TRUE(w.has("blk.0.something_new.weight"));
+}
+
+TEST(GgufModel, VocabFromTokenListAsLastResort) {
+  GgufBuilder g;
+  g.str("general.architecture", "llama").u32("llama.block_count", 1).u32("llama.embedding_length", 64);
+  g.u32("llama.feed_forward_length", 128).u32("llama.attention.head_count", 4);
+  g.str_array("tokenizer.ggml.tokens", {"a", "b", "c"});
+  EXPECT_EQ(model_config_from_gguf(*parse(g.build())).vocab_size, 3);
+  GgufBuilder none;
+  none.str("general.architecture", "llama").u32("llama.block_count", 1).u32("llama.embedding_length", 64);
+  none.u32("llama.feed_forward_length", 128).u32("llama.attention.head_count", 4);
+  EXPECT_THROW(model_config_from_gguf(*parse(none.build())), Error);
 }
 
 TEST(GgufModel, NameMapping) {

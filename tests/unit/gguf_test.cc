@@ -356,6 +356,25 @@ TEST(Gguf, RejectsBadTensorData) {
   expect_error(b, "tensor a");
 }
 
+TEST(Gguf, RejectsMisalignedViews) {
+  // With general.alignment 1 a tensor can start anywhere; an F32 view must still be
+  // 4-byte aligned. Of four consecutive offsets exactly one is.
+  int ok = 0;
+  for (uint64_t off = 0; off < 4; ++off) {
+    GgufBuilder g;
+    g.alignment = 1;
+    g.u32("general.alignment", 1);
+    g.tensor("w", {1}, 0, 4, off);
+    try {
+      parse(g.build());
+      ++ok;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor w: data is not 4-byte aligned"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ok, 1);
+}
+
 TEST(Gguf, OpenReportsMissingFile) {
   try {
     GgufFile::open("/nonexistent/x.gguf");

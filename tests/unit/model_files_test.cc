@@ -24,16 +24,27 @@ template <class Fn> void expect_message(Fn fn, const std::string& expected) {
   }
 }
 
-// A complete tiny llama folder (1 layer, dim 8, vocab 4).
+// Every tensor of a 1-layer llama with dim 8, 2 heads of 4, FFN 16, vocab 4 (tied).
+SafetensorsBuilder tiny_llama_weights() {
+  SafetensorsBuilder s;
+  s.add("model.embed_tokens.weight", "F32", {4, 8}, 4).add("model.norm.weight", "F32", {8}, 4);
+  const std::string p = "model.layers.0.";
+  s.add(p + "input_layernorm.weight", "F32", {8}, 4).add(p + "post_attention_layernorm.weight", "F32", {8}, 4);
+  for (const char* proj : {"q_proj", "k_proj", "v_proj", "o_proj"})
+    s.add(p + "self_attn." + proj + ".weight", "BF16", {8, 8}, 2);
+  s.add(p + "mlp.gate_proj.weight", "BF16", {16, 8}, 2).add(p + "mlp.up_proj.weight", "BF16", {16, 8}, 2);
+  s.add(p + "mlp.down_proj.weight", "BF16", {8, 16}, 2);
+  return s;
+}
+
+// A complete tiny llama folder.
 void write_folder(const ScratchDir& d, bool tokenizer = true) {
   json config = {{"model_type", "llama"}, {"vocab_size", 4},      {"hidden_size", 8},
                  {"intermediate_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
                  {"tie_word_embeddings", true}, {"torch_dtype", "float32"}};
   d.write("config.json", config.dump());
   d.write("generation_config.json", json{{"temperature", 0.7}, {"eos_token_id", {2, 3}}}.dump());
-  SafetensorsBuilder s;
-  s.add("model.embed_tokens.weight", "F32", {4, 8}, 4).add("model.norm.weight", "F32", {8}, 4);
-  d.write("model.safetensors", s.build());
+  d.write("model.safetensors", tiny_llama_weights().build());
   if (tokenizer) d.write("tokenizer.json", std::string("{}"));
 }
 
@@ -48,6 +59,16 @@ TEST(ModelFiles, OpensGguf) {
   EXPECT_TRUE(m.tokenizer_json.empty());
   EXPECT_TRUE(m.tokenizer_config_json.empty());
   EXPECT_EQ(m.gguf->get_string("tokenizer.ggml.model"), "llama");
+}
+
+TEST(ModelFiles, OpensSmolLM2WhenPresent) {
+  std::string path = std::string(CORVID_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (const char* env = std::getenv("CORVID_SMOLLM2_GGUF")) path = env;
+  if (!std::filesystem::exists(path)) path = "/work/main/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 GGUF not present";
+  ModelFiles m = open_model(path);  // includes the weight/config shape check
+  EXPECT_EQ(m.weights.tensors.size(), 272u);
+  EXPECT_TRUE(m.config.tie_word_embeddings);
 }
 
 TEST(ModelFiles, GgufByMagicWhateverTheName) {
@@ -98,6 +119,12 @@ TEST(ModelFiles, Errors) {
   expect_message([&] { open_model(d.str()); },
                  d.file("config.json") + ": unsupported model_type 'bert' (supported: llama, mistral, qwen2, qwen3)");
   write_folder(d);
+  SafetensorsBuilder wrong = tiny_llama_weights();
+  wrong.add("model.layers.0.mlp.down_proj.weight", "BF16", {16, 8}, 2);  // transposed
+  d.write("model.safetensors", wrong.build());
+  expect_message([&] { open_model(d.str()); },
+                 d.file("model.safetensors") +
+                     ": tensor model.layers.0.mlp.down_proj.weight has shape [16, 8], the config implies [8, 16]");
   std::filesystem::remove(d.file("model.safetensors"));
   expect_message([&] { open_model(d.str()); }, d.str() + ": no model.safetensors or model.safetensors.index.json");
   d.write("broken.gguf", std::string("GGUF\x01"));

@@ -57,7 +57,9 @@ std::optional<DType> dtype_from_ggml(uint32_t id) {
 
 constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxArrayDepth = 8;                 // nested arrays deeper than this are not real metadata
-constexpr uint64_t kMaxMetadataValues = 1ull << 27;  // bounds memory: real vocabularies hold ~1e6 values
+// Bounds memory (a value costs ~48 bytes in memory, as little as 1 in the file):
+// real metadata holds ~1e6 values (vocabulary tokens, scores, merges).
+constexpr uint64_t kMaxMetadataValues = 1ull << 24;
 
 // Bounds-checked little-endian cursor over the image.
 class Reader {
@@ -194,7 +196,8 @@ std::shared_ptr<GgufFile> GgufFile::parse(std::shared_ptr<const void> owner, con
     const int64_t* s = std::get_if<int64_t>(&a->value);
     uint64_t al = u ? *u : s && *s > 0 ? static_cast<uint64_t>(*s) : 0;
     if (!u && !s) fail(name, ": general.alignment is a ", type_name(a->type), ", not an integer");
-    if (!is_pow2(al) || al > (1u << 30)) fail(name, ": general.alignment ", al, " is not a power of two");
+    if (!is_pow2(al) || al > (1u << 30))
+      fail(name, ": general.alignment ", al, " is not a power of two up to 2^30");
     f->alignment_ = static_cast<size_t>(al);
   }
 
@@ -255,8 +258,14 @@ std::shared_ptr<GgufFile> GgufFile::parse(std::shared_ptr<const void> owner, con
     t.view.dtype = t.dtype;
     t.view.ndim = static_cast<int>(t.shape.size());
     for (size_t d = 0; d < t.shape.size(); ++d) t.view.shape[d] = t.shape[d];
+    // Kernels read F32 through float* and blocks through their 2-byte scales; with a
+    // file alignment below that, a view could be misaligned (undefined behaviour).
+    const uint8_t* bytes = data + data_start + t.offset;
+    size_t natural = t.dtype == DType::F32 ? 4 : 2;
+    if (reinterpret_cast<uintptr_t>(bytes) % natural != 0)
+      fail(name, ": tensor ", printable(t.name), ": data is not ", natural, "-byte aligned");
     // Views are read-only in practice (the mapping is PROT_READ); Tensor has no const flavour.
-    t.view.data = const_cast<uint8_t*>(data + data_start + t.offset);
+    t.view.data = const_cast<uint8_t*>(bytes);
     ranges.emplace_back(t.offset, i);
   }
   std::sort(ranges.begin(), ranges.end());

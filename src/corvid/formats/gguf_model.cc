@@ -90,13 +90,17 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   // qwen2/qwen3 are converted unpermuted (NEOX-style rotate-half).
   c.rope_interleaved = arch == "llama";
 
-  if (g.has(p + "vocab_size")) c.vocab_size = g.get_int(p + "vocab_size");
-  else if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
+  // Vocabulary: the explicit key, else the embedding's rows (what the model computes
+  // with; may be padded past the tokenizer), else the tokenizer's token count.
+  if (g.has(p + "vocab_size")) {
+    c.vocab_size = g.get_int(p + "vocab_size");
+  } else if (const GgufTensorInfo* e = g.find_tensor("token_embd.weight")) {
+    c.vocab_size = e->shape[0];
+  } else if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens")) {
     const GgufArray* a = std::get_if<GgufArray>(&tokens->value);
     if (!a) fail(g.path(), ": metadata tokenizer.ggml.tokens is not an array");
     c.vocab_size = static_cast<int64_t>(a->size());
   }
-  else if (const GgufTensorInfo* e = g.find_tensor("token_embd.weight")) c.vocab_size = e->shape[0];
   positive(g, "vocab size", c.vocab_size);
 
   c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;

@@ -7,6 +7,7 @@
 #include "corvid/formats/gguf_model.h"
 #include "corvid/formats/json_file.h"
 #include "corvid/formats/safetensors.h"
+#include "corvid/formats/weight_check.h"
 
 namespace corvid {
 namespace {
@@ -32,6 +33,7 @@ ModelFiles open_gguf(const std::string& path) {
   m.gguf = GgufFile::open(path);
   m.config = model_config_from_gguf(*m.gguf);
   m.weights = gguf_weight_set(m.gguf);
+  check_weights(m.config, m.weights);
   return m;
 }
 
@@ -50,6 +52,7 @@ ModelFiles open_folder(const std::string& dir) {
   const std::string tok_config = (d / "tokenizer_config.json").string();
   if (is_file(tok_config)) m.tokenizer_config_json = tok_config;
   m.weights = load_safetensors_checkpoint(dir);
+  check_weights(m.config, m.weights);
   return m;
 }
 

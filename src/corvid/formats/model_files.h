@@ -25,7 +25,8 @@ struct ModelFiles {
 };
 
 // Throws corvid::Error("<path>: ...") when the path does not exist, is neither a
-// GGUF file nor a folder, or when any part is missing or invalid.
+// GGUF file nor a folder, or when any part is missing or invalid — including
+// weights whose shapes disagree with the config (see weight_check.h).
 ModelFiles open_model(const std::string& path);
 
 }  // namespace corvid
