@@ -130,7 +130,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<const vo
       size_t align = dtype_info(*t.dtype).block_bytes;
       if (reinterpret_cast<uintptr_t>(p) % align != 0)
         fail(name, ": tensor ", printable(t.name), ": data at byte ", 8 + n + t.begin, " is not ", align,
-             "-byte aligned");
+             "-byte aligned (unpadded header? re-save the file with a current safetensors)");
       t.view.dtype = *t.dtype;
     } else {
       t.view.dtype = DType::F32;  // placeholder: the view is not usable as a typed tensor
