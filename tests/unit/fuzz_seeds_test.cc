@@ -1,0 +1,45 @@
+// The fuzz seed corpora (tests/fuzz/make_corpus.py) are only useful while the
+// valid seeds stay valid: then mutations start deep inside the parsers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "corvid/core/error.h"
+#include "corvid/formats/gguf.h"
+#include "corvid/formats/gguf_model.h"
+#include "corvid/formats/json_file.h"
+#include "corvid/formats/model_config.h"
+#include "corvid/formats/safetensors.h"
+
+namespace corvid {
+namespace {
+
+const std::string kCorpus = std::string(CORVID_SOURCE_DIR) + "/tests/fuzz/corpus/";
+
+TEST(FuzzSeeds, GgufSeedsParse) {
+  for (const char* name : {"every_value_type.gguf", "kquants_v2_align64.gguf", "llama_mixed_types.gguf", "qwen3.gguf"})
+    EXPECT_NO_THROW(GgufFile::open(kCorpus + "gguf/" + name)) << name;
+  EXPECT_NO_THROW(model_config_from_gguf(*GgufFile::open(kCorpus + "gguf/llama_mixed_types.gguf")));
+  EXPECT_NO_THROW(model_config_from_gguf(*GgufFile::open(kCorpus + "gguf/qwen3.gguf")));
+  // The stories260K header seed has its tensor data cut off on purpose.
+  EXPECT_THROW(GgufFile::open(kCorpus + "gguf/stories260K_header.gguf"), Error);
+}
+
+TEST(FuzzSeeds, SafetensorsSeedsParse) {
+  for (const char* name : {"mixed.safetensors", "other_dtypes.safetensors", "empty.safetensors"})
+    EXPECT_NO_THROW(SafetensorsFile::open(kCorpus + "safetensors/" + name)) << name;
+  // Without the header padding the reference writer adds, the F32 data is misaligned.
+  EXPECT_THROW(SafetensorsFile::open(kCorpus + "safetensors/unpadded.safetensors"), Error);
+}
+
+TEST(FuzzSeeds, ConfigSeedsParse) {
+  for (const char* name : {"llama31.json", "mistral.json", "qwen2.json", "qwen3.json"}) {
+    std::string path = kCorpus + "model_config/" + name;
+    EXPECT_NO_THROW(parse_model_config(read_json_file(path), path)) << name;
+  }
+  std::string gen = kCorpus + "model_config/generation.json";
+  EXPECT_NO_THROW(parse_generation_config(read_json_file(gen), gen));
+}
+
+}  // namespace
+}  // namespace corvid
