@@ -21,7 +21,7 @@ struct RopeScaling {
   // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 0;
+  int64_t original_max_position_embeddings = 0;  // llama3: required; yarn: as given, else max_position_embeddings
   // yarn
   double beta_fast = 32.0;
   double beta_slow = 1.0;
@@ -48,7 +48,11 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;       // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;              // RMSNorm on q and k per head (qwen3)
+  bool mlp_bias = false;             // gate/up/down projections carry biases (llama `mlp_bias`)
   std::optional<int64_t> sliding_window;  // attention window where the config enables it
+  // Layers i >= max_window_layers use the sliding window (qwen2/qwen3 semantics); 0 for
+  // mistral, where every layer slides. Meaningless while sliding_window is unset.
+  int64_t max_window_layers = 0;
   std::string hidden_act = "silu";
   std::string torch_dtype;           // as stored: "bfloat16", "float16", "float32"
   std::vector<int64_t> bos_token_ids, eos_token_ids;

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "corvid/core/error.h"
+#include "corvid/formats/model_files.h"
+#include "safetensors_builder.h"
+
+namespace corvid {
+namespace {
+
+using testing::SafetensorsBuilder;
+using testing::ScratchDir;
+using json = nlohmann::json;
+
+const std::string kStories = std::string(CORVID_SOURCE_DIR) + "/tests/data/stories260K.gguf";
+
+template <class Fn> void expect_message(Fn fn, const std::string& expected) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected: " << expected;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
+
+// A complete tiny llama folder (1 layer, dim 8, vocab 4).
+void write_folder(const ScratchDir& d, bool tokenizer = true) {
+  json config = {{"model_type", "llama"}, {"vocab_size", 4},      {"hidden_size", 8},
+                 {"intermediate_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+                 {"tie_word_embeddings", true}, {"torch_dtype", "float32"}};
+  d.write("config.json", config.dump());
+  d.write("generation_config.json", json{{"temperature", 0.7}, {"eos_token_id", {2, 3}}}.dump());
+  SafetensorsBuilder s;
+  s.add("model.embed_tokens.weight", "F32", {4, 8}, 4).add("model.norm.weight", "F32", {8}, 4);
+  d.write("model.safetensors", s.build());
+  if (tokenizer) d.write("tokenizer.json", std::string("{}"));
+}
+
+TEST(ModelFiles, OpensGguf) {
+  ModelFiles m = open_model(kStories);
+  EXPECT_TRUE(m.is_gguf());
+  EXPECT_EQ(m.path, kStories);
+  EXPECT_EQ(m.config.architecture, "llama");
+  EXPECT_EQ(m.config.num_hidden_layers, 5);
+  EXPECT_TRUE(m.config.rope_interleaved);
+  EXPECT_TRUE(m.weights.has("model.layers.4.mlp.down_proj.weight"));
+  EXPECT_TRUE(m.tokenizer_json.empty());
+  EXPECT_TRUE(m.tokenizer_config_json.empty());
+  EXPECT_EQ(m.gguf->get_string("tokenizer.ggml.model"), "llama");
+}
+
+TEST(ModelFiles, GgufByMagicWhateverTheName) {
+  ScratchDir d;
+  std::filesystem::copy_file(kStories, d.file("model.bin"));
+  EXPECT_TRUE(open_model(d.file("model.bin")).is_gguf());
+}
+
+TEST(ModelFiles, OpensFolder) {
+  ScratchDir d;
+  write_folder(d);
+  ModelFiles m = open_model(d.str());
+  EXPECT_FALSE(m.is_gguf());
+  EXPECT_EQ(m.config.hidden_size, 8);
+  EXPECT_TRUE(m.config.tie_word_embeddings);
+  EXPECT_FALSE(m.config.rope_interleaved);
+  EXPECT_DOUBLE_EQ(*m.generation.temperature, 0.7);
+  EXPECT_EQ(m.generation.eos_token_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m.tokenizer_json, d.file("tokenizer.json"));
+  EXPECT_TRUE(m.tokenizer_config_json.empty());
+  EXPECT_EQ(m.weights.get("model.embed_tokens.weight").shape_str(), "[4, 8]");
+
+  d.write("tokenizer_config.json", std::string("{}"));
+  std::filesystem::remove(d.file("generation_config.json"));
+  m = open_model(d.str());
+  EXPECT_EQ(m.tokenizer_config_json, d.file("tokenizer_config.json"));
+  EXPECT_FALSE(m.generation.temperature);
+}
+
+TEST(ModelFiles, Errors) {
+  expect_message([] { open_model("/nonexistent/model"); }, "/nonexistent/model: no such file or directory");
+  ScratchDir d;
+  expect_message([&] { open_model(d.str()); }, d.str() + ": no config.json (not a Hugging Face model folder)");
+  write_folder(d, /*tokenizer=*/false);
+  expect_message([&] { open_model(d.str()); }, d.str() + ": no tokenizer.json (a tokenizer is required)");
+  d.write("tokenizer.json", std::string("{}"));
+  d.write("notes.txt", std::string("hello"));
+  expect_message([&] { open_model(d.file("notes.txt")); },
+                 d.file("notes.txt") + ": not a model (expected a .gguf file or a Hugging Face model folder)");
+  d.write("config.json", std::string("{\"model_type\": "));
+  try {
+    open_model(d.str());
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(d.file("config.json") + ": bad JSON: ", 0), 0u) << e.what();
+  }
+  d.write("config.json", json{{"model_type", "bert"}}.dump());
+  expect_message([&] { open_model(d.str()); },
+                 d.file("config.json") + ": unsupported model_type 'bert' (supported: llama, mistral, qwen2, qwen3)");
+  write_folder(d);
+  std::filesystem::remove(d.file("model.safetensors"));
+  expect_message([&] { open_model(d.str()); }, d.str() + ": no model.safetensors or model.safetensors.index.json");
+  d.write("broken.gguf", std::string("GGUF\x01"));
+  EXPECT_THROW(open_model(d.file("broken.gguf")), Error);
+}
+
+}  // namespace
+}  // namespace corvid
