@@ -1,6 +1,10 @@
 #include "corvid/tokenizer/normalizer.h"
 
 #include <unicode/uchar.h>
+#include <unicode/ustring.h>
+#include <unicode/utf16.h>
+
+#include "corvid/core/error.h"
 
 namespace corvid::tok {
 namespace {
@@ -21,15 +25,31 @@ std::string replace_all(std::string_view text, const Regex& pattern, const std::
   return out;
 }
 
-// Per code point lowercase (Rust's str::to_lowercase is per char as well,
-// apart from final-sigma handling, which no supported tokenizer relies on).
+// Lowercases each code point on its own with its full mapping, as HF's
+// Lowercase normalizer does (Rust char::to_lowercase): U+0130 -> "i\u0307",
+// and no word-final sigma rule (ICU applies that rule to whole strings,
+// hence one call per character).
 std::string lowercase(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     uint32_t cp;
     i += utf8_next(text, i, &cp);
-    utf8_append(out, static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp))));
+    if (cp < 0x80) {
+      out += static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
+      continue;
+    }
+    UChar src[2], dst[8];
+    int32_t n = 0;
+    U16_APPEND_UNSAFE(src, n, static_cast<UChar32>(cp));
+    UErrorCode err = U_ZERO_ERROR;
+    int32_t m = u_strToLower(dst, 8, src, n, "", &err);
+    CORVID_CHECK(U_SUCCESS(err), "tokenizer: lowercasing failed: ", u_errorName(err));
+    for (int32_t k = 0; k < m;) {
+      UChar32 c;
+      U16_NEXT_UNSAFE(dst, k, c);
+      utf8_append(out, static_cast<uint32_t>(c));
+    }
   }
   return out;
 }
