@@ -4,7 +4,7 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git unzip ca-certificates
-  nlohmann-json3-dev libpcre2-dev libcli11-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev libgtest-dev libgmock-dev
   clang-14 libclang-rt-14-dev python3 python3-pip)
 PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf)
 

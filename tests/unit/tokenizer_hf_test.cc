@@ -1,0 +1,130 @@
+// Tokenizers loaded from Hugging Face tokenizer.json files, checked against
+// the `tokenizers` oracle fixtures, plus API behaviour (BOS/EOS, specials,
+// errors) on the real Qwen3, Llama 3.1 and Gemma 3 files.
+#include <gtest/gtest.h>
+
+#include "corvid/core/error.h"
+#include "tokenizer_oracle.h"
+
+namespace corvid {
+namespace {
+
+using testing::check_against_oracle;
+using testing::shared_file;
+
+// Loading the big files costs seconds under ASan: load each once.
+const Tokenizer* hf_tokenizer(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second.get();
+  auto json = shared_file("tokenizers/" + name + "/tokenizer.json");
+  auto config = shared_file("tokenizers/" + name + "/tokenizer_config.json");
+  if (!json) return nullptr;
+  auto tk = Tokenizer::from_hf_files(*json, config.value_or(""));
+  return (cache[name] = std::move(tk)).get();
+}
+
+#define REQUIRE_HF(var, name)                                                                                  \
+  const Tokenizer* var = hf_tokenizer(name);                                                                   \
+  if (!var) GTEST_SKIP() << "shared/tokenizers/" name "/tokenizer.json not found (set CORVID_SHARED_DIR to the " \
+                            "shared test-data folder)"
+
+TEST(TokenizerHf, Qwen3MatchesOracle) {
+  REQUIRE_HF(tk, "qwen3");
+  check_against_oracle(*tk, "qwen3");
+}
+
+TEST(TokenizerHf, Llama31MatchesOracle) {
+  REQUIRE_HF(tk, "llama3_1");
+  check_against_oracle(*tk, "llama3_1");
+}
+
+TEST(TokenizerHf, Gemma3MatchesOracle) {
+  REQUIRE_HF(tk, "gemma3");
+  check_against_oracle(*tk, "gemma3");
+}
+
+// Small tokenizers trained by make_expected.py (committed) for components the real ones do not use.
+void check_synthetic(const std::string& name) {
+  auto tk = Tokenizer::from_hf_files(testing::source_dir() + "/tests/tokenizer/synthetic/" + name + ".tokenizer.json", "");
+  check_against_oracle(*tk, name);
+}
+
+TEST(TokenizerHf, SyntheticMetaspaceMatchesOracle) { check_synthetic("synthetic_meta"); }
+TEST(TokenizerHf, SyntheticSentencePieceMatchesOracle) { check_synthetic("synthetic_spm"); }
+TEST(TokenizerHf, SyntheticByteLevelMatchesOracle) { check_synthetic("synthetic_bytelevel"); }
+
+TEST(TokenizerHf, Qwen3Api) {
+  REQUIRE_HF(tk, "qwen3");
+  EXPECT_FALSE(tk->bos_id().has_value());
+  EXPECT_FALSE(tk->adds_bos());
+  EXPECT_EQ(tk->eos_token(), "<|im_end|>");
+  ASSERT_EQ(tk->eos_ids().size(), 1u);
+  EXPECT_EQ(tk->eos_ids()[0], 151645);
+  EXPECT_EQ(tk->token_to_id("<|im_start|>"), 151644);
+  EXPECT_TRUE(tk->is_special(151644));
+  EXPECT_FALSE(tk->is_special(151667));  // <think> is an added token but not special
+  EXPECT_EQ(tk->id_to_token(151667), "<think>");
+  EXPECT_EQ(tk->vocab_size(), 151669);
+  EXPECT_NE(tk->chat_template().find("<|im_start|>"), std::string::npos);
+  EXPECT_EQ(tk->encode("<|im_start|>user", false), (std::vector<int32_t>{151644, 872}));
+  std::vector<int32_t> ids{151644, 872, 151645};
+  EXPECT_EQ(tk->decode(ids, false), "<|im_start|>user<|im_end|>");
+  EXPECT_EQ(tk->decode(ids, true), "user");
+}
+
+TEST(TokenizerHf, Llama31Api) {
+  REQUIRE_HF(tk, "llama3_1");
+  EXPECT_EQ(tk->bos_id(), 128000);
+  EXPECT_TRUE(tk->adds_bos());
+  EXPECT_EQ(tk->bos_token(), "<|begin_of_text|>");
+  EXPECT_EQ(tk->eos_token(), "<|eot_id|>");
+  EXPECT_EQ(tk->encode("", true), (std::vector<int32_t>{128000}));
+  EXPECT_EQ(tk->vocab_size(), 128256);
+}
+
+TEST(TokenizerHf, Gemma3Api) {
+  REQUIRE_HF(tk, "gemma3");
+  EXPECT_EQ(tk->bos_id(), 2);
+  EXPECT_EQ(tk->eos_token(), "<end_of_turn>");
+  EXPECT_EQ(tk->token_to_id("<start_of_turn>"), 105);
+  auto ids = tk->encode("<start_of_turn>user\nHi", true);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 105);
+}
+
+TEST(TokenizerHf, InvalidUtf8InputIsReplaced) {
+  REQUIRE_HF(tk, "qwen3");
+  EXPECT_EQ(tk->encode("a\xff" "b", false), tk->encode("a\xEF\xBF\xBD" "b", false));
+  EXPECT_EQ(tk->encode("\xE4\xBD", false), tk->encode("\xEF\xBF\xBD", false));
+}
+
+TEST(TokenizerHf, StreamingHoldsPartialCharacters) {
+  REQUIRE_HF(tk, "qwen3");
+  // "😁" is 4 bytes; byte-level tokens for each single byte.
+  auto b0 = tk->token_to_id("ð");   // 0xF0
+  auto b1 = tk->token_to_id("Ł");   // 0x9F
+  auto b2 = tk->token_to_id("ĺ");   // 0x98
+  auto b3 = tk->token_to_id("ģ");   // 0x81
+  ASSERT_TRUE(b0 && b1 && b2 && b3);
+  StreamingDetokenizer s(*tk, false);
+  EXPECT_EQ(s.push(*b0), "");
+  EXPECT_EQ(s.push(*b1), "");
+  EXPECT_EQ(s.push(*b2), "");
+  EXPECT_EQ(s.push(*b3), "\xF0\x9F\x98\x81");
+  EXPECT_EQ(s.push(*b0), "");
+  EXPECT_EQ(s.flush(), "\xEF\xBF\xBD");  // a dangling lead byte becomes U+FFFD, as in HF
+}
+
+TEST(TokenizerHf, MissingFileErrorNamesIt) {
+  try {
+    Tokenizer::from_hf_files("/nonexistent/tokenizer.json", "");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/tokenizer.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace corvid
