@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "corvid/core/error.h"
@@ -87,6 +89,41 @@ TEST(QuantLayout, Q6_KElementOrder) {
   EXPECT_EQ(y[0], -32.0f * 1);       // q = 0 -> -32, scale group 0
   EXPECT_EQ(y[64], 5.0f * 5);        // group 64/16 = 4 -> scale 5
   EXPECT_EQ(y[200], -32.0f * 13);    // untouched element of group 12
+}
+
+// Random blocks dequantized by gguf-py (llama.cpp's Python package), an independent
+// oracle for every layout: scripts/make_quant_fixture.py wrote tests/data/quant_blocks.bin.
+TEST(QuantLayout, MatchesGgufPyOnRandomBlocks) {
+  std::ifstream in(std::string(CORVID_SOURCE_DIR) + "/tests/data/quant_blocks.bin", std::ios::binary);
+  ASSERT_TRUE(in) << "missing tests/data/quant_blocks.bin";
+  auto read_u32 = [&] {
+    uint32_t v = 0;
+    in.read(reinterpret_cast<char*>(&v), 4);
+    return v;
+  };
+  int types_seen = 0;
+  while (in.peek() != EOF) {
+    std::string name(read_u32(), '\0');
+    in.read(name.data(), static_cast<std::streamsize>(name.size()));
+    const uint32_t nblocks = read_u32(), nbytes = read_u32();
+    DType t = DType::F32;
+    for (DType c : kWeightTypes) if (dtype_name(c) == name) t = c;
+    ASSERT_NE(t, DType::F32) << name;
+    ASSERT_EQ(static_cast<int>(nbytes), dtype_info(t).block_bytes) << name;
+    const size_t k = static_cast<size_t>(nblocks) * static_cast<size_t>(dtype_info(t).block_elems);
+    std::vector<uint8_t> raw(static_cast<size_t>(nblocks) * nbytes);
+    std::vector<float> want(k), got(k);
+    in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+    in.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(k * 4));
+    ASSERT_TRUE(in) << name << ": truncated fixture";
+    quant_kernels(t).dequantize(raw.data(), got.data(), static_cast<int64_t>(k));
+    for (size_t i = 0; i < k; ++i) {
+      // Same formula, possibly another multiplication order: a couple of float ulps.
+      ASSERT_NEAR(got[i], want[i], 1e-6f * (1 + std::fabs(want[i]))) << name << " element " << i;
+    }
+    ++types_seen;
+  }
+  EXPECT_EQ(types_seen, 8);
 }
 
 // ---- round trips ----
