@@ -154,6 +154,19 @@ TEST(Quant, RoundTripErrorBounds) {
   }
 }
 
+TEST(Quant, SimdActivationQuantizersAreBitExact) {
+  const size_t k = 32 * 40;
+  std::vector<float> x = random_floats(k, 77, 5.0f);
+  for (size_t i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
+  x[200] = 0.5f * 127.0f / 127.0f;               // values near rounding ties
+  for (DType t : {DType::Q8_0, DType::Q8_1}) {
+    std::vector<uint8_t> a(bytes_for(t, k)), b(bytes_for(t, k));
+    quant_kernels(t).quantize(x.data(), a.data(), static_cast<int64_t>(k));
+    (t == DType::Q8_0 ? quantize_row_q8_0 : quantize_row_q8_1)(x.data(), b.data(), static_cast<int64_t>(k));
+    EXPECT_EQ(a, b) << dtype_name(t);
+  }
+}
+
 TEST(Quant, ZeroBlocksStayZero) {
   const std::vector<float> x(512, 0.0f);
   for (DType t : kWeightTypes) {
@@ -195,7 +208,8 @@ TEST(Quant, VecDotMatchesDequantizedReference) {
         dequant_float_dot += static_cast<double>(c.wd[i]) * c.x[i];
       }
       const QuantKernels& qk = quant_kernels(t);
-      for (VecDotFn fn : {qk.vec_dot, qk.vec_dot_scalar}) {
+      for (VecDotFn fn : {qk.vec_dot_scalar, qk.vec_dot_avx2, qk.vec_dot_avx512}) {
+        if (!fn) continue;
         const double got = fn(c.wq.data(), c.xq.data(), static_cast<int64_t>(k));
         // Against the same quantized values: float rounding only, plus Q8_1's f16 block sum
         // s = d*sum(q) (relative 2^-11 of |m*s|), covered by 1e-3 of the magnitude.
@@ -208,16 +222,22 @@ TEST(Quant, VecDotMatchesDequantizedReference) {
 }
 
 TEST(Quant, SimdMatchesScalar) {
+  // Block counts that exercise every tail of the 8-block scale groups and 2-block pairs.
   for (DType t : kWeightTypes) {
-    for (size_t k : {256u, 512u, 1536u}) {
+    const size_t block = static_cast<size_t>(dtype_info(t).block_elems);
+    for (size_t nb : {1u, 2u, 3u, 7u, 8u, 9u, 18u, 48u}) {
+      const size_t k = nb * block;
       const DotCase c = make_case(t, k, static_cast<uint32_t>(k));
       double mag = 0;
       for (size_t i = 0; i < k; ++i) mag += std::fabs(static_cast<double>(c.wd[i]) * c.xd[i]);
       const QuantKernels& qk = quant_kernels(t);
-      const float simd = qk.vec_dot(c.wq.data(), c.xq.data(), static_cast<int64_t>(k));
       const float scalar = qk.vec_dot_scalar(c.wq.data(), c.xq.data(), static_cast<int64_t>(k));
-      // Same integer block sums; only the float accumulation order differs.
-      EXPECT_NEAR(simd, scalar, 1e-5 * mag + 1e-6) << dtype_name(t) << " k " << k;
+      for (VecDotFn fn : {qk.vec_dot_avx2, qk.vec_dot_avx512}) {
+        if (!fn) continue;
+        // Same integer block sums; only the float accumulation order differs.
+        EXPECT_NEAR(fn(c.wq.data(), c.xq.data(), static_cast<int64_t>(k)), scalar, 1e-5 * mag + 1e-6)
+            << dtype_name(t) << " blocks " << nb << (fn == qk.vec_dot_avx512 ? " avx512" : " avx2");
+      }
     }
   }
 }

@@ -55,9 +55,11 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
 struct QuantKernels {
   DType act;                 // activation format vec_dot expects for x
   DequantizeRowFn dequantize;
-  QuantizeRowFn quantize;    // reference quantizer (test data, activations)
+  QuantizeRowFn quantize;    // quantizer (test data, activations); SIMD where bit-identical to the reference
   VecDotFn vec_dot;          // fastest available (SIMD where compiled in)
   VecDotFn vec_dot_scalar;   // portable reference, always compiled
+  VecDotFn vec_dot_avx2;     // AVX2 (+VNNI) kernel; null when not compiled in
+  VecDotFn vec_dot_avx512;   // AVX-512 VNNI kernel; null when not compiled in or not written
 };
 
 // Kernels for a quantized dtype (weights and the activation formats Q8_0/Q8_1/Q8_K;
@@ -105,8 +107,12 @@ float vec_dot_q4_k_q8_k_scalar(const void*, const void*, int64_t);
 float vec_dot_q5_k_q8_k_scalar(const void*, const void*, int64_t);
 float vec_dot_q6_k_q8_k_scalar(const void*, const void*, int64_t);
 
-// SIMD kernels (quants_avx2.cc, quants_k_avx2.cc); null when not compiled in.
+// SIMD kernels (quants_avx2.cc, quants_k_avx2.cc, quants_avx512.cc); null when not compiled in.
 extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDotQ5_1Simd,
     kVecDotQ8_0Simd, kVecDotQ4_KSimd, kVecDotQ5_KSimd, kVecDotQ6_KSimd;
+// SIMD activation quantizers, bit-identical to quantize_row_q8_0/q8_1; null when not compiled in.
+extern const QuantizeRowFn kQuantizeQ8_0Simd, kQuantizeQ8_1Simd;
+extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512,
+    kVecDotQ8_0Avx512;
 
 }  // namespace corvid::ops::cpu

@@ -122,8 +122,57 @@ float dot_q8_0(const void* w, const void* x, int64_t k) {
       [](int64_t) { return 0.0f; });
 }
 
+// Activation quantizers, bit-identical to the scalar reference (same float ops in the same
+// order per element; vcvtps2dq rounds to nearest even like lrintf). Vectorized because at
+// n = 1 the row is quantized serially before the threaded dot products start.
+inline int quantize_q8_block(const float* x, float* d_out, int8_t* qs) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_loadu_ps(x + 8 * j);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[j]));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  const float d = _mm_cvtss_f32(m) / 127.0f;
+  const __m256 id = _mm256_set1_ps(d != 0 ? 1.0f / d : 0.0f);
+  __m256i q[4];
+  for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], id));
+  const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  // packs interleave 128-bit lanes; the permute restores element order.
+  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs),
+                      _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  *d_out = d;
+  return sum;
+}
+
+void quantize_q8_0(const float* x, void* dst, int64_t k) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < k / kQK; ++i, x += kQK) {
+    float d;
+    quantize_q8_block(x, &d, b[i].qs);
+    b[i].d = f32_to_f16(d);
+  }
+}
+
+void quantize_q8_1(const float* x, void* dst, int64_t k) {
+  auto* b = static_cast<BlockQ8_1*>(dst);
+  for (int64_t i = 0; i < k / kQK; ++i, x += kQK) {
+    float d;
+    const int sum = quantize_q8_block(x, &d, b[i].qs);
+    b[i].d = f32_to_f16(d);
+    b[i].s = f32_to_f16(d * static_cast<float>(sum));
+  }
+}
+
 }  // namespace
 
+const QuantizeRowFn kQuantizeQ8_0Simd = quantize_q8_0;
+const QuantizeRowFn kQuantizeQ8_1Simd = quantize_q8_1;
 const VecDotFn kVecDotQ4_0Simd = dot_q4_0;
 const VecDotFn kVecDotQ4_1Simd = dot_q4_1;
 const VecDotFn kVecDotQ5_0Simd = dot_q5_0;
@@ -135,6 +184,8 @@ const VecDotFn kVecDotQ8_0Simd = dot_q8_0;
 #else
 
 namespace corvid::ops::cpu {
+const QuantizeRowFn kQuantizeQ8_0Simd = nullptr;
+const QuantizeRowFn kQuantizeQ8_1Simd = nullptr;
 const VecDotFn kVecDotQ4_0Simd = nullptr;
 const VecDotFn kVecDotQ4_1Simd = nullptr;
 const VecDotFn kVecDotQ5_0Simd = nullptr;
