@@ -162,6 +162,49 @@ void bm_read(benchmark::State& st, size_t bytes) {
       benchmark::Counter(static_cast<double>(st.iterations()) * static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
 }
 
+// The matmuls of one SmolLM2-135M decode step (30 layers of q,k,v,o,gate,up,down in
+// Q4_1 plus the tied Q8_0 output head): the weight traffic a real decode sees.
+void bm_decode_step(benchmark::State& st, int64_t n) {
+  struct Layer {
+    OwnedTensor q, k, v, o, gate, up, down;
+  };
+  static std::vector<Layer> layers;
+  static OwnedTensor head;
+  if (layers.empty()) {
+    for (int l = 0; l < 30; ++l) {
+      layers.push_back({make_weight(DType::Q4_1, 576, 576), make_weight(DType::Q4_1, 192, 576),
+                        make_weight(DType::Q4_1, 192, 576), make_weight(DType::Q4_1, 576, 576),
+                        make_weight(DType::Q4_1, 1536, 576), make_weight(DType::Q4_1, 1536, 576),
+                        make_weight(DType::Q4_1, 576, 1536)});
+    }
+    head = make_weight(DType::Q8_0, 49152, 576);
+  }
+  OwnedTensor x(DType::F32, {n, 576}), x2(DType::F32, {n, 1536}), y(DType::F32, {n, 1536}),
+      logits(DType::F32, {n, 49152});
+  const auto xs = random_floats(static_cast<size_t>(n * 1536), 3);
+  std::memcpy(x.tensor.data, xs.data(), static_cast<size_t>(n * 576) * 4);
+  std::memcpy(x2.tensor.data, xs.data(), static_cast<size_t>(n * 1536) * 4);
+  double bytes = static_cast<double>(head.tensor.nbytes());
+  for (const Layer& L : layers) {
+    for (const OwnedTensor* w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) bytes += static_cast<double>(w->tensor.nbytes());
+  }
+  for (auto _ : st) {
+    for (const Layer& L : layers) {
+      for (const OwnedTensor* w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up}) {
+        Tensor out(DType::F32, {n, w->tensor.dim(0)}, y.tensor.data);
+        ops::matmul(x.tensor, w->tensor, out);
+      }
+      Tensor out(DType::F32, {n, 576}, y.tensor.data);
+      ops::matmul(x2.tensor, L.down.tensor, out);
+    }
+    ops::matmul(x.tensor, head.tensor, logits.tensor);
+    benchmark::DoNotOptimize(logits.tensor.data);
+  }
+  const double iters = static_cast<double>(st.iterations());
+  st.counters["GB/s"] = benchmark::Counter(iters * bytes / 1e9, benchmark::Counter::kIsRate);
+  st.counters["tok/s"] = benchmark::Counter(iters * static_cast<double>(n), benchmark::Counter::kIsRate);
+}
+
 struct Shape {
   int64_t m, k;
 };
@@ -190,6 +233,8 @@ void register_all() {
       with_best(benchmark::RegisterBenchmark((base + "/n64").c_str(), bm_matmul, t, s.m, s.k, int64_t{64}, size_t{0}));
     }
   }
+  with_best(benchmark::RegisterBenchmark("decode_step/smollm2_135m_q4_1/n1", bm_decode_step, int64_t{1}));
+  with_best(benchmark::RegisterBenchmark("decode_step/smollm2_135m_q4_1/n64", bm_decode_step, int64_t{64}));
   for (size_t mb : {32, 128}) {
     with_best(benchmark::RegisterBenchmark(("copy/" + std::to_string(mb) + "MB").c_str(), bm_copy, mb << 20));
     with_best(benchmark::RegisterBenchmark(("read/" + std::to_string(mb) + "MB").c_str(), bm_read, mb << 20));
