@@ -14,6 +14,7 @@ enum class DType : uint8_t {
   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,  // 32-element blocks
   Q4_K, Q5_K, Q6_K,              // 256-element super-blocks
   Q8_K,                          // activation format for K-quant dot products (not stored in files)
+  Q8_1,                          // activation format for Q4_1/Q5_1 dot products: Q8_0 plus d*sum(q)
 };
 
 struct DTypeInfo {

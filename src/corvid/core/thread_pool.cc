@@ -28,19 +28,27 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    work_.store(0);  // no chunks to claim for the wake-up generation
     generation_.fetch_add(1);
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks(int thread_index) {
+void ThreadPool::run_chunks(uint64_t generation, int thread_index) {
   for (;;) {
-    int64_t c = next_chunk_.fetch_add(1);
-    if (c >= job_chunks_) break;
-    int64_t begin = c * job_chunk_;
-    int64_t end = std::min(job_n_, begin + job_chunk_);
+    uint64_t w = work_.load(std::memory_order_acquire);
+    int64_t c;
+    do {
+      if ((w >> 32) != (generation & 0xffffffffu)) return;  // a newer job (or none) is posted
+      c = static_cast<int64_t>(w & 0xffffffffu);
+      if (c >= job_chunks_.load(std::memory_order_relaxed)) return;  // all chunks claimed
+    } while (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    // The claim succeeded for `generation`, so that job stays posted until this chunk is done.
+    const int64_t begin = c * job_chunk_;
+    const int64_t end = std::min(job_n_, begin + job_chunk_);
     (*job_)(begin, end, thread_index);
+    done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 
@@ -54,9 +62,8 @@ void ThreadPool::worker(int index) {
       cv_.wait(lock, [&] { return generation_.load() != seen; });
     }
     seen = generation_.load(std::memory_order_acquire);
-    if (stop_) return;
-    run_chunks(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (stop_.load(std::memory_order_acquire)) return;
+    run_chunks(seen, index);
   }
 }
 
@@ -69,21 +76,23 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     return;
   }
   // A few chunks per thread balance uneven work without much overhead.
-  int64_t chunks = std::min<int64_t>(max_chunks, static_cast<int64_t>(n_threads_) * 4);
+  const int64_t chunks_wanted = std::min<int64_t>(max_chunks, static_cast<int64_t>(n_threads_) * 4);
   job_ = &fn;
   job_n_ = n;
-  job_chunk_ = (n + chunks - 1) / chunks;
-  job_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
-  next_chunk_.store(0);
-  pending_.store(n_threads_ - 1);
+  job_chunk_ = (n + chunks_wanted - 1) / chunks_wanted;
+  const int64_t chunks = (n + job_chunk_ - 1) / job_chunk_;
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  work_.store((gen & 0xffffffffu) << 32, std::memory_order_release);  // publishes the job fields above
   {
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store(gen, std::memory_order_release);
   }
   cv_.notify_all();
-  run_chunks(0);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
-  job_ = nullptr;
+  run_chunks(gen, 0);
+  // Every chunk is claimed now; wait for those still running on workers.
+  while (done_.load(std::memory_order_acquire) != chunks) cpu_relax();
 }
 
 ThreadPool& ThreadPool::global() {

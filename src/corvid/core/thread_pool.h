@@ -2,6 +2,13 @@
 // [0, n) into contiguous chunks, runs them on the workers and the caller, and
 // returns when all are done. Workers spin briefly before sleeping so that the
 // many short loops of a decode step do not pay a wake-up each.
+//
+// The caller waits for chunks, not for workers: chunks are claimed from a
+// counter tagged with the job's generation, and parallel_for returns once every
+// chunk has completed. A worker that the OS has not scheduled yet (a busy
+// machine) therefore never delays a loop; it finds the job finished and goes back
+// to waiting. (Waiting for every worker to check in cost a scheduler time slice
+// per loop under load: hundreds of milliseconds per decode step.)
 #pragma once
 
 #include <atomic>
@@ -31,18 +38,22 @@ class ThreadPool {
 
  private:
   void worker(int index);
-  void run_chunks(int thread_index);
+  void run_chunks(uint64_t generation, int thread_index);
 
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  std::atomic<int64_t> next_chunk_{0};
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // wake-up signal: bumped per job
+  // (generation << 32) | index of the next unclaimed chunk; claims are CAS on this word so a
+  // late worker can never take a chunk of a newer job.
+  std::atomic<uint64_t> work_{0};
+  std::atomic<int64_t> done_{0};        // chunks completed in the current job
+  std::atomic<int64_t> job_chunks_{0};  // chunk count of the current job
+  std::atomic<bool> stop_{false};
+  // Valid for a generation while any of its chunks is unfinished; read only after a claim.
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
-  int64_t job_n_ = 0, job_chunk_ = 0, job_chunks_ = 0;
+  int64_t job_n_ = 0, job_chunk_ = 0;
 };
 
 }  // namespace corvid

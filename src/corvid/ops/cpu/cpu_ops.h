@@ -1,0 +1,32 @@
+// The CPU backend of ops:: (see ops/ops.h for the contracts). ops.cc checks
+// shapes and dtypes before calling these, so they assume valid arguments.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "corvid/core/tensor.h"
+#include "corvid/core/thread_pool.h"
+#include "corvid/ops/ops.h"
+
+namespace corvid::ops::cpu {
+
+void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
+// The same on a given pool (tests check that results do not depend on the thread count).
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias, ThreadPool& pool);
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void add(const Tensor& x, const Tensor& y);
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+               float scale, int64_t window, const Tensor& out);
+void softmax(const Tensor& x);
+
+// Tests: make matmul use the scalar reference kernels instead of SIMD.
+void set_force_scalar(bool on);
+
+// Row `r` of any weight dtype (F32/F16/BF16/block formats) as floats; k = row length.
+void dequantize_row(DType t, const void* src, float* dst, int64_t k);
+
+}  // namespace corvid::ops::cpu

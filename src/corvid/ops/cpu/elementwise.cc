@@ -1,0 +1,150 @@
+// CPU elementwise and row-wise ops: embedding, rms_norm, rope, silu_mul, add,
+// softmax. Each row is computed by the same code whatever the batch size, and
+// rows are independent, so results are batch invariant and thread-count
+// independent. Rows are split across the pool only when there is enough work
+// to pay for the hand-off (decode-sized calls run on the caller).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "corvid/core/half.h"
+#include "corvid/core/thread_pool.h"
+#include "corvid/ops/cpu/cpu_ops.h"
+#include "corvid/ops/cpu/quants.h"
+
+namespace corvid::ops::cpu {
+
+namespace {
+
+// Runs fn(r0, r1) over rows, threaded when rows * cols is large.
+template <class Fn>
+void for_rows(int64_t rows, int64_t cols, Fn fn) {
+  constexpr int64_t kMinElemsPerChunk = 16384;
+  const int64_t grain = std::max<int64_t>(1, kMinElemsPerChunk / std::max<int64_t>(1, cols));
+  if (rows <= grain) {
+    fn(0, rows);
+    return;
+  }
+  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); }, grain);
+}
+
+float load_float(DType t, const void* p, int64_t i) {
+  switch (t) {
+    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+}  // namespace
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t k) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+      for (int64_t i = 0; i < k; ++i) dst[i] = load_float(t, src, i);
+      return;
+    default: quant_kernels(t).dequantize(src, dst, k);
+  }
+}
+
+void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
+  const int64_t d = table.cols();
+  for_rows(static_cast<int64_t>(ids.size()), d, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      dequantize_row(table.dtype, table.row(ids[static_cast<size_t>(i)]), out.ptr<float>() + i * d, d);
+    }
+  });
+}
+
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x.ptr<float>() + r * cols;
+      float* o = out.ptr<float>() + r * cols;
+      // Sum of squares in double: exact enough that the order of the sum does not matter.
+      double ss = 0;
+      for (int64_t i = 0; i < cols; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(cols) + eps));
+      if (weight.dtype == DType::F32) {
+        const float* wf = weight.ptr<float>();
+        for (int64_t i = 0; i < cols; ++i) o[i] = xr[i] * inv * wf[i];
+      } else {
+        for (int64_t i = 0; i < cols; ++i) o[i] = xr[i] * inv * load_float(weight.dtype, weight.data, i);
+      }
+    }
+  });
+}
+
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+  const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
+  const int half = params.rotary_dim / 2;
+  for_rows(n, heads * head_dim, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> cs;
+    cs.resize(static_cast<size_t>(2 * half));
+    for (int64_t t = t0; t < t1; ++t) {
+      // theta = pos * inv_freq in float (the rounding the reference frameworks use), then
+      // cos/sin evaluated accurately and scaled by attention_factor.
+      const float pos = static_cast<float>(positions[static_cast<size_t>(t)]);
+      for (int i = 0; i < half; ++i) {
+        const float theta = pos * params.inv_freq[static_cast<size_t>(i)];
+        cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(static_cast<double>(theta))) * params.attention_factor;
+        cs[static_cast<size_t>(2 * i + 1)] =
+            static_cast<float>(std::sin(static_cast<double>(theta))) * params.attention_factor;
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x.ptr<float>() + (t * heads + h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+          const float c = cs[static_cast<size_t>(2 * i)], s = cs[static_cast<size_t>(2 * i + 1)];
+          const int a = params.interleaved ? 2 * i : i;
+          const int b = params.interleaved ? 2 * i + 1 : i + half;
+          const float x0 = v[a], x1 = v[b];
+          v[a] = x0 * c - x1 * s;
+          v[b] = x1 * c + x0 * s;
+        }
+      }
+    }
+  });
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const int64_t cols = gate.cols();
+  for_rows(gate.rows(), cols, [&](int64_t r0, int64_t r1) {
+    const float* g = gate.ptr<float>();
+    const float* u = up.ptr<float>();
+    float* o = out.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  });
+}
+
+void add(const Tensor& x, const Tensor& y) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    float* a = x.ptr<float>();
+    const float* b = y.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) a[i] += b[i];
+  });
+}
+
+void softmax(const Tensor& x) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* v = x.ptr<float>() + r * cols;
+      float mx = -INFINITY;
+      for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, v[i]);
+      if (mx == -INFINITY) mx = 0;  // an all -inf row stays finite: exp(-inf) = 0 -> 0/0 avoided below
+      double sum = 0;
+      for (int64_t i = 0; i < cols; ++i) {
+        v[i] = std::exp(v[i] - mx);
+        sum += v[i];
+      }
+      const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+      for (int64_t i = 0; i < cols; ++i) v[i] *= inv;
+    }
+  });
+}
+
+}  // namespace corvid::ops::cpu

@@ -1,0 +1,123 @@
+// CPU matmul: out[n, m] = x[n, k] @ w[m, k]^T (+ bias), w in any weight dtype.
+//
+// Every output element is one call of the row dot kernel on (weight row r,
+// activation row t). That single rule gives determinism for free: the result
+// cannot depend on the thread count, on how rows are split, or on n (batch
+// invariance: row t of matmul(x) equals matmul(x[t:t+1]) bit for bit), because
+// the arithmetic of each element never changes.
+//
+// Performance notes.
+// - n = 1 (decode) is a stream over the weight: memory bound. Rows are split into
+//   contiguous chunks across the pool so each thread streams its own range.
+// - n > 1 (prefill): rows are processed in tiles of kRowTile; for each tile all
+//   n activation rows are visited while the tile's weight bytes sit in L1, so the
+//   weight is read from memory once per call instead of once per token. The
+//   quantized activations (n * k bytes) stay in L2.
+// - Quantized weights: x rows are quantized once per call to the activation
+//   format (Q8_0/Q8_1/Q8_K) into a grow-only thread-local scratch buffer (no
+//   allocation in steady state).
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "corvid/core/error.h"
+#include "corvid/core/half.h"
+#include "corvid/core/thread_pool.h"
+#include "corvid/ops/cpu/cpu_ops.h"
+#include "corvid/ops/cpu/float_dot.h"
+#include "corvid/ops/cpu/quants.h"
+
+namespace corvid::ops::cpu {
+
+namespace {
+
+std::atomic<bool> g_force_scalar{false};
+
+constexpr int64_t kRowTile = 8;
+
+struct RowDot {
+  VecDotFn fn;
+  DType act;  // format of the activation rows fn reads (F32 for float weights)
+};
+
+RowDot row_dot_for(DType w) {
+  const bool scalar = g_force_scalar.load(std::memory_order_relaxed);
+  auto pick = [scalar](VecDotFn simd_fn, VecDotFn scalar_fn) { return scalar || !simd_fn ? scalar_fn : simd_fn; };
+  switch (w) {
+    case DType::F32: return {pick(kDotF32Simd, dot_f32_scalar), DType::F32};
+    case DType::F16: return {pick(kDotF16Simd, dot_f16_scalar), DType::F32};
+    case DType::BF16: return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32};
+    default: {
+      const QuantKernels& q = quant_kernels(w);
+      CORVID_CHECK(q.vec_dot != nullptr, "matmul: ", dtype_name(w), " is an activation format, not a weight dtype");
+      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act};
+    }
+  }
+}
+
+float bias_at(const Tensor* bias, int64_t r) {
+  switch (bias->dtype) {
+    case DType::F16: return f16_to_f32(bias->ptr<uint16_t>()[r]);
+    case DType::BF16: return bf16_to_f32(bias->ptr<uint16_t>()[r]);
+    default: return bias->ptr<float>()[r];
+  }
+}
+
+std::vector<uint8_t>& scratch() {
+  thread_local std::vector<uint8_t> buf;
+  return buf;
+}
+
+}  // namespace
+
+void set_force_scalar(bool on) { g_force_scalar.store(on); }
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+  matmul(x, w, out, bias, ThreadPool::global());
+}
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias, ThreadPool& pool) {
+  const int64_t n = x.rows(), k = x.cols(), m = w.rows();
+  const RowDot rd = row_dot_for(w.dtype);
+
+  // Activation rows in the format the dot kernel reads.
+  const uint8_t* xa = static_cast<const uint8_t*>(x.data);
+  size_t xa_stride = static_cast<size_t>(k) * sizeof(float);
+  if (rd.act != DType::F32) {
+    const QuantKernels& qa = quant_kernels(rd.act);
+    xa_stride = bytes_for(rd.act, k);
+    std::vector<uint8_t>& buf = scratch();
+    if (buf.size() < xa_stride * static_cast<size_t>(n)) buf.resize(xa_stride * static_cast<size_t>(n));
+    uint8_t* dst = buf.data();
+    const float* xf = x.ptr<float>();
+    auto quantize = [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) qa.quantize(xf + t * k, dst + static_cast<size_t>(t) * xa_stride, k);
+    };
+    if (n >= 8) {
+      pool.parallel_for(n, quantize, 4);
+    } else {
+      quantize(0, n, 0);
+    }
+    xa = dst;
+  }
+
+  const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
+  const size_t w_stride = w.row_bytes();
+  float* o = out.ptr<float>();
+  auto rows = [&](int64_t r0, int64_t r1, int) {
+    for (int64_t rt = r0; rt < r1; rt += kRowTile) {
+      const int64_t rt_end = std::min(r1, rt + kRowTile);
+      for (int64_t t = 0; t < n; ++t) {
+        const uint8_t* xt = xa + static_cast<size_t>(t) * xa_stride;
+        float* ot = o + t * m;
+        for (int64_t r = rt; r < rt_end; ++r) {
+          const float v = rd.fn(wbase + static_cast<size_t>(r) * w_stride, xt, k);
+          ot[r] = bias ? v + bias_at(bias, r) : v;
+        }
+      }
+    }
+  };
+  pool.parallel_for(m, rows, kRowTile);
+}
+
+}  // namespace corvid::ops::cpu

@@ -1,0 +1,158 @@
+// ops:: front: argument checks with messages that name the op and the
+// offending shape/dtype, then dispatch on the device. Only the CPU backend
+// exists in this build; CUDA tensors fail with a clear error.
+#include "corvid/ops/ops.h"
+
+#include <string>
+
+#include "corvid/core/error.h"
+#include "corvid/ops/cpu/cpu_ops.h"
+
+namespace corvid::ops {
+
+namespace {
+
+bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Weight dtypes matmul/embedding accept: float types and stored block formats (not activation formats).
+bool is_weight_dtype(DType t) {
+  return is_float_dtype(t) || t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
+         t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+}
+
+void check_cpu(const char* op, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t && t->device != Device::CPU) fail("ops::", op, ": tensor on CUDA but corvid was not built with CUDA");
+  }
+}
+
+void check_f32(const char* op, const char* name, const Tensor& t) {
+  CORVID_CHECK(t.dtype == DType::F32, "ops::", op, ": ", name, " must be F32, got ", dtype_name(t.dtype));
+  CORVID_CHECK(t.data != nullptr || t.numel() == 0, "ops::", op, ": ", name, " has no data");
+}
+
+void check_same_shape(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
+  CORVID_CHECK(a.numel() == b.numel() && a.cols() == b.cols(), "ops::", op, ": ", a_name, " ", a.shape_str(),
+               " and ", b_name, " ", b.shape_str(), " differ in shape");
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.data);
+  const char* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+}  // namespace
+
+void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
+  check_cpu("embedding", {&table, &out});
+  CORVID_CHECK(table.ndim == 2, "ops::embedding: table must be 2-D [vocab, d], got ", table.shape_str());
+  CORVID_CHECK(is_weight_dtype(table.dtype), "ops::embedding: unsupported table dtype ", dtype_name(table.dtype));
+  check_f32("embedding", "out", out);
+  CORVID_CHECK(out.rows() == static_cast<int64_t>(ids.size()) && out.cols() == table.cols(),
+               "ops::embedding: out ", out.shape_str(), " must be [", ids.size(), ", ", table.cols(), "]");
+  for (int32_t id : ids) {
+    CORVID_CHECK(id >= 0 && id < table.dim(0), "ops::embedding: token id ", id, " outside vocabulary [0, ",
+                 table.dim(0), ")");
+  }
+  cpu::embedding(table, ids, out);
+}
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+  check_cpu("matmul", {&x, &w, &out, bias});
+  check_f32("matmul", "x", x);
+  check_f32("matmul", "out", out);
+  CORVID_CHECK(w.ndim == 2, "ops::matmul: weight must be 2-D [m, k], got ", w.shape_str());
+  CORVID_CHECK(is_weight_dtype(w.dtype), "ops::matmul: unsupported weight dtype ", dtype_name(w.dtype));
+  CORVID_CHECK(x.cols() == w.cols(), "ops::matmul: x ", x.shape_str(), " and weight ", w.shape_str(),
+               " differ in the inner dimension");
+  CORVID_CHECK(out.rows() == x.rows() && out.cols() == w.rows(), "ops::matmul: out ", out.shape_str(), " must be [",
+               x.rows(), ", ", w.rows(), "]");
+  const int block = dtype_info(w.dtype).block_elems;
+  CORVID_CHECK(w.cols() % block == 0, "ops::matmul: ", dtype_name(w.dtype), " weight row of ", w.cols(),
+               " elements is not a whole number of ", block, "-element blocks");
+  CORVID_CHECK(!overlaps(x, out), "ops::matmul: out must not alias x");
+  if (bias) {
+    CORVID_CHECK(is_float_dtype(bias->dtype) && bias->numel() == w.rows(), "ops::matmul: bias ", bias->shape_str(),
+                 " ", dtype_name(bias->dtype), " must be [", w.rows(), "] F32/F16/BF16");
+  }
+  if (x.rows() == 0 || w.rows() == 0) return;
+  cpu::matmul(x, w, out, bias);
+}
+
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  check_cpu("rms_norm", {&x, &weight, &out});
+  check_f32("rms_norm", "x", x);
+  check_f32("rms_norm", "out", out);
+  check_same_shape("rms_norm", "x", x, "out", out);
+  CORVID_CHECK(is_float_dtype(weight.dtype) && weight.numel() == x.cols(), "ops::rms_norm: weight ",
+               weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
+  cpu::rms_norm(x, weight, eps, out);
+}
+
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+  check_cpu("rope", {&x});
+  check_f32("rope", "x", x);
+  CORVID_CHECK(x.ndim == 3, "ops::rope: x must be [n, heads, head_dim], got ", x.shape_str());
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::rope: ", positions.size(),
+               " positions for ", x.dim(0), " tokens");
+  CORVID_CHECK(params.rotary_dim > 0 && params.rotary_dim % 2 == 0 && params.rotary_dim <= x.dim(2),
+               "ops::rope: rotary_dim ", params.rotary_dim, " must be even and in (0, head_dim=", x.dim(2), "]");
+  CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::rope: ",
+               params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
+  cpu::rope(x, positions, params);
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  check_cpu("silu_mul", {&gate, &up, &out});
+  check_f32("silu_mul", "gate", gate);
+  check_f32("silu_mul", "up", up);
+  check_f32("silu_mul", "out", out);
+  check_same_shape("silu_mul", "gate", gate, "up", up);
+  check_same_shape("silu_mul", "gate", gate, "out", out);
+  cpu::silu_mul(gate, up, out);
+}
+
+void add(const Tensor& x, const Tensor& y) {
+  check_cpu("add", {&x, &y});
+  check_f32("add", "x", x);
+  check_f32("add", "y", y);
+  check_same_shape("add", "x", x, "y", y);
+  cpu::add(x, y);
+}
+
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+               float scale, int64_t window, const Tensor& out) {
+  check_cpu("attention", {&q, &k_cache, &v_cache, &out});
+  check_f32("attention", "q", q);
+  check_f32("attention", "k_cache", k_cache);
+  check_f32("attention", "v_cache", v_cache);
+  check_f32("attention", "out", out);
+  CORVID_CHECK(q.ndim == 3, "ops::attention: q must be [n, n_heads, head_dim], got ", q.shape_str());
+  CORVID_CHECK(k_cache.ndim == 3 && v_cache.ndim == 3 && k_cache.shape == v_cache.shape,
+               "ops::attention: k_cache ", k_cache.shape_str(), " and v_cache ", v_cache.shape_str(),
+               " must both be [capacity, n_kv_heads, head_dim]");
+  CORVID_CHECK(k_cache.dim(2) == q.dim(2), "ops::attention: head_dim of q ", q.shape_str(), " and cache ",
+               k_cache.shape_str(), " differ");
+  CORVID_CHECK(k_cache.dim(1) > 0 && q.dim(1) % k_cache.dim(1) == 0, "ops::attention: ", q.dim(1),
+               " query heads are not a multiple of ", k_cache.dim(1), " kv heads");
+  CORVID_CHECK(out.ndim == 3 && out.shape == q.shape, "ops::attention: out ", out.shape_str(), " must match q ",
+               q.shape_str());
+  CORVID_CHECK(!overlaps(q, out), "ops::attention: out must not alias q");
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == q.dim(0), "ops::attention: ", positions.size(),
+               " positions for ", q.dim(0), " queries");
+  for (int32_t p : positions) {
+    CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::attention: position ", p, " outside the cache capacity ",
+                 k_cache.dim(0));
+  }
+  if (q.numel() == 0) return;
+  cpu::attention(q, k_cache, v_cache, positions, scale, window, out);
+}
+
+void softmax(const Tensor& x) {
+  check_cpu("softmax", {&x});
+  check_f32("softmax", "x", x);
+  cpu::softmax(x);
+}
+
+}  // namespace corvid::ops

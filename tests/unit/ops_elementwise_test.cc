@@ -1,0 +1,153 @@
+// Row-wise and elementwise ops against double-precision references:
+// embedding, rms_norm, rope (both layouts, partial rotary, attention factor),
+// silu_mul, add, softmax; argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "corvid/core/error.h"
+#include "corvid/core/half.h"
+#include "corvid/ops/ops.h"
+#include "ops_test_util.h"
+
+namespace corvid::ops {
+namespace {
+
+using namespace corvid::testing;
+
+TEST(Embedding, LooksUpDequantizedRows) {
+  const int64_t vocab = 10, d = 64;
+  const auto src = random_floats(vocab * d, 1);
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_1}) {
+    OwnedTensor table = make_weight(t, vocab, d, src);
+    const std::vector<float> values = weight_values(table.tensor);
+    std::vector<int32_t> ids = {3, 0, 9, 3};
+    OwnedTensor out(DType::F32, {4, d});
+    embedding(table.tensor, ids, out.tensor);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_TRUE(bitwise_equal(out.ptr<float>() + i * d, values.data() + ids[i] * d, d)) << dtype_name(t);
+    }
+    std::vector<int32_t> bad = {10};
+    OwnedTensor out1(DType::F32, {1, d});
+    EXPECT_THROW(embedding(table.tensor, bad, out1.tensor), Error);
+  }
+}
+
+TEST(RmsNorm, MatchesReferenceAndAliases) {
+  const int64_t rows = 5, cols = 576;
+  const auto x = random_floats(rows * cols, 2, 4.0f);
+  const auto w = random_floats(cols, 3);
+  OwnedTensor xt = f32_tensor({rows, cols}, x), wt = f32_tensor({cols}, w), out(DType::F32, {rows, cols});
+  const float eps = 1e-5f;
+  rms_norm(xt.tensor, wt.tensor, eps, out.tensor);
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < cols; ++i) ss += static_cast<double>(x[r * cols + i]) * x[r * cols + i];
+    const double inv = 1.0 / std::sqrt(ss / cols + eps);
+    for (int64_t i = 0; i < cols; ++i) {
+      const double ref = x[r * cols + i] * inv * w[i];
+      ASSERT_NEAR(out.ptr<float>()[r * cols + i], ref, 1e-5 * (1 + std::fabs(ref)));
+    }
+  }
+  // In place and with a BF16 weight.
+  OwnedTensor wb(DType::BF16, {cols});
+  for (int64_t i = 0; i < cols; ++i) wb.ptr<uint16_t>()[i] = f32_to_bf16(w[i]);
+  rms_norm(xt.tensor, wb.tensor, eps, xt.tensor);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const float wi = bf16_to_f32(f32_to_bf16(w[i % cols]));
+    ASSERT_NEAR(xt.ptr<float>()[i], out.ptr<float>()[i] / w[i % cols] * wi, 1e-4 * (1 + std::fabs(out.ptr<float>()[i])));
+  }
+  OwnedTensor bad_w(DType::F32, {cols - 1});
+  EXPECT_THROW(rms_norm(xt.tensor, bad_w.tensor, eps, out.tensor), Error);
+}
+
+void check_rope(bool interleaved, int rotary_dim, float factor) {
+  const int64_t n = 3, heads = 2, head_dim = 16;
+  const auto x = random_floats(n * heads * head_dim, 4);
+  OwnedTensor xt = f32_tensor({n, heads, head_dim}, x);
+  RopeParams p;
+  p.rotary_dim = rotary_dim;
+  p.interleaved = interleaved;
+  p.attention_factor = factor;
+  for (int i = 0; i < rotary_dim / 2; ++i) p.inv_freq.push_back(std::pow(10000.0f, -2.0f * i / rotary_dim));
+  std::vector<int32_t> pos = {0, 7, 1000};
+  rope(xt.tensor, pos, p);
+  const int half = rotary_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* in = x.data() + (t * heads + h) * head_dim;
+      const float* got = xt.ptr<float>() + (t * heads + h) * head_dim;
+      std::vector<double> ref(in, in + head_dim);
+      for (int i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(static_cast<float>(pos[t]) * p.inv_freq[i]);
+        const double c = std::cos(theta) * factor, s = std::sin(theta) * factor;
+        const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+        ref[a] = in[a] * c - in[b] * s;
+        ref[b] = in[b] * c + in[a] * s;
+      }
+      for (int64_t c = 0; c < head_dim; ++c) {
+        ASSERT_NEAR(got[c], ref[c], 1e-5 * (1 + std::fabs(ref[c])))
+            << "interleaved=" << interleaved << " rot=" << rotary_dim << " t=" << t << " c=" << c;
+      }
+    }
+  }
+}
+
+TEST(Rope, RotateHalfAndInterleavedPartialAndScaled) {
+  check_rope(false, 16, 1.0f);
+  check_rope(true, 16, 1.0f);
+  check_rope(false, 8, 1.0f);   // partial rotary: dims 8..15 untouched
+  check_rope(true, 8, 1.2f);
+}
+
+TEST(Rope, RejectsBadParams) {
+  OwnedTensor x(DType::F32, {1, 2, 16});
+  RopeParams p;
+  p.rotary_dim = 18;
+  p.inv_freq.assign(9, 1.0f);
+  std::vector<int32_t> pos = {0};
+  EXPECT_THROW(rope(x.tensor, pos, p), Error);
+  p.rotary_dim = 16;
+  EXPECT_THROW(rope(x.tensor, pos, p), Error);  // 9 frequencies for rotary_dim 16
+}
+
+TEST(SiluMul, MatchesReference) {
+  const int64_t n = 3, d = 1536;
+  const auto g = random_floats(n * d, 5, 3.0f), u = random_floats(n * d, 6);
+  OwnedTensor gt = f32_tensor({n, d}, g), ut = f32_tensor({n, d}, u);
+  silu_mul(gt.tensor, ut.tensor, gt.tensor);  // out aliases gate
+  for (int64_t i = 0; i < n * d; ++i) {
+    const double ref = g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i];
+    ASSERT_NEAR(gt.ptr<float>()[i], ref, 1e-6 * (1 + std::fabs(ref)));
+  }
+}
+
+TEST(Add, AddsInPlace) {
+  const auto a = random_floats(100, 7), b = random_floats(100, 8);
+  OwnedTensor at = f32_tensor({4, 25}, a), bt = f32_tensor({4, 25}, b);
+  add(at.tensor, bt.tensor);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(at.ptr<float>()[i], a[i] + b[i]);
+  OwnedTensor c(DType::F32, {4, 24});
+  EXPECT_THROW(add(at.tensor, c.tensor), Error);
+}
+
+TEST(Softmax, MatchesReferenceAndHandlesLargeValues) {
+  const int64_t rows = 3, cols = 1000;
+  auto x = random_floats(rows * cols, 9, 10.0f);
+  x[5] = 1e30f;  // huge logit: the max subtraction keeps it finite
+  OwnedTensor xt = f32_tensor({rows, cols}, x);
+  softmax(xt.tensor);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, static_cast<double>(x[r * cols + i]));
+    for (int64_t i = 0; i < cols; ++i) sum += std::exp(x[r * cols + i] - mx);
+    for (int64_t i = 0; i < cols; ++i) {
+      const double ref = std::exp(x[r * cols + i] - mx) / sum;
+      ASSERT_NEAR(xt.ptr<float>()[r * cols + i], ref, 1e-6 + 1e-5 * ref);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace corvid::ops
