@@ -52,7 +52,7 @@ def test_inspect_reports_shape_and_memory():
     assert "architecture:   llama" in out
     assert "layers:         5" in out
     assert re.search(r"heads:\s+8 query, 4 key/value, head_dim 8", out)
-    assert "KV per token:   320.00 B" in out  # 2 * 5 layers * 4 kv heads * 8 dims * 4 bytes
+    assert "KV per token:   1.25 KiB" in out  # 2 * 5 layers * 4 kv heads * 8 dims * 4 bytes = 1280
     assert re.search(r"fits in 1\.0 GiB: \d+ tokens", out)
 
 
