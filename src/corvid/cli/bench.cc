@@ -32,10 +32,10 @@ Stat summarize(const std::vector<double>& v) {
 
 void run_bench(const BenchArgs& a) {
   apply_common_options(a.common);
-  LoadedModel m = LoadedModel::load(a.common.model);
+  LoadedModel m = load_model(a.common);
   LlamaModel& model = *m.model;
   const int64_t vocab = model.config().vocab_size;
-  KVCache kv(model.config(), std::max(a.prompt, a.gen) + 1);
+  KVCache kv(model.config(), std::max(a.prompt, a.gen) + 1, model.device());
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());
@@ -64,8 +64,9 @@ void run_bench(const BenchArgs& a) {
     }
   }
   const double gb_per_token = static_cast<double>(model.weight_bytes_per_token()) / 1e9;
-  std::printf("model: %s (%s, %.1fM params), threads: %d\n", a.common.model.c_str(), model.config().architecture.c_str(),
-              static_cast<double>(model.parameter_count()) / 1e6, ThreadPool::global().size());
+  std::printf("model: %s (%s, %.1fM params), device: %s, threads: %d\n", a.common.model.c_str(),
+              model.config().architecture.c_str(), static_cast<double>(model.parameter_count()) / 1e6,
+              device_backend(model.device()).description().c_str(), ThreadPool::global().size());
   if (!pp.empty()) {
     Stat s = summarize(pp);
     std::printf("pp%lld: %.2f ± %.2f tok/s\n", static_cast<long long>(a.prompt), s.mean, s.stdev);

@@ -10,9 +10,13 @@ namespace corvid::cli {
 void add_common_options(CLI::App& cmd, CommonOptions& opts) {
   cmd.add_option("-m,--model", opts.model, "GGUF file or Hugging Face model folder")->required();
   cmd.add_option("-t,--threads", opts.threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--device", opts.device, "where the model runs: auto (CUDA if available), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
 }
 
 void apply_common_options(const CommonOptions& opts) { ThreadPool::set_global_threads(opts.threads); }
+
+LoadedModel load_model(const CommonOptions& opts) { return LoadedModel::load(opts.model, parse_device(opts.device)); }
 
 void add_sampling_options(CLI::App& cmd, SamplingFlags& f) {
   cmd.add_option("--temperature,--temp", f.params.temperature, "0 = greedy (default: the model's generation_config, else 0)");

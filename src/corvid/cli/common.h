@@ -12,12 +12,15 @@ namespace corvid::cli {
 
 struct CommonOptions {
   std::string model;
-  int threads = 0;  // 0: all hardware threads
+  int threads = 0;              // 0: all hardware threads
+  std::string device = "auto";  // auto | cuda | cpu
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);
 // Applies the options that must take effect before any work (thread count).
 void apply_common_options(const CommonOptions& opts);
+// Opens the model on the device --device names (auto: CUDA when built with it and a GPU is present).
+LoadedModel load_model(const CommonOptions& opts);
 
 struct SamplingFlags {
   SamplingParams params;

@@ -57,7 +57,7 @@ int64_t context_size(const GenerateArgs& a, const ModelConfig& c, int64_t needed
 
 void run_generate(GenerateArgs& a, const CLI::App& cmd) {
   apply_common_options(a.common);
-  LoadedModel m = LoadedModel::load(a.common.model);
+  LoadedModel m = load_model(a.common);
   const Tokenizer& tok = *m.tokenizer;
   std::vector<int32_t> ids;
   if (a.raw || !has_chatml(tok)) {
@@ -93,7 +93,7 @@ void run_generate(GenerateArgs& a, const CLI::App& cmd) {
 
 void run_chat(GenerateArgs& a, const CLI::App& cmd) {
   apply_common_options(a.common);
-  LoadedModel m = LoadedModel::load(a.common.model);
+  LoadedModel m = load_model(a.common);
   const Tokenizer& tok = *m.tokenizer;
   CORVID_CHECK(has_chatml(tok), a.common.model, ": the vocabulary has no <|im_start|>/<|im_end|> tokens; chat needs a chat model");
   GenerateOptions opts;

@@ -2,20 +2,49 @@
 
 #include <filesystem>
 
+#include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/formats/gguf.h"
 
 namespace corvid {
 
-LoadedModel LoadedModel::load(const std::string& path) {
+WeightSet upload_weights(const WeightSet& host, Device device) {
+  constexpr size_t kAlign = 256;  // cudaMalloc's own alignment; keeps 16-byte vector loads legal
+  size_t total = 0;
+  for (const auto& [name, t] : host.tensors) total += (t.nbytes() + kAlign - 1) / kAlign * kAlign;
+  auto buffer = std::make_shared<DeviceBuffer>(device, total);
+  WeightSet out;
+  out.source = host.source;
+  size_t offset = 0;
+  for (const auto& [name, t] : host.tensors) {
+    CORVID_CHECK(t.device == Device::CPU, host.source, ": tensor ", name, " is not in host memory");
+    Tensor d = t;
+    d.device = device;
+    d.data = static_cast<char*>(buffer->data()) + offset;
+    copy_tensor(d, t);
+    out.tensors.emplace(name, d);
+    offset += (t.nbytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  synchronize(device);  // the copies read the mapped files; finish before anyone unmaps them
+  out.owners.push_back(std::move(buffer));
+  return out;
+}
+
+LoadedModel LoadedModel::load(const std::string& path, Device device) {
   LoadedModel m;
+  m.device = device;
   m.files = std::make_unique<ModelFiles>(open_model(path));
   if (m.files->gguf) {
     m.tokenizer = Tokenizer::from_gguf(*m.files->gguf);
   } else {
     m.tokenizer = Tokenizer::from_hf_files(m.files->tokenizer_json, m.files->tokenizer_config_json);
   }
-  m.model = std::make_unique<LlamaModel>(m.files->config, m.files->weights);
+  if (device == Device::CPU) {
+    m.model = std::make_unique<LlamaModel>(m.files->config, m.files->weights);
+  } else {
+    m.device_weights = std::make_unique<WeightSet>(upload_weights(m.files->weights, device));
+    m.model = std::make_unique<LlamaModel>(m.files->config, *m.device_weights);
+  }
   return m;
 }
 

@@ -13,13 +13,20 @@ namespace corvid {
 
 struct LoadedModel {
   std::unique_ptr<ModelFiles> files;  // owns the mappings the model's weight views point into
+  std::unique_ptr<WeightSet> device_weights;  // the weights copied to the GPU (CUDA only)
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<LlamaModel> model;
+  Device device = Device::CPU;
 
-  // Opens a GGUF file or a Hugging Face folder. Throws corvid::Error naming the
-  // file and the problem (bad file, unsupported architecture, missing tokenizer…).
-  static LoadedModel load(const std::string& path);
+  // Opens a GGUF file or a Hugging Face folder; on CUDA the weights are uploaded
+  // (in their stored format) and the model runs there. Throws corvid::Error naming
+  // the file and the problem (bad file, unsupported architecture, missing tokenizer…).
+  static LoadedModel load(const std::string& path, Device device = Device::CPU);
 };
+
+// A copy of `host` whose tensors live on `device`, in one allocation that the
+// returned set's owners keep alive (each tensor 256-byte aligned).
+WeightSet upload_weights(const WeightSet& host, Device device);
 
 }  // namespace corvid
 

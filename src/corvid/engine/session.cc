@@ -14,7 +14,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Session::Session(LlamaModel& model, int64_t context_size)
-    : model_(model), kv_(model.config(), context_size), logits_(DType::F32, {1, model.config().vocab_size}) {}
+    : model_(model), kv_(model.config(), context_size, model.device()), logits_(DType::F32, {1, model.config().vocab_size}) {}
 
 void Session::prefill(int64_t chunk) {
   chunk = std::max<int64_t>(1, chunk);

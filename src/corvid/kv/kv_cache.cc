@@ -4,11 +4,11 @@
 
 namespace corvid {
 
-KVCache::KVCache(const ModelConfig& config, int64_t capacity) : capacity_(capacity) {
+KVCache::KVCache(const ModelConfig& config, int64_t capacity, Device device) : capacity_(capacity), device_(device) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    keys_.emplace_back(DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
-    values_.emplace_back(DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
+    keys_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
+    values_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
   }
 }
 

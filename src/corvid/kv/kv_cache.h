@@ -8,16 +8,18 @@
 #include <cstdint>
 #include <vector>
 
-#include "corvid/core/buffer.h"
+#include "corvid/core/device.h"
 #include "corvid/formats/model_config.h"
 
 namespace corvid {
 
 class KVCache {
  public:
-  KVCache(const ModelConfig& config, int64_t capacity);
+  // Zero-filled keys and values for `capacity` positions, on `device`.
+  KVCache(const ModelConfig& config, int64_t capacity, Device device = Device::CPU);
 
   int64_t capacity() const { return capacity_; }
+  Device device() const { return device_; }
   const Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].tensor; }
   const Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)].tensor; }
   // Bytes held, for reporting.
@@ -25,7 +27,8 @@ class KVCache {
 
  private:
   int64_t capacity_;
-  std::vector<OwnedTensor> keys_, values_;
+  Device device_;
+  std::vector<DeviceTensor> keys_, values_;
 };
 
 }  // namespace corvid

@@ -1,7 +1,6 @@
 #include "corvid/models/llama.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "corvid/core/error.h"
 #include "corvid/models/rope_scaling.h"
@@ -39,6 +38,10 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
   embed_tokens_ = expect(weights, "model.embed_tokens.weight", {c.vocab_size, H});
+  device_ = embed_tokens_.device;
+  for (const auto& [name, t] : weights.tensors)
+    CORVID_CHECK(t.device == device_, weights.source, ": tensor ", name, " is on ", device_name(t.device),
+                 ", the model's other weights on ", device_name(device_));
   final_norm_ = expect(weights, "model.norm.weight", {H});
   if (weights.has("lm_head.weight")) {
     lm_head_ = expect(weights, "lm_head.weight", {c.vocab_size, H});
@@ -76,20 +79,21 @@ void LlamaModel::ensure_workspace(int64_t n) {
   if (ws_.tokens >= n) return;
   const ModelConfig& c = config_;
   const int64_t q_dim = c.num_attention_heads * c.head_dim, kv_dim = c.num_key_value_heads * c.head_dim;
+  const Device d = device_;
   ws_.tokens = n;
-  ws_.x = OwnedTensor(DType::F32, {n, c.hidden_size});
-  ws_.h = OwnedTensor(DType::F32, {n, c.hidden_size});
-  ws_.q = OwnedTensor(DType::F32, {n, q_dim});
-  ws_.k = OwnedTensor(DType::F32, {n, kv_dim});
-  ws_.v = OwnedTensor(DType::F32, {n, kv_dim});
-  ws_.attn = OwnedTensor(DType::F32, {n, q_dim});
-  ws_.gate = OwnedTensor(DType::F32, {n, c.intermediate_size});
-  ws_.up = OwnedTensor(DType::F32, {n, c.intermediate_size});
+  ws_.x = DeviceTensor(d, DType::F32, {n, c.hidden_size});
+  ws_.h = DeviceTensor(d, DType::F32, {n, c.hidden_size});
+  ws_.q = DeviceTensor(d, DType::F32, {n, q_dim});
+  ws_.k = DeviceTensor(d, DType::F32, {n, kv_dim});
+  ws_.v = DeviceTensor(d, DType::F32, {n, kv_dim});
+  ws_.attn = DeviceTensor(d, DType::F32, {n, q_dim});
+  ws_.gate = DeviceTensor(d, DType::F32, {n, c.intermediate_size});
+  ws_.up = DeviceTensor(d, DType::F32, {n, c.intermediate_size});
 }
 
 // Views of the first n rows of a workspace buffer.
-static Tensor rows_of(const OwnedTensor& t, int64_t n) {
-  return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data);
+static Tensor rows_of(const DeviceTensor& t, int64_t n) {
+  return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data, t.tensor.device);
 }
 
 void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
@@ -116,8 +120,17 @@ void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const 
     const int32_t pos = positions[static_cast<size_t>(i)];
     CORVID_CHECK(pos >= 0 && pos < kv.capacity(), "position ", pos, " is outside the KV cache (capacity ",
                  kv.capacity(), ")");
-    std::memcpy(k_cache.row<char>(pos * Hkv), k.row<char>(i), row_bytes);
-    std::memcpy(v_cache.row<char>(pos * Hkv), v.row<char>(i), row_bytes);
+  }
+  // Runs of consecutive positions (a whole prefill chunk, usually) go in one copy each:
+  // on a GPU every copy is a separate command.
+  for (int64_t i = 0; i < n;) {
+    const int32_t pos = positions[static_cast<size_t>(i)];
+    int64_t run = 1;
+    while (i + run < n && positions[static_cast<size_t>(i + run)] == pos + run) ++run;
+    const size_t bytes = row_bytes * static_cast<size_t>(run);
+    copy_bytes(k_cache.row<char>(pos * Hkv), device_, k.row<char>(i), device_, bytes);
+    copy_bytes(v_cache.row<char>(pos * Hkv), device_, v.row<char>(i), device_, bytes);
+    i += run;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
@@ -148,6 +161,10 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   const int64_t n_out = all_logits ? n : 1;
   CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == n_out && logits.cols() == config_.vocab_size,
                "forward: logits must be F32 [", n_out, ", ", config_.vocab_size, "]");
+  CORVID_CHECK(logits.device == Device::CPU || logits.device == device_, "forward: logits on ",
+               device_name(logits.device), " for a model on ", device_name(device_));
+  CORVID_CHECK(kv.device() == device_, "forward: KV cache on ", device_name(kv.device()), " for a model on ",
+               device_name(device_));
   ensure_workspace(n);
   Tensor x = rows_of(ws_.x, n);
   ops::embedding(embed_tokens_, tokens, x);
@@ -156,10 +173,18 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     mlp_block(layers_[i], n);
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.
-  Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out));
+  Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out), device_);
   Tensor h = rows_of(ws_.h, n_out);
   ops::rms_norm(last, final_norm_, static_cast<float>(config_.rms_norm_eps), h);
-  ops::matmul(h, lm_head_, logits);
+  if (logits.device == device_) {
+    ops::matmul(h, lm_head_, logits);
+    return;
+  }
+  // Device model, host logits (the sampler runs on the CPU): compute on the device, copy back.
+  if (ws_.logits.tensor.rows() < n_out) ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
+  Tensor dev_logits = rows_of(ws_.logits, n_out);
+  ops::matmul(h, lm_head_, dev_logits);
+  copy_tensor(logits, dev_logits);
 }
 
 int64_t LlamaModel::weight_bytes_per_token() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "corvid/core/buffer.h"
+#include "corvid/core/device.h"
 #include "corvid/formats/model_config.h"
 #include "corvid/formats/weights.h"
 #include "corvid/kv/kv_cache.h"
@@ -20,14 +21,17 @@ namespace corvid {
 class LlamaModel {
  public:
   // Binds the weights (views; `weights` must outlive the model) and checks every
-  // tensor's presence and shape against the config.
+  // tensor's presence and shape against the config. The model runs on the device
+  // its weights are on (all on one device); workspace and KV caches go there too.
   LlamaModel(const ModelConfig& config, const WeightSet& weights);
 
   const ModelConfig& config() const { return config_; }
+  Device device() const { return device_; }
 
   // Runs `tokens` at `positions` (same length), writing their keys and values into
   // `kv` at those positions; earlier positions must already be in `kv`.
-  // logits: [n, vocab] when all_logits, else [1, vocab] for the last token (F32).
+  // logits: [n, vocab] when all_logits, else [1, vocab] for the last token (F32), on
+  // the host or on the model's device (host logits are copied back from the device).
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                const Tensor& logits, bool all_logits);
 
@@ -46,7 +50,8 @@ class LlamaModel {
   };
   struct Workspace {
     int64_t tokens = 0;
-    OwnedTensor x, h, q, k, v, attn, gate, up;
+    DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32 on the model's device
+    DeviceTensor logits;                          // [rows, vocab]: device logits before the copy to the host
   };
 
   void ensure_workspace(int64_t n);
@@ -55,6 +60,7 @@ class LlamaModel {
 
   ModelConfig config_;
   const WeightSet& weights_;
+  Device device_ = Device::CPU;
   ops::RopeParams rope_;
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<Layer> layers_;

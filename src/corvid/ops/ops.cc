@@ -1,12 +1,17 @@
 // ops:: front: argument checks with messages that name the op and the
-// offending shape/dtype, then dispatch on the device. Only the CPU backend
-// exists in this build; CUDA tensors fail with a clear error.
+// offending shape/dtype, then dispatch on the device: every tensor of a call
+// must be on the same device; CPU tensors go to ops/cpu, CUDA tensors to
+// ops/cuda (in builds with CORVID_HAVE_CUDA; otherwise a clear error).
 #include "corvid/ops/ops.h"
 
 #include <string>
 
+#include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/ops/cpu/cpu_ops.h"
+#ifdef CORVID_HAVE_CUDA
+#include "corvid/ops/cuda/cuda_ops.h"
+#endif
 
 namespace corvid::ops {
 
@@ -20,11 +25,39 @@ bool is_weight_dtype(DType t) {
          t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
 
-void check_cpu(const char* op, std::initializer_list<const Tensor*> ts) {
+// The device all of a call's tensors are on; mixing devices is an error.
+Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
   for (const Tensor* t : ts) {
-    if (t && t->device != Device::CPU) fail("ops::", op, ": tensor on CUDA but corvid was not built with CUDA");
+    if (!t) continue;
+    if (!first) first = t;
+    CORVID_CHECK(t->device == first->device, "ops::", op, ": tensors on different devices (", device_name(first->device),
+                 " and ", device_name(t->device), ")");
   }
+  const Device d = first ? first->device : Device::CPU;
+#ifndef CORVID_HAVE_CUDA
+  if (d != Device::CPU) fail("ops::", op, ": tensor on CUDA but corvid was not built with CUDA");
+#endif
+  return d;
 }
+
+// Runs the CUDA backend's version of an op when the tensors are on the GPU.
+#ifdef CORVID_HAVE_CUDA
+#define CORVID_DISPATCH(device, op, ...)  \
+  do {                                    \
+    if ((device) == Device::CUDA) {       \
+      cuda::op(__VA_ARGS__);              \
+      return;                             \
+    }                                     \
+    cpu::op(__VA_ARGS__);                 \
+  } while (0)
+#else
+#define CORVID_DISPATCH(device, op, ...) \
+  do {                                   \
+    (void)(device);                      \
+    cpu::op(__VA_ARGS__);                \
+  } while (0)
+#endif
 
 void check_f32(const char* op, const char* name, const Tensor& t) {
   CORVID_CHECK(t.dtype == DType::F32, "ops::", op, ": ", name, " must be F32, got ", dtype_name(t.dtype));
@@ -45,7 +78,7 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
-  check_cpu("embedding", {&table, &out});
+  const Device device = common_device("embedding", {&table, &out});
   CORVID_CHECK(table.ndim == 2, "ops::embedding: table must be 2-D [vocab, d], got ", table.shape_str());
   CORVID_CHECK(is_weight_dtype(table.dtype), "ops::embedding: unsupported table dtype ", dtype_name(table.dtype));
   check_f32("embedding", "out", out);
@@ -55,11 +88,11 @@ void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& 
     CORVID_CHECK(id >= 0 && id < table.dim(0), "ops::embedding: token id ", id, " outside vocabulary [0, ",
                  table.dim(0), ")");
   }
-  cpu::embedding(table, ids, out);
+  CORVID_DISPATCH(device, embedding, table, ids, out);
 }
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
-  check_cpu("matmul", {&x, &w, &out, bias});
+  const Device device = common_device("matmul", {&x, &w, &out, bias});
   check_f32("matmul", "x", x);
   check_f32("matmul", "out", out);
   CORVID_CHECK(w.ndim == 2, "ops::matmul: weight must be 2-D [m, k], got ", w.shape_str());
@@ -77,21 +110,21 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
                  " ", dtype_name(bias->dtype), " must be [", w.rows(), "] F32/F16/BF16");
   }
   if (x.rows() == 0 || w.rows() == 0) return;
-  cpu::matmul(x, w, out, bias);
+  CORVID_DISPATCH(device, matmul, x, w, out, bias);
 }
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
-  check_cpu("rms_norm", {&x, &weight, &out});
+  const Device device = common_device("rms_norm", {&x, &weight, &out});
   check_f32("rms_norm", "x", x);
   check_f32("rms_norm", "out", out);
   check_same_shape("rms_norm", "x", x, "out", out);
   CORVID_CHECK(is_float_dtype(weight.dtype) && weight.numel() == x.cols(), "ops::rms_norm: weight ",
                weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
-  cpu::rms_norm(x, weight, eps, out);
+  CORVID_DISPATCH(device, rms_norm, x, weight, eps, out);
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
-  check_cpu("rope", {&x});
+  const Device device = common_device("rope", {&x});
   check_f32("rope", "x", x);
   CORVID_CHECK(x.ndim == 3, "ops::rope: x must be [n, heads, head_dim], got ", x.shape_str());
   CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::rope: ", positions.size(),
@@ -100,30 +133,30 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
                "ops::rope: rotary_dim ", params.rotary_dim, " must be even and in (0, head_dim=", x.dim(2), "]");
   CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::rope: ",
                params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
-  cpu::rope(x, positions, params);
+  CORVID_DISPATCH(device, rope, x, positions, params);
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
-  check_cpu("silu_mul", {&gate, &up, &out});
+  const Device device = common_device("silu_mul", {&gate, &up, &out});
   check_f32("silu_mul", "gate", gate);
   check_f32("silu_mul", "up", up);
   check_f32("silu_mul", "out", out);
   check_same_shape("silu_mul", "gate", gate, "up", up);
   check_same_shape("silu_mul", "gate", gate, "out", out);
-  cpu::silu_mul(gate, up, out);
+  CORVID_DISPATCH(device, silu_mul, gate, up, out);
 }
 
 void add(const Tensor& x, const Tensor& y) {
-  check_cpu("add", {&x, &y});
+  const Device device = common_device("add", {&x, &y});
   check_f32("add", "x", x);
   check_f32("add", "y", y);
   check_same_shape("add", "x", x, "y", y);
-  cpu::add(x, y);
+  CORVID_DISPATCH(device, add, x, y);
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {
-  check_cpu("attention", {&q, &k_cache, &v_cache, &out});
+  const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
   check_f32("attention", "q", q);
   check_f32("attention", "k_cache", k_cache);
   check_f32("attention", "v_cache", v_cache);
@@ -146,13 +179,13 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
                  k_cache.dim(0));
   }
   if (q.numel() == 0) return;
-  cpu::attention(q, k_cache, v_cache, positions, scale, window, out);
+  CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
 }
 
 void softmax(const Tensor& x) {
-  check_cpu("softmax", {&x});
+  const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);
-  cpu::softmax(x);
+  CORVID_DISPATCH(device, softmax, x);
 }
 
 }  // namespace corvid::ops

@@ -1,0 +1,80 @@
+// CUDA backend internals shared by its .cu files: error-checking macros, the
+// per-process context (stream, cuBLAS handle, scratch memory, cached uploads of
+// small host arrays) and launch helpers. Only ops/cuda includes this.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "corvid/core/error.h"
+
+// Every runtime call goes through this: a failure becomes a corvid::Error naming
+// the call, the place and CUDA's own description, instead of a silent bad result.
+#define CORVID_CUDA_CHECK(call)                                                                       \
+  do {                                                                                                \
+    const cudaError_t corvid_err_ = (call);                                                           \
+    if (corvid_err_ != cudaSuccess)                                                                   \
+      ::corvid::fail("CUDA error: ", #call, " at ", __FILE__, ":", __LINE__, ": ",                    \
+                     cudaGetErrorString(corvid_err_));                                                \
+  } while (0)
+
+#define CORVID_CUBLAS_CHECK(call)                                                                     \
+  do {                                                                                                \
+    const cublasStatus_t corvid_st_ = (call);                                                         \
+    if (corvid_st_ != CUBLAS_STATUS_SUCCESS)                                                          \
+      ::corvid::fail("cuBLAS error: ", #call, " at ", __FILE__, ":", __LINE__, ": ",                  \
+                     cublasGetStatusString(corvid_st_));                                              \
+  } while (0)
+
+// After every <<<...>>>: launch errors (bad configuration, no kernel image for
+// this GPU) surface here; errors inside the kernel surface at the next sync.
+#define CORVID_CUDA_LAUNCHED(kernel_name)                                                             \
+  do {                                                                                                \
+    const cudaError_t corvid_err_ = cudaGetLastError();                                               \
+    if (corvid_err_ != cudaSuccess)                                                                   \
+      ::corvid::fail("CUDA error: launch of ", kernel_name, " at ", __FILE__, ":", __LINE__, ": ",    \
+                     cudaGetErrorString(corvid_err_));                                                \
+  } while (0)
+
+namespace corvid::ops::cuda {
+
+// Small host arrays (token ids, positions, RoPE frequencies) are uploaded through
+// a slot that remembers what it holds: the positions of one forward are uploaded
+// once and reused by every layer's rope and attention.
+enum class UploadSlot { Ids, Positions, InvFreq, kCount };
+
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  int sm_count = 0;
+
+  // Device scratch of at least `bytes` (grows; contents undefined). One user at a time.
+  void* scratch(size_t bytes);
+  const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
+  const float* upload(UploadSlot slot, std::span<const float> values);
+
+ private:
+  struct Upload {
+    std::vector<char> host;
+    void* dev = nullptr;
+    size_t capacity = 0;
+  };
+  const void* upload_bytes(UploadSlot slot, const void* data, size_t bytes);
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  Upload uploads_[static_cast<int>(UploadSlot::kCount)];
+};
+
+// The process's context on device 0, created on first use (throws without a GPU).
+Context& context();
+
+inline unsigned blocks_for(int64_t work, int threads) {
+  return static_cast<unsigned>((work + threads - 1) / threads);
+}
+
+}  // namespace corvid::ops::cuda

@@ -1,0 +1,32 @@
+// The CUDA backend of ops:: (contracts in ops/ops.h). A plain C++ header — no
+// CUDA includes — so ops.cc and core/device.cc can call into the backend while
+// everything outside ops/cuda compiles without the CUDA toolkit. ops.cc checks
+// arguments before calling these; tensors are on the GPU, activations F32.
+//
+// Ordering: every kernel and copy runs on one stream, so ops are ordered with
+// each other and with DeviceBuffer copies; only copies to the host wait.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "corvid/core/device.h"
+#include "corvid/core/tensor.h"
+#include "corvid/ops/ops.h"
+
+namespace corvid::ops::cuda {
+
+bool available();         // a GPU is usable (never throws)
+DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error without a GPU
+
+void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void add(const Tensor& x, const Tensor& y);
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+               float scale, int64_t window, const Tensor& out);
+void softmax(const Tensor& x);
+
+}  // namespace corvid::ops::cuda

@@ -1,0 +1,163 @@
+// Row-wise and elementwise ops on the GPU: rms_norm, rope, silu_mul, add,
+// softmax. Each mirrors ops/cpu/elementwise.cc's arithmetic (RoPE angles as
+// float pos * inv_freq, cos/sin in double; SiLU with expf) so the two backends
+// agree to float rounding of the reductions.
+#include <cmath>
+
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/quant.cuh"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float load_weight(const void* w, DType t, int64_t i) {
+  if (t == DType::F32) return static_cast<const float*>(w)[i];
+  const uint16_t v = static_cast<const uint16_t*>(w)[i];
+  return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
+}
+
+// One warp per row (rows are short: hidden size or head_dim). out may alias x:
+// each lane rewrites only the elements it read.
+__global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
+                                int64_t cols) {
+  const int lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  const float* xr = x + r * cols;
+  float ss = 0.0f;
+  for (int64_t i = lane; i < cols; i += 32) ss += xr[i] * xr[i];
+  ss = warp_sum(ss);
+  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  float* o = out + r * cols;
+  for (int64_t i = lane; i < cols; i += 32) o[i] = xr[i] * inv * load_weight(w, wt, i);
+}
+
+// One thread per (token, head, rotated pair).
+__global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
+                            int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n * heads * half) return;
+  const int i = static_cast<int>(idx % half);
+  const int64_t th = idx / half, t = th / heads;
+  const float theta = static_cast<float>(positions[t]) * inv_freq[i];
+  const float c = static_cast<float>(cos(static_cast<double>(theta))) * attention_factor;
+  const float s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
+  float* v = x + th * head_dim;
+  const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+  const float x0 = v[a], x1 = v[b];
+  v[a] = x0 * c - x1 * s;
+  v[b] = x1 * c + x0 * s;
+}
+
+__global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+__global__ void add_kernel(float* a, const float* b, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) a[i] += b[i];
+}
+
+// Block-wide reduction through shared memory (kThreads / 32 warps).
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+  v = kMax ? warp_max(v) : warp_sum(v);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kThreads / 32 ? shared[lane] : (kMax ? -INFINITY : 0.0f);
+    v = kMax ? warp_max(v) : warp_sum(v);
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  const float result = shared[0];
+  __syncthreads();  // shared is reused by the next reduction
+  return result;
+}
+
+// One block per row (rows can be a whole vocabulary).
+__global__ void softmax_kernel(float* x, int64_t cols) {
+  __shared__ float shared[kThreads / 32];
+  float* v = x + static_cast<int64_t>(blockIdx.x) * cols;
+  float mx = -INFINITY;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) mx = fmaxf(mx, v[i]);
+  mx = block_reduce<true>(mx, shared);
+  if (mx == -INFINITY) mx = 0.0f;  // an all -inf row gives zeros, as on the CPU
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+    const float e = expf(v[i] - mx);
+    v[i] = e;
+    sum += e;
+  }
+  sum = block_reduce<false>(sum, shared);
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) v[i] *= inv;
+}
+
+}  // namespace
+
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  Context& ctx = context();
+  const int64_t rows = x.rows();
+  if (rows == 0) return;
+  rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
+  CORVID_CUDA_LAUNCHED("rms_norm_kernel");
+}
+
+void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+  Context& ctx = context();
+  const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
+  const int half = params.rotary_dim / 2;
+  if (n == 0) return;
+  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  const float* freq = ctx.upload(UploadSlot::InvFreq, std::span<const float>(params.inv_freq));
+  rope_kernel<<<blocks_for(n * heads * half, kThreads), kThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
+  CORVID_CUDA_LAUNCHED("rope_kernel");
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  Context& ctx = context();
+  const int64_t count = gate.numel();
+  if (count == 0) return;
+  silu_mul_kernel<<<blocks_for(count, kThreads), kThreads, 0, ctx.stream>>>(gate.ptr<float>(), up.ptr<float>(),
+                                                                            out.ptr<float>(), count);
+  CORVID_CUDA_LAUNCHED("silu_mul_kernel");
+}
+
+void add(const Tensor& x, const Tensor& y) {
+  Context& ctx = context();
+  const int64_t count = x.numel();
+  if (count == 0) return;
+  add_kernel<<<blocks_for(count, kThreads), kThreads, 0, ctx.stream>>>(x.ptr<float>(), y.ptr<float>(), count);
+  CORVID_CUDA_LAUNCHED("add_kernel");
+}
+
+void softmax(const Tensor& x) {
+  Context& ctx = context();
+  const int64_t rows = x.rows();
+  if (rows == 0 || x.cols() == 0) return;
+  CORVID_CHECK(rows <= INT32_MAX, "CUDA softmax: too many rows");
+  softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(x.ptr<float>(), x.cols());
+  CORVID_CUDA_LAUNCHED("softmax_kernel");
+}
+
+}  // namespace corvid::ops::cuda
