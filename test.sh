@@ -13,6 +13,13 @@ cmake --build build -j "$JOBS"
 echo "== unit tests"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+if command -v nvcc >/dev/null; then
+  # Compile check of the CUDA backend (CI has nvcc but no GPU; the GPU tests skip there).
+  echo "== build (CUDA)"
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCORVID_CUDA=ON >/dev/null
+  cmake --build build-cuda -j "$JOBS"
+fi
+
 echo "== unit tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCORVID_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$JOBS" --target corvid_tests
