@@ -181,7 +181,8 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     return;
   }
   // Device model, host logits (the sampler runs on the CPU): compute on the device, copy back.
-  if (ws_.logits.tensor.rows() < n_out) ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
+  if (!ws_.logits.buffer.data() || ws_.logits.tensor.rows() < n_out)
+    ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
   Tensor dev_logits = rows_of(ws_.logits, n_out);
   ops::matmul(h, lm_head_, dev_logits);
   copy_tensor(logits, dev_logits);
