@@ -30,15 +30,14 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
   const Tensor* first = nullptr;
   for (const Tensor* t : ts) {
     if (!t) continue;
+#ifndef CORVID_HAVE_CUDA
+    if (t->device != Device::CPU) fail("ops::", op, ": tensor on CUDA but corvid was not built with CUDA");
+#endif
     if (!first) first = t;
     CORVID_CHECK(t->device == first->device, "ops::", op, ": tensors on different devices (", device_name(first->device),
                  " and ", device_name(t->device), ")");
   }
-  const Device d = first ? first->device : Device::CPU;
-#ifndef CORVID_HAVE_CUDA
-  if (d != Device::CPU) fail("ops::", op, ": tensor on CUDA but corvid was not built with CUDA");
-#endif
-  return d;
+  return first ? first->device : Device::CPU;
 }
 
 // Runs the CUDA backend's version of an op when the tensors are on the GPU.

@@ -11,6 +11,7 @@
 // SGEMM (no TF32), so quantized weights are multiplied exactly as stored, with
 // unquantized activations. Correct first: bf16 tensor-core GEMMs come later.
 #include <algorithm>
+#include <utility>
 
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
@@ -245,9 +246,25 @@ void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out, const Ten
   }
 }
 
+// The kernels hard-code the GGUF block sizes; a layout change in core/dtype must not go unnoticed.
+void check_block_sizes() {
+  static const bool ok = [] {
+    const std::pair<DType, int> sizes[] = {{DType::Q4_0, kQ4_0Bytes}, {DType::Q4_1, kQ4_1Bytes},
+                                           {DType::Q5_0, kQ5_0Bytes}, {DType::Q5_1, kQ5_1Bytes},
+                                           {DType::Q8_0, kQ8_0Bytes}, {DType::Q4_K, kQ4_KBytes},
+                                           {DType::Q5_K, kQ5_KBytes}, {DType::Q6_K, kQ6_KBytes}};
+    for (const auto& [t, bytes] : sizes)
+      CORVID_CHECK(dtype_info(t).block_bytes == bytes, "CUDA backend: ", dtype_name(t), " blocks are ",
+                   dtype_info(t).block_bytes, " bytes, the kernels assume ", bytes);
+    return true;
+  }();
+  (void)ok;
+}
+
 }  // namespace
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+  check_block_sizes();
   CORVID_CHECK(dispatch_weight_dtype(w.dtype, [](auto) {}), "CUDA matmul: unsupported weight dtype ",
                dtype_name(w.dtype));
   const int64_t n = x.rows();
@@ -260,6 +277,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
   Context& ctx = context();
+  check_block_sizes();
   const int64_t n = static_cast<int64_t>(ids.size()), d = table.cols();
   if (n == 0) return;
   const int32_t* dev_ids = ctx.upload(UploadSlot::Ids, ids);

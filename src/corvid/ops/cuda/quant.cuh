@@ -18,7 +18,7 @@ __device__ __forceinline__ float half_to_float(uint16_t h) { return __half2float
 __device__ __forceinline__ float bf16_to_float(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
 
-// Block sizes in bytes (static_asserts in gemv.cu tie these to dtype_info at startup).
+// Block sizes in bytes; matmul.cu checks them against dtype_info() before the first launch.
 constexpr int kQ4_0Bytes = 18, kQ4_1Bytes = 20, kQ5_0Bytes = 22, kQ5_1Bytes = 24, kQ8_0Bytes = 34;
 constexpr int kQ4_KBytes = 144, kQ5_KBytes = 176, kQ6_KBytes = 210;
 
