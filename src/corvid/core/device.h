@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "corvid/core/tensor.h"
@@ -27,6 +28,26 @@ class DeviceBackend {
   virtual void copy_within(void* dst, const void* src, size_t bytes) = 0;  // both on this device
   virtual void synchronize() = 0;
   virtual std::string description() const = 0;  // "NVIDIA H200 (sm_90, 139.8 GiB)"
+
+  // dst row positions[i] = src row i, rows of row_bytes (KV cache writes). The device
+  // reads the positions itself, so a recorded step writes where the replayed step's
+  // positions say.
+  virtual void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) = 0;
+
+  // Step recording (CUDA graphs): the work queued between begin_capture() and
+  // end_capture() is recorded, not run; replay(id) runs it again. The host inputs of
+  // a step (token ids, positions) are handed over with stage_inputs() before the
+  // capture or replay: ops of a recorded step read them from device memory that
+  // stage_inputs() refills. A recording is only valid while layout_generation() is
+  // unchanged (the backend's own buffers have not moved).
+  virtual bool supports_capture() const { return false; }
+  virtual void stage_inputs(std::span<const int32_t> ids, std::span<const int32_t> positions) {}
+  virtual uint64_t layout_generation() const { return 0; }
+  virtual void begin_capture() {}
+  virtual int64_t end_capture() { return -1; }  // the recording's id
+  virtual void abort_capture() noexcept {}      // after an error during capture
+  virtual void replay(int64_t id) {}
+  virtual void drop(int64_t id) noexcept {}
 };
 
 // True when this build has CUDA and a usable GPU is present (never throws).

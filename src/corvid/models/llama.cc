@@ -75,8 +75,13 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
   }
 }
 
+LlamaModel::~LlamaModel() {
+  if (recording_.id >= 0) device_backend(device_).drop(recording_.id);
+}
+
 void LlamaModel::ensure_workspace(int64_t n) {
   if (ws_.tokens >= n) return;
+  ++ws_.generation;
   const ModelConfig& c = config_;
   const int64_t q_dim = c.num_attention_heads * c.head_dim, kv_dim = c.num_key_value_heads * c.head_dim;
   const Device d = device_;
@@ -115,23 +120,12 @@ void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const 
 
   const Tensor& k_cache = kv.keys(index);
   const Tensor& v_cache = kv.values(index);
+  // Positions were checked against the capacity in forward(). The device places the rows
+  // itself, so a recorded step writes at the replayed step's position.
   const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t pos = positions[static_cast<size_t>(i)];
-    CORVID_CHECK(pos >= 0 && pos < kv.capacity(), "position ", pos, " is outside the KV cache (capacity ",
-                 kv.capacity(), ")");
-  }
-  // Runs of consecutive positions (a whole prefill chunk, usually) go in one copy each:
-  // on a GPU every copy is a separate command.
-  for (int64_t i = 0; i < n;) {
-    const int32_t pos = positions[static_cast<size_t>(i)];
-    int64_t run = 1;
-    while (i + run < n && positions[static_cast<size_t>(i + run)] == pos + run) ++run;
-    const size_t bytes = row_bytes * static_cast<size_t>(run);
-    copy_bytes(k_cache.row<char>(pos * Hkv), device_, k.row<char>(i), device_, bytes);
-    copy_bytes(v_cache.row<char>(pos * Hkv), device_, v.row<char>(i), device_, bytes);
-    i += run;
-  }
+  DeviceBackend& backend = device_backend(device_);
+  backend.scatter_rows(k_cache.data, k.data, row_bytes, positions);
+  backend.scatter_rows(v_cache.data, v.data, row_bytes, positions);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
   ops::attention(q_heads, k_cache, v_cache, positions, scale, window, attn.reshaped({n, Hq, D}));
@@ -165,7 +159,31 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
                device_name(logits.device), " for a model on ", device_name(device_));
   CORVID_CHECK(kv.device() == device_, "forward: KV cache on ", device_name(kv.device()), " for a model on ",
                device_name(device_));
+  for (int32_t pos : positions) {
+    CORVID_CHECK(pos >= 0 && pos < kv.capacity(), "position ", pos, " is outside the KV cache (capacity ",
+                 kv.capacity(), ")");
+  }
   ensure_workspace(n);
+  // Device model, host logits (the sampler runs on the CPU): compute on the device, copy back.
+  const bool host_logits = logits.device != device_;
+  if (host_logits && (!ws_.logits.buffer.data() || ws_.logits.tensor.rows() < n_out)) {
+    ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
+    ++ws_.generation;
+  }
+  const Tensor out = host_logits ? rows_of(ws_.logits, n_out) : logits;
+  DeviceBackend& backend = device_backend(device_);
+  if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
+    run_recorded(tokens, positions, kv, out);
+  } else {
+    run(tokens, positions, kv, out);
+  }
+  warm_ = true;
+  if (host_logits) copy_tensor(logits, out);
+}
+
+void LlamaModel::run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
+                     const Tensor& out) {
+  const int64_t n = static_cast<int64_t>(tokens.size()), n_out = out.rows();
   Tensor x = rows_of(ws_.x, n);
   ops::embedding(embed_tokens_, tokens, x);
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -176,16 +194,51 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out), device_);
   Tensor h = rows_of(ws_.h, n_out);
   ops::rms_norm(last, final_norm_, static_cast<float>(config_.rms_norm_eps), h);
-  if (logits.device == device_) {
-    ops::matmul(h, lm_head_, logits);
-    return;
+  ops::matmul(h, lm_head_, out);
+}
+
+// Identifies a KV cache by every buffer a recorded step writes or reads (a new cache can
+// reuse an old one's first address and still differ elsewhere).
+static uint64_t kv_signature(const KVCache& kv, int64_t layers) {
+  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(kv.capacity());
+  for (int64_t l = 0; l < layers; ++l) {
+    for (const void* p : {kv.keys(l).data, kv.values(l).data}) {
+      h ^= reinterpret_cast<uintptr_t>(p);
+      h *= 1099511628211ull;
+    }
   }
-  // Device model, host logits (the sampler runs on the CPU): compute on the device, copy back.
-  if (!ws_.logits.buffer.data() || ws_.logits.tensor.rows() < n_out)
-    ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
-  Tensor dev_logits = rows_of(ws_.logits, n_out);
-  ops::matmul(h, lm_head_, dev_logits);
-  copy_tensor(logits, dev_logits);
+  return h;
+}
+
+// Decode issues ~16 small launches per layer; recorded once, a step is one graph launch.
+// Every host input of the step (token id, position) is staged in device memory first,
+// and the kernels read it from there, so one recording serves every position.
+void LlamaModel::run_recorded(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
+                              const Tensor& out) {
+  DeviceBackend& backend = device_backend(device_);
+  backend.stage_inputs(tokens, positions);
+  const StepRecording want{-1, kv_signature(kv, static_cast<int64_t>(layers_.size())), out.data, ws_.generation,
+                           backend.layout_generation()};
+  const bool stale = recording_.id < 0 || recording_.kv != want.kv || recording_.logits != want.logits ||
+                     recording_.workspace_generation != want.workspace_generation ||
+                     recording_.backend_generation != want.backend_generation;
+  if (stale) {
+    if (recording_.id >= 0) backend.drop(recording_.id);
+    recording_ = StepRecording{};
+    backend.begin_capture();
+    try {
+      run(tokens, positions, kv, out);
+    } catch (const Error&) {
+      // Something in the step cannot be recorded: run it eagerly from now on.
+      backend.abort_capture();
+      record_steps_ = false;
+      run(tokens, positions, kv, out);
+      return;
+    }
+    recording_ = want;
+    recording_.id = backend.end_capture();
+  }
+  backend.replay(recording_.id);
 }
 
 int64_t LlamaModel::weight_bytes_per_token() const {

@@ -24,6 +24,9 @@ class LlamaModel {
   // tensor's presence and shape against the config. The model runs on the device
   // its weights are on (all on one device); workspace and KV caches go there too.
   LlamaModel(const ModelConfig& config, const WeightSet& weights);
+  ~LlamaModel();
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
 
   const ModelConfig& config() const { return config_; }
   Device device() const { return device_; }
@@ -34,6 +37,11 @@ class LlamaModel {
   // the host or on the model's device (host logits are copied back from the device).
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                const Tensor& logits, bool all_logits);
+
+  // On a device that can record work (CUDA graphs), single-token forwards after the
+  // first are recorded once and replayed (same kernels, same results; far fewer launches).
+  // On by default; off runs every op eagerly.
+  void set_step_recording(bool on) { record_steps_ = on; }
 
   // Bytes of weights one decode step reads (everything but the embedding table,
   // unless it doubles as the output matrix), for bandwidth figures.
@@ -50,11 +58,24 @@ class LlamaModel {
   };
   struct Workspace {
     int64_t tokens = 0;
+    uint64_t generation = 0;  // bumped when the buffers move (a recorded step holds their addresses)
     DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32 on the model's device
     DeviceTensor logits;                          // [rows, vocab]: device logits before the copy to the host
   };
 
+  // The recorded single-token step and what it was recorded against.
+  struct StepRecording {
+    int64_t id = -1;
+    uint64_t kv = 0;  // signature of the KV cache's buffers (every layer's addresses)
+    const void* logits = nullptr;
+    uint64_t workspace_generation = 0, backend_generation = 0;
+  };
+
   void ensure_workspace(int64_t n);
+  // Embedding, layers, final norm and output matrix into `out` ([n_out, vocab] on the device).
+  void run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv, const Tensor& out);
+  void run_recorded(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
+                    const Tensor& out);
   void attention_block(const Layer& layer, int64_t index, std::span<const int32_t> positions, KVCache& kv, int64_t n);
   void mlp_block(const Layer& layer, int64_t n);
 
@@ -65,6 +86,9 @@ class LlamaModel {
   Tensor embed_tokens_, final_norm_, lm_head_;
   std::vector<Layer> layers_;
   Workspace ws_;
+  StepRecording recording_;
+  bool record_steps_ = true;
+  bool warm_ = false;  // a forward has run: constant inputs (RoPE tables) are on the device
 };
 
 }  // namespace corvid

@@ -1,6 +1,7 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
 // managed memory), copies on the backend's stream, scratch and upload caches.
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "corvid/ops/cuda/context.h"
@@ -24,10 +25,19 @@ Context* make_context() {
   return c;
 }
 
+// dst row positions[i] = src row i; one block per row, 4-byte words (rows of F32).
+__global__ void scatter_rows_kernel(uint32_t* dst, const uint32_t* src, size_t row_words, const int32_t* positions) {
+  const size_t i = blockIdx.x;
+  uint32_t* d = dst + static_cast<size_t>(positions[i]) * row_words;
+  const uint32_t* s = src + i * row_words;
+  for (size_t w = threadIdx.x; w < row_words; w += blockDim.x) d[w] = s[w];
+}
+
 class CudaBackend final : public DeviceBackend {
  public:
   void* allocate(size_t bytes) override {
     Context& c = context();
+    CORVID_CHECK(!c.capturing, "CUDA: allocation while recording a step");
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
@@ -57,12 +67,69 @@ class CudaBackend final : public DeviceBackend {
     CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
   }
   void synchronize() override { CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream)); }
+
+  void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) override {
+    Context& c = context();
+    if (positions.empty()) return;
+    CORVID_CHECK(row_bytes % 4 == 0, "CUDA scatter_rows: rows of ", row_bytes, " bytes are not whole words");
+    const int32_t* pos = c.upload(UploadSlot::Positions, positions);
+    scatter_rows_kernel<<<static_cast<unsigned>(positions.size()), 128, 0, c.stream>>>(
+        static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), row_bytes / 4, pos);
+    CORVID_CUDA_LAUNCHED("scatter_rows_kernel");
+  }
+
+  bool supports_capture() const override { return true; }
+  void stage_inputs(std::span<const int32_t> ids, std::span<const int32_t> positions) override {
+    Context& c = context();
+    c.upload(UploadSlot::Ids, ids);
+    c.upload(UploadSlot::Positions, positions);
+  }
+  uint64_t layout_generation() const override { return context().generation; }
+  void begin_capture() override {
+    Context& c = context();
+    CORVID_CUDA_CHECK(cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal));
+    c.capturing = true;
+  }
+  int64_t end_capture() override {
+    Context& c = context();
+    c.capturing = false;
+    cudaGraph_t graph = nullptr;
+    CORVID_CUDA_CHECK(cudaStreamEndCapture(c.stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    CORVID_CUDA_CHECK(err);
+    graphs_[next_id_] = exec;
+    return next_id_++;
+  }
+  void abort_capture() noexcept override {
+    Context& c = context();
+    c.capturing = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(c.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // capture errors are sticky until read
+  }
+  void replay(int64_t id) override {
+    auto it = graphs_.find(id);
+    CORVID_CHECK(it != graphs_.end(), "CUDA: no recorded step ", id);
+    CORVID_CUDA_CHECK(cudaGraphLaunch(it->second, context().stream));
+  }
+  void drop(int64_t id) noexcept override {
+    auto it = graphs_.find(id);
+    if (it == graphs_.end()) return;
+    cudaGraphExecDestroy(it->second);
+    graphs_.erase(it);
+  }
   std::string description() const override {
     cudaDeviceProp prop{};
     CORVID_CUDA_CHECK(cudaGetDeviceProperties(&prop, context().device));
     return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
            std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
   }
+
+ private:
+  std::map<int64_t, cudaGraphExec_t> graphs_;
+  int64_t next_id_ = 0;
 };
 
 }  // namespace
@@ -76,6 +143,8 @@ Context& context() {
 
 void* Context::scratch(size_t bytes) {
   if (bytes > scratch_bytes_) {
+    CORVID_CHECK(!capturing, "CUDA: scratch would grow while recording a step");
+    ++generation;
     if (scratch_) {
       CORVID_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier kernels may still read it
       CORVID_CUDA_CHECK(cudaFree(scratch_));
@@ -91,7 +160,10 @@ void* Context::scratch(size_t bytes) {
 const void* Context::upload_bytes(UploadSlot slot, const void* data, size_t bytes) {
   Upload& u = uploads_[static_cast<int>(slot)];
   if (u.dev && u.host.size() == bytes && std::memcmp(u.host.data(), data, bytes) == 0) return u.dev;
+  // A recorded step must read inputs staged before it (stage_inputs), not upload new ones.
+  CORVID_CHECK(!capturing, "CUDA: host data changed while recording a step (upload slot ", static_cast<int>(slot), ")");
   if (bytes > u.capacity) {
+    ++generation;
     if (u.dev) {
       CORVID_CUDA_CHECK(cudaStreamSynchronize(stream));
       CORVID_CUDA_CHECK(cudaFree(u.dev));

@@ -53,6 +53,12 @@ struct Context {
   cublasHandle_t cublas = nullptr;
   int sm_count = 0;
 
+  // True between begin_capture and end_capture: work is recorded into a graph, so
+  // nothing may allocate, synchronize or upload new host data.
+  bool capturing = false;
+  // Bumped whenever scratch or an upload slot moves: recorded graphs hold their addresses.
+  uint64_t generation = 0;
+
   // Device scratch of at least `bytes` (grows; contents undefined). One user at a time.
   void* scratch(size_t bytes);
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
