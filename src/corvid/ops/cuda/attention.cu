@@ -1,5 +1,5 @@
 // Causal GQA attention over the KV cache on the GPU, the straightforward way:
-// one block per (query, head), four warps splitting the visible keys, each warp
+// one block per (query, head), sixteen warps splitting the visible keys, each warp
 // keeping an online softmax (running max, running sum, output accumulator in
 // registers: lane l holds dims l, l+32, …); the warps' partial results merge
 // through shared memory at the end. Scores in fp32. Decode-speed work (split-KV
@@ -13,7 +13,7 @@ namespace corvid::ops::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 16;  // decode has one block per head: the warps split the keys
 constexpr int kMaxHeadDim = 256;
 constexpr int kPerLane = kMaxHeadDim / 32;
 
