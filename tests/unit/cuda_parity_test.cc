@@ -133,12 +133,41 @@ TEST(CudaStepRecording, SameBitsAsEagerDecode) {
       a.generate(prompt, opts, [&](int32_t id) { ta.push_back(id); return true; });
       b.generate(prompt, opts, [&](int32_t id) { tb.push_back(id); return true; });
       EXPECT_EQ(ta, tb) << name << " session " << session;
+      EXPECT_TRUE(recorded.model->step_recorded()) << name << ": decode did not run from a CUDA graph";
+      EXPECT_FALSE(eager.model->step_recorded());
       // One more step each, then compare the logits bit for bit.
       const Tensor& la = a.score(std::vector<int32_t>{ta.back()});
       const Tensor& lb = b.score(std::vector<int32_t>{tb.back()});
       EXPECT_EQ(0, std::memcmp(la.data, lb.data, la.nbytes())) << name << " session " << session;
     }
   }
+}
+
+// Two live models with different RoPE tables, decoding in turns: each one's recorded
+// steps must keep reading its own constants and match its eager twin.
+TEST(CudaStepRecording, InterleavedModelsKeepTheirOwnState) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
+  if (!fs::exists(fixtures_dir() / "llama") || !fs::exists(fixtures_dir() / "qwen2_linear")) GTEST_SKIP();
+  LoadedModel a = LoadedModel::load((fixtures_dir() / "llama").string(), Device::CUDA);
+  LoadedModel b = LoadedModel::load((fixtures_dir() / "qwen2_linear").string(), Device::CUDA);
+  LoadedModel a_eager = LoadedModel::load((fixtures_dir() / "llama").string(), Device::CUDA);
+  LoadedModel b_eager = LoadedModel::load((fixtures_dir() / "qwen2_linear").string(), Device::CUDA);
+  a_eager.model->set_step_recording(false);
+  b_eager.model->set_step_recording(false);
+  auto turns = [](LlamaModel& first, LlamaModel& second) {
+    Session s1(first, 128), s2(second, 128);
+    GenerateOptions opts;
+    opts.max_new_tokens = 12;
+    std::vector<int32_t> out;
+    const std::vector<int32_t> prompt = {0, 5, 9, 200};
+    for (int round = 0; round < 3; ++round) {
+      s1.generate(round == 0 ? prompt : std::vector<int32_t>{}, opts, [&](int32_t id) { out.push_back(id); return true; });
+      s2.generate(round == 0 ? prompt : std::vector<int32_t>{}, opts, [&](int32_t id) { out.push_back(id); return true; });
+    }
+    return out;
+  };
+  EXPECT_EQ(turns(*a.model, *b.model), turns(*a_eager.model, *b_eager.model));
+  EXPECT_TRUE(a.model->step_recorded() && b.model->step_recorded());
 }
 
 TEST(CudaSmolLM2Parity, TopLogitsAndGreedyMatchTransformersAndCpu) {

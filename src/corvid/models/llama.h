@@ -42,6 +42,8 @@ class LlamaModel {
   // first are recorded once and replayed (same kernels, same results; far fewer launches).
   // On by default; off runs every op eagerly.
   void set_step_recording(bool on) { record_steps_ = on; }
+  // Whether the last single-token step ran from a recording (false: eager, or recording failed).
+  bool step_recorded() const { return record_steps_ && recording_.id >= 0; }
 
   // Bytes of weights one decode step reads (everything but the embedding table,
   // unless it doubles as the output matrix), for bandwidth figures.

@@ -1,5 +1,6 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
 // managed memory), copies on the backend's stream, scratch and upload caches.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -182,8 +183,17 @@ const int32_t* Context::upload(UploadSlot slot, std::span<const int32_t> values)
   return static_cast<const int32_t*>(upload_bytes(slot, values.data(), values.size_bytes()));
 }
 
-const float* Context::upload(UploadSlot slot, std::span<const float> values) {
-  return static_cast<const float*>(upload_bytes(slot, values.data(), values.size_bytes()));
+const float* Context::constant(std::span<const float> values) {
+  std::vector<float> key(values.begin(), values.end());
+  auto it = constants_.find(key);
+  if (it != constants_.end()) return static_cast<const float*>(it->second);
+  CORVID_CHECK(!capturing, "CUDA: new constant table while recording a step");
+  void* dev = nullptr;
+  CORVID_CUDA_CHECK(cudaMalloc(&dev, std::max<size_t>(values.size_bytes(), 4)));
+  if (!values.empty())
+    CORVID_CUDA_CHECK(cudaMemcpyAsync(dev, values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream));
+  constants_.emplace(std::move(key), dev);
+  return static_cast<const float*>(dev);
 }
 
 bool available() {

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -42,10 +43,11 @@
 
 namespace corvid::ops::cuda {
 
-// Small host arrays (token ids, positions, RoPE frequencies) are uploaded through
-// a slot that remembers what it holds: the positions of one forward are uploaded
-// once and reused by every layer's rope and attention.
-enum class UploadSlot { Ids, Positions, InvFreq, kCount };
+// Per-step host arrays (token ids, positions) are uploaded through a slot that
+// remembers what it holds: the positions of one forward are uploaded once and reused
+// by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
+// stage_inputs refills before each replay.
+enum class UploadSlot { Ids, Positions, kCount };
 
 struct Context {
   int device = 0;
@@ -62,7 +64,9 @@ struct Context {
   // Device scratch of at least `bytes` (grows; contents undefined). One user at a time.
   void* scratch(size_t bytes);
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
-  const float* upload(UploadSlot slot, std::span<const float> values);
+  // A device copy of a constant table (RoPE frequencies), one per distinct content and
+  // never moved or freed, so a recorded step of any model keeps reading its own table.
+  const float* constant(std::span<const float> values);
 
  private:
   struct Upload {
@@ -71,6 +75,7 @@ struct Context {
     size_t capacity = 0;
   };
   const void* upload_bytes(UploadSlot slot, const void* data, size_t bytes);
+  std::map<std::vector<float>, void*> constants_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   Upload uploads_[static_cast<int>(UploadSlot::kCount)];

@@ -128,7 +128,7 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   const int half = params.rotary_dim / 2;
   if (n == 0) return;
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
-  const float* freq = ctx.upload(UploadSlot::InvFreq, std::span<const float>(params.inv_freq));
+  const float* freq = ctx.constant(params.inv_freq);
   rope_kernel<<<blocks_for(n * heads * half, kThreads), kThreads, 0, ctx.stream>>>(
       x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
   CORVID_CUDA_LAUNCHED("rope_kernel");
