@@ -149,6 +149,7 @@ TEST(GgufModel, Qwen2BiasAndRopeScaling) {
   EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Yarn);
   EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
   EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c.max_position_embeddings, 4 * 32768);  // so max / original is the stored factor
   WeightSet w = gguf_weight_set(f);
   EXPECT_TRUE(w.has("model.layers.0.self_attn.q_proj.bias"));
   EXPECT_TRUE(w.has("rope_freqs.weight"));  // no HF name: kept as is
