@@ -91,7 +91,7 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
       // which derives the factor as max_position_embeddings / original when the original
       // length is given; so the scaled context is stated as original × factor here.
       c.rope_scaling.original_max_position_embeddings = original;
-      c.max_position_embeddings = static_cast<int64_t>(std::llround(static_cast<double>(original) * c.rope_scaling.factor));
+      c.max_position_embeddings = std::llround(static_cast<double>(original) * c.rope_scaling.factor);
     }
   } else if (scaling != "none") {
     fail(g.path(), ": unsupported rope.scaling.type '", printable(scaling), "' (supported: none, linear, yarn)");
