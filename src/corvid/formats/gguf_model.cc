@@ -97,10 +97,7 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     fail(g.path(), ": unsupported rope.scaling.type '", printable(scaling), "' (supported: none, linear, yarn)");
   }
   // Llama 3.x GGUFs carry llama3 RoPE scaling only as precomputed per-frequency divisors
-  // (rope_freqs.weight), not as parameters RopeScaling could hold. Ignoring them would
-  // give wrong positions silently, so refuse until the models apply them.
-  if (g.find_tensor("rope_freqs.weight"))
-    fail(g.path(), ": RoPE frequency factors (tensor rope_freqs.weight, llama3-style scaling) are not supported yet");
+  // (tensor rope_freqs.weight, kept under that name); the model divides its frequencies by them.
   // llama.cpp's converter permutes llama q/k rows so adjacent pairs rotate together;
   // qwen2/qwen3 are converted unpermuted (NEOX-style rotate-half).
   c.rope_interleaved = arch == "llama";

@@ -38,6 +38,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
                c.num_key_value_heads);
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
+  apply_rope_freq_factors(weights);
   embed_tokens_ = expect(weights, "model.embed_tokens.weight", {c.vocab_size, H});
   final_norm_ = expect(weights, "model.norm.weight", {H});
   if (weights.has("lm_head.weight")) {
@@ -69,6 +70,21 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
     L.up_proj = expect(weights, p + "mlp.up_proj.weight", {I, H});
     L.down_proj = expect(weights, p + "mlp.down_proj.weight", {H, I});
     layers_.push_back(L);
+  }
+}
+
+void LlamaModel::apply_rope_freq_factors(const WeightSet& weights) {
+  // GGUF files of Llama 3.x store their RoPE scaling as one divisor per frequency
+  // (llama.cpp's rope_freqs), computed by the converter from the llama3 rope_scaling.
+  if (!weights.has("rope_freqs.weight")) return;
+  const Tensor& f = weights.get("rope_freqs.weight");
+  CORVID_CHECK(f.dtype == DType::F32 && f.numel() == static_cast<int64_t>(rope_.inv_freq.size()), weights.source,
+               ": tensor rope_freqs.weight must be F32 with ", rope_.inv_freq.size(), " values, got ",
+               dtype_name(f.dtype), " ", f.shape_str());
+  for (size_t i = 0; i < rope_.inv_freq.size(); ++i) {
+    const float divisor = f.ptr<float>()[i];
+    CORVID_CHECK(std::isfinite(divisor) && divisor > 0, weights.source, ": rope_freqs.weight[", i, "] is ", divisor);
+    rope_.inv_freq[i] /= divisor;
   }
 }
 

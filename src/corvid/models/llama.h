@@ -49,6 +49,7 @@ class LlamaModel {
     OwnedTensor x, h, q, k, v, attn, gate, up;
   };
 
+  void apply_rope_freq_factors(const WeightSet& weights);
   void ensure_workspace(int64_t n);
   void attention_block(const Layer& layer, int64_t index, std::span<const int32_t> positions, KVCache& kv, int64_t n);
   void mlp_block(const Layer& layer, int64_t n);
