@@ -242,6 +242,31 @@ TEST(Quant, SimdMatchesScalar) {
   }
 }
 
+TEST(Quant, MultiRowKernelsAreBitIdenticalToSingleRow) {
+  for (DType t : kWeightTypes) {
+    const QuantKernels& qk = quant_kernels(t);
+    if (!qk.vec_dot_multi) continue;
+    for (size_t nb : {1u, 5u, 8u, 18u}) {
+      const size_t k = nb * static_cast<size_t>(dtype_info(t).block_elems);
+      const std::vector<uint8_t> w = quantize(t, random_floats(k, 5));
+      std::vector<std::vector<uint8_t>> xs;
+      const void* ptrs[kMaxMultiRows];
+      for (int i = 0; i < kMaxMultiRows; ++i) {
+        xs.push_back(quantize(qk.act, random_floats(k, 100 + static_cast<uint32_t>(i))));
+        ptrs[i] = xs.back().data();
+      }
+      for (int n = 1; n <= kMaxMultiRows; ++n) {
+        float out[kMaxMultiRows];
+        qk.vec_dot_multi(w.data(), ptrs, n, out, static_cast<int64_t>(k));
+        for (int i = 0; i < n; ++i) {
+          const float single = qk.vec_dot(w.data(), ptrs[i], static_cast<int64_t>(k));
+          ASSERT_EQ(std::memcmp(&out[i], &single, 4), 0) << dtype_name(t) << " n=" << n << " row " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Quant, SimdIsCompiledIn) {
 #if defined(__AVX2__)
   for (DType t : kWeightTypes) EXPECT_NE(quant_kernels(t).vec_dot, quant_kernels(t).vec_dot_scalar) << dtype_name(t);

@@ -12,7 +12,9 @@
 // - n > 1 (prefill): rows are processed in tiles of kRowTile; for each tile all
 //   n activation rows are visited while the tile's weight bytes sit in L1, so the
 //   weight is read from memory once per call instead of once per token. The
-//   quantized activations (n * k bytes) stay in L2.
+//   quantized activations (n * k bytes) stay in L2. Where a multi-row kernel exists
+//   (VecDotMultiFn), each weight row is unpacked once per kMaxMultiRows tokens; it is
+//   bit-identical to the single-row kernel, so batch invariance still holds.
 // - Quantized weights: x rows are quantized once per call to the activation
 //   format (Q8_0/Q8_1/Q8_K) into a grow-only thread-local scratch buffer (no
 //   allocation in steady state).
@@ -37,20 +39,21 @@ constexpr int64_t kRowTile = 8;
 
 struct RowDot {
   VecDotFn fn;
-  DType act;  // format of the activation rows fn reads (F32 for float weights)
+  DType act;             // format of the activation rows fn reads (F32 for float weights)
+  VecDotMultiFn multi;   // several activation rows per weight row, bit-identical to fn; may be null
 };
 
 RowDot row_dot_for(DType w) {
   const bool scalar = g_force_scalar.load(std::memory_order_relaxed);
   auto pick = [scalar](VecDotFn simd_fn, VecDotFn scalar_fn) { return scalar || !simd_fn ? scalar_fn : simd_fn; };
   switch (w) {
-    case DType::F32: return {pick(kDotF32Simd, dot_f32_scalar), DType::F32};
-    case DType::F16: return {pick(kDotF16Simd, dot_f16_scalar), DType::F32};
-    case DType::BF16: return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32};
+    case DType::F32: return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr};
+    case DType::F16: return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr};
+    case DType::BF16: return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr};
     default: {
       const QuantKernels& q = quant_kernels(w);
       CORVID_CHECK(q.vec_dot != nullptr, "matmul: ", dtype_name(w), " is an activation format, not a weight dtype");
-      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act};
+      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act, scalar ? nullptr : q.vec_dot_multi};
     }
   }
 }
@@ -105,14 +108,22 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   const size_t w_stride = w.row_bytes();
   float* o = out.ptr<float>();
   auto rows = [&](int64_t r0, int64_t r1, int) {
+    const int group = rd.multi ? kMaxMultiRows : 1;
     for (int64_t rt = r0; rt < r1; rt += kRowTile) {
       const int64_t rt_end = std::min(r1, rt + kRowTile);
-      for (int64_t t = 0; t < n; ++t) {
-        const uint8_t* xt = xa + static_cast<size_t>(t) * xa_stride;
-        float* ot = o + t * m;
+      for (int64_t t0 = 0; t0 < n; t0 += group) {
+        const int nt = static_cast<int>(std::min<int64_t>(group, n - t0));
+        const void* xs[kMaxMultiRows];
+        for (int i = 0; i < nt; ++i) xs[i] = xa + static_cast<size_t>(t0 + i) * xa_stride;
         for (int64_t r = rt; r < rt_end; ++r) {
-          const float v = rd.fn(wbase + static_cast<size_t>(r) * w_stride, xt, k);
-          ot[r] = bias ? v + bias_at(bias, r) : v;
+          const void* wr = wbase + static_cast<size_t>(r) * w_stride;
+          float v[kMaxMultiRows];
+          if (rd.multi) {
+            rd.multi(wr, xs, nt, v, k);
+          } else {
+            v[0] = rd.fn(wr, xs[0], k);
+          }
+          for (int i = 0; i < nt; ++i) o[(t0 + i) * m + r] = bias ? v[i] + bias_at(bias, r) : v[i];
         }
       }
     }

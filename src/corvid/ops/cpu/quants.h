@@ -51,6 +51,10 @@ using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t k);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t k);
 // Dot product of a weight row (block format) with an activation row (format `act`).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
+// out[t] = vec_dot(w, xs[t], k) for t < n (n in 1..kMaxMultiRows), bit-identical to vec_dot;
+// shares the weight row's unpacking across the n activation rows (prefill).
+using VecDotMultiFn = void (*)(const void* w, const void* const* xs, int n, float* out, int64_t k);
+constexpr int kMaxMultiRows = 4;
 
 struct QuantKernels {
   DType act;                 // activation format vec_dot expects for x
@@ -60,6 +64,7 @@ struct QuantKernels {
   VecDotFn vec_dot_scalar;   // portable reference, always compiled
   VecDotFn vec_dot_avx2;     // AVX2 (+VNNI) kernel; null when not compiled in
   VecDotFn vec_dot_avx512;   // AVX-512 VNNI kernel; null when not compiled in or not written
+  VecDotMultiFn vec_dot_multi;  // multi-row form of vec_dot; null when vec_dot has none
 };
 
 // Kernels for a quantized dtype (weights and the activation formats Q8_0/Q8_1/Q8_K;
@@ -114,5 +119,7 @@ extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDot
 extern const QuantizeRowFn kQuantizeQ8_0Simd, kQuantizeQ8_1Simd;
 extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512,
     kVecDotQ8_0Avx512;
+extern const VecDotMultiFn kVecDotMultiQ4_0Avx512, kVecDotMultiQ4_1Avx512, kVecDotMultiQ5_0Avx512,
+    kVecDotMultiQ5_1Avx512, kVecDotMultiQ8_0Avx512;
 
 }  // namespace corvid::ops::cpu
