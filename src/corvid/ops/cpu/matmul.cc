@@ -39,17 +39,20 @@ constexpr int64_t kRowTile = 8;
 
 struct RowDot {
   VecDotFn fn;
-  DType act;             // format of the activation rows fn reads (F32 for float weights)
-  VecDotMultiFn multi;   // several activation rows per weight row, bit-identical to fn; may be null
+  DType act;            // format of the activation rows fn reads (F32 for float weights)
+  VecDotMultiFn multi;  // several activation rows per weight row, bit-identical to fn; may be null
 };
 
 RowDot row_dot_for(DType w) {
   const bool scalar = g_force_scalar.load(std::memory_order_relaxed);
   auto pick = [scalar](VecDotFn simd_fn, VecDotFn scalar_fn) { return scalar || !simd_fn ? scalar_fn : simd_fn; };
   switch (w) {
-    case DType::F32: return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr};
-    case DType::F16: return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr};
-    case DType::BF16: return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr};
+    case DType::F32:
+      return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr};
+    case DType::F16:
+      return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr};
+    case DType::BF16:
+      return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr};
     default: {
       const QuantKernels& q = quant_kernels(w);
       CORVID_CHECK(q.vec_dot != nullptr, "matmul: ", dtype_name(w), " is an activation format, not a weight dtype");
@@ -60,9 +63,12 @@ RowDot row_dot_for(DType w) {
 
 float bias_at(const Tensor* bias, int64_t r) {
   switch (bias->dtype) {
-    case DType::F16: return f16_to_f32(bias->ptr<uint16_t>()[r]);
-    case DType::BF16: return bf16_to_f32(bias->ptr<uint16_t>()[r]);
-    default: return bias->ptr<float>()[r];
+    case DType::F16:
+      return f16_to_f32(bias->ptr<uint16_t>()[r]);
+    case DType::BF16:
+      return bf16_to_f32(bias->ptr<uint16_t>()[r]);
+    default:
+      return bias->ptr<float>()[r];
   }
 }
 

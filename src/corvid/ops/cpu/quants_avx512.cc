@@ -53,14 +53,15 @@ inline __m512 gather_scale_pairs(const uint8_t* base, int count) {
 
 // Lanes 0-7 = p[2j], lanes 8-15 = p[2j + 2]: the d*dx products of blocks j and j+1.
 inline __m512 spread_pair(__m512 p, int j) {
-  const __m512i idx = _mm512_add_epi32(
-      _mm512_set1_epi32(2 * j), _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2));
+  const __m512i idx =
+      _mm512_add_epi32(_mm512_set1_epi32(2 * j), _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2));
   return _mm512_permutexvar_ps(idx, p);
 }
 
 inline __m512i load_pair256(const uint8_t* a, const uint8_t* b_or_null) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
-  const __m256i hi = b_or_null ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_or_null)) : _mm256_setzero_si256();
+  const __m256i hi =
+      b_or_null ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_or_null)) : _mm256_setzero_si256();
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
@@ -68,9 +69,9 @@ inline __m512i load_pair256(const uint8_t* a, const uint8_t* b_or_null) {
 inline __m512i unpack_nibbles_pair(const uint8_t* a, const uint8_t* b_or_null) {
   const __m128i qa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
   const __m128i qb = b_or_null ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b_or_null)) : _mm_setzero_si128();
-  const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);  // [a | b]
+  const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);           // [a | b]
   __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);  // [a, b, a>>4, b>>4]
-  v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));                                  // [a, a>>4, b, b>>4]
+  v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));                                // [a, a>>4, b, b>>4]
   return _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
 }
 
@@ -220,10 +221,18 @@ void vec_dot_multi(const void* w, const void* const* xs, int n, float* out, int6
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* const* xb = reinterpret_cast<const uint8_t* const*>(xs);
   switch (n) {
-    case 1: dot_rows<F, 1>(wb, xb, k / kQK, out); break;
-    case 2: dot_rows<F, 2>(wb, xb, k / kQK, out); break;
-    case 3: dot_rows<F, 3>(wb, xb, k / kQK, out); break;
-    default: dot_rows<F, 4>(wb, xb, k / kQK, out); break;
+    case 1:
+      dot_rows<F, 1>(wb, xb, k / kQK, out);
+      break;
+    case 2:
+      dot_rows<F, 2>(wb, xb, k / kQK, out);
+      break;
+    case 3:
+      dot_rows<F, 3>(wb, xb, k / kQK, out);
+      break;
+    default:
+      dot_rows<F, 4>(wb, xb, k / kQK, out);
+      break;
   }
 }
 
