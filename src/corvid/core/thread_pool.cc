@@ -64,7 +64,10 @@ void ThreadPool::run_chunks(uint64_t generation, int thread_index) {
     const int64_t begin = static_cast<int64_t>(c) * job_chunk_;
     const int64_t end = std::min(job_n_, begin + job_chunk_);
     (*job_)(begin, end, thread_index);
-    done_.fetch_add(1, std::memory_order_acq_rel);
+    // The last chunk wakes a caller that stopped spinning (see parallel_for).
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<int64_t>(word_chunks(w))) {
+      done_.notify_all();
+    }
   }
 }
 
@@ -107,8 +110,13 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   cv_.notify_all();
   run_chunks(gen, 0);
-  // Every chunk is claimed now; wait for those still running on workers.
-  while (done_.load(std::memory_order_acquire) != chunks) cpu_relax();
+  // Every chunk is claimed now; wait for those still running on workers. Spin briefly, then
+  // block: when the machine is oversubscribed, a worker holding the last chunk may have been
+  // preempted, and a caller spinning on its own core keeps the scheduler from moving that
+  // worker there. Blocking frees the core. (Under a parallel build on this 2-core machine the
+  // pool still loses to one thread: workers get little CPU, see docs in ops/cpu/matmul.cc.)
+  for (int spin = 0; spin < 2000 && done_.load(std::memory_order_acquire) != chunks; ++spin) cpu_relax();
+  for (int64_t d; (d = done_.load(std::memory_order_acquire)) != chunks;) done_.wait(d, std::memory_order_acquire);
 }
 
 ThreadPool& ThreadPool::global() {

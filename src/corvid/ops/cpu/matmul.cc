@@ -15,6 +15,11 @@
 //   quantized activations (n * k bytes) stay in L2. Where a multi-row kernel exists
 //   (VecDotMultiFn), each weight row is unpacked once per kMaxMultiRows tokens; it is
 //   bit-identical to the single-row kernel, so batch invariance still holds.
+// - On an oversubscribed machine (other processes busy on every core) a worker that is
+//   preempted while holding a chunk stalls the call until it runs again; measured on the
+//   2-core dev box during parallel builds, the worker got ~10% of the chunks and one thread
+//   (ThreadPool::set_global_threads(1)) decoded faster than two. On a quiet machine two
+//   threads win. The pool's caller never waits for a worker that has not claimed work.
 // - Quantized weights: x rows are quantized once per call to the activation
 //   format (Q8_0/Q8_1/Q8_K) into a grow-only thread-local scratch buffer (no
 //   allocation in steady state).
