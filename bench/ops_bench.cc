@@ -8,8 +8,13 @@
 //   ws=128MB: copies cycled so ~128 MB of weights stream per pass, like one decode
 //   step of the 135M model (~100 MB of weights) — the honest number for decode.
 // matmul/<dtype>/<m>x<k>/n64: prefill-shaped; reports GFLOP/s (2*m*k*n per call).
-// copy/<bytes>/threads:<t> and read/<bytes>/threads:<t>: the machine's memcpy and
-// streaming-read bandwidth for comparison (copy counts bytes copied once).
+// copy/<bytes> and read/<bytes>: the machine's memcpy and streaming-read bandwidth on the
+// same threads, for comparison (copy counts bytes copied once).
+// decode_step/...: all matmuls of one SmolLM2-135M decode step (or prefill of 64 tokens).
+//
+// On a shared machine use --benchmark_repetitions=5 --benchmark_report_aggregates_only=true:
+// the *_best_rate row holds the highest GB/s (and the longest time), the *_best_time row the
+// shortest time (and the lowest rate): read each row for its own column.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

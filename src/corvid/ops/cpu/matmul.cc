@@ -1,10 +1,12 @@
 // CPU matmul: out[n, m] = x[n, k] @ w[m, k]^T (+ bias), w in any weight dtype.
 //
-// Every output element is one call of the row dot kernel on (weight row r,
-// activation row t). That single rule gives determinism for free: the result
-// cannot depend on the thread count, on how rows are split, or on n (batch
-// invariance: row t of matmul(x) equals matmul(x[t:t+1]) bit for bit), because
-// the arithmetic of each element never changes.
+// Every output element is one evaluation of the row dot kernel on (weight row r,
+// activation row t) — the single-row VecDotFn or its bit-identical multi-row form.
+// That single rule gives determinism for free: the result cannot depend on the
+// thread count, on how rows are split, or on n (batch invariance: row t of
+// matmul(x) equals matmul(x[t:t+1]) bit for bit), because the arithmetic of each
+// element never changes. Activation rows are quantized one at a time by the same
+// function, so they do not depend on n either.
 //
 // Performance notes.
 // - n = 1 (decode) is a stream over the weight: memory bound. Rows are split into
