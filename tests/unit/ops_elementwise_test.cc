@@ -102,6 +102,26 @@ TEST(Rope, RotateHalfAndInterleavedPartialAndScaled) {
   check_rope(true, 8, 1.2f);
 }
 
+TEST(Rope, SamePositionNewFrequenciesIsNotServedStale) {
+  // rope caches cos/sin of the last position; different frequencies or factor must recompute.
+  std::vector<int32_t> pos = {5};
+  for (float factor : {1.0f, 0.5f}) {
+    for (float base : {10000.0f, 500.0f}) {  // same position and factor, new frequencies
+      OwnedTensor x = f32_tensor({1, 1, 4}, {1, 1, 0, 0});  // rotate-half pairs (x0, x2), (x1, x3)
+      RopeParams p;
+      p.rotary_dim = 4;
+      p.attention_factor = factor;
+      p.inv_freq = {1.0f, 1.0f / base};
+      rope(x.tensor, pos, p);
+      const float theta0 = 5.0f * p.inv_freq[0];
+      EXPECT_NEAR(x.ptr<float>()[0], std::cos(theta0) * factor, 1e-6) << base << " " << factor;
+      EXPECT_NEAR(x.ptr<float>()[2], std::sin(theta0) * factor, 1e-6) << base << " " << factor;
+      const float theta1 = 5.0f * p.inv_freq[1];
+      EXPECT_NEAR(x.ptr<float>()[3], std::sin(theta1) * factor, 1e-6) << base << " " << factor;
+    }
+  }
+}
+
 TEST(Rope, RejectsBadParams) {
   OwnedTensor x(DType::F32, {1, 2, 16});
   RopeParams p;

@@ -93,18 +93,30 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
   const int half = params.rotary_dim / 2;
   for_rows(n, heads * head_dim, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> cs;
-    cs.resize(static_cast<size_t>(2 * half));
+    // cos/sin of the last position seen on this thread: a decode step ropes q and then k at
+    // the same position, so the second call (and every layer after the first) reuses them
+    // instead of 2 * rotary_dim/2 double-precision cos/sin evaluations.
+    thread_local std::vector<float> cs, cached_freq;
+    thread_local int32_t cached_pos = 0;
+    thread_local float cached_factor = 0;
     for (int64_t t = t0; t < t1; ++t) {
-      // theta = pos * inv_freq in float (the rounding the reference frameworks use), then
-      // cos/sin evaluated accurately and scaled by attention_factor.
-      const float pos = static_cast<float>(positions[static_cast<size_t>(t)]);
-      for (int i = 0; i < half; ++i) {
-        const float theta = pos * params.inv_freq[static_cast<size_t>(i)];
-        cs[static_cast<size_t>(2 * i)] =
-            static_cast<float>(std::cos(static_cast<double>(theta))) * params.attention_factor;
-        cs[static_cast<size_t>(2 * i + 1)] =
-            static_cast<float>(std::sin(static_cast<double>(theta))) * params.attention_factor;
+      const int32_t p = positions[static_cast<size_t>(t)];
+      if (cs.size() != static_cast<size_t>(2 * half) || p != cached_pos || cached_factor != params.attention_factor ||
+          cached_freq != params.inv_freq) {
+        cs.resize(static_cast<size_t>(2 * half));
+        // theta = pos * inv_freq in float (the rounding the reference frameworks use), then
+        // cos/sin evaluated accurately and scaled by attention_factor.
+        const float pos = static_cast<float>(p);
+        for (int i = 0; i < half; ++i) {
+          const float theta = pos * params.inv_freq[static_cast<size_t>(i)];
+          cs[static_cast<size_t>(2 * i)] =
+              static_cast<float>(std::cos(static_cast<double>(theta))) * params.attention_factor;
+          cs[static_cast<size_t>(2 * i + 1)] =
+              static_cast<float>(std::sin(static_cast<double>(theta))) * params.attention_factor;
+        }
+        cached_pos = p;
+        cached_factor = params.attention_factor;
+        cached_freq = params.inv_freq;
       }
       for (int64_t h = 0; h < heads; ++h) {
         float* v = x.ptr<float>() + (t * heads + h) * head_dim;
