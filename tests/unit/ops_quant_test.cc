@@ -251,15 +251,21 @@ TEST(Quant, MultiRowKernelsAreBitIdenticalToSingleRow) {
       const std::vector<uint8_t> w = quantize(t, random_floats(k, 5));
       std::vector<std::vector<uint8_t>> xs;
       const void* ptrs[kMaxMultiRows];
+      std::vector<std::vector<uint8_t>> plain;
       for (int i = 0; i < kMaxMultiRows; ++i) {
-        xs.push_back(quantize(qk.act, random_floats(k, 100 + static_cast<uint32_t>(i))));
+        // Multi-row kernels read prepared rows (blocks + float scale pairs); vec_dot plain ones.
+        plain.push_back(quantize(qk.act, random_floats(k, 100 + static_cast<uint32_t>(i))));
+        std::vector<uint8_t> prepared(prepared_act_bytes(qk.act, static_cast<int64_t>(k)));
+        std::memcpy(prepared.data(), plain.back().data(), plain.back().size());
+        prepare_act_row(qk.act, prepared.data(), static_cast<int64_t>(k));
+        xs.push_back(std::move(prepared));
         ptrs[i] = xs.back().data();
       }
       for (int n = 1; n <= kMaxMultiRows; ++n) {
         float out[kMaxMultiRows];
         qk.vec_dot_multi(w.data(), ptrs, n, out, static_cast<int64_t>(k));
         for (int i = 0; i < n; ++i) {
-          const float single = qk.vec_dot(w.data(), ptrs[i], static_cast<int64_t>(k));
+          const float single = qk.vec_dot(w.data(), plain[static_cast<size_t>(i)].data(), static_cast<int64_t>(k));
           ASSERT_EQ(std::memcmp(&out[i], &single, 4), 0) << dtype_name(t) << " n=" << n << " row " << i;
         }
       }

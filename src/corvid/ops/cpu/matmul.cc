@@ -101,13 +101,18 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   size_t xa_stride = static_cast<size_t>(k) * sizeof(float);
   if (rd.act != DType::F32) {
     const QuantKernels& qa = quant_kernels(rd.act);
-    xa_stride = bytes_for(rd.act, k);
+    // The multi-row kernels read prepared rows (blocks + float scales, quants.h).
+    xa_stride = rd.multi ? prepared_act_bytes(rd.act, k) : bytes_for(rd.act, k);
     std::vector<uint8_t>& buf = scratch();
     if (buf.size() < xa_stride * static_cast<size_t>(n)) buf.resize(xa_stride * static_cast<size_t>(n));
     uint8_t* dst = buf.data();
     const float* xf = x.ptr<float>();
     auto quantize = [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) qa.quantize(xf + t * k, dst + static_cast<size_t>(t) * xa_stride, k);
+      for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* row = dst + static_cast<size_t>(t) * xa_stride;
+        qa.quantize(xf + t * k, row, k);
+        if (rd.multi) prepare_act_row(rd.act, row, k);
+      }
     };
     if (n >= 8) {
       pool.parallel_for(n, quantize, 4);

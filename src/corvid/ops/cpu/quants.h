@@ -90,9 +90,21 @@ using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t k);
 // Dot product of a weight row (block format) with an activation row (format `act`).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
 // out[t] = vec_dot(w, xs[t], k) for t < n (n in 1..kMaxMultiRows), bit-identical to vec_dot;
-// shares the weight row's unpacking across the n activation rows (prefill).
+// shares the weight row's unpacking across the n activation rows (prefill). The xs rows are
+// "prepared" activation rows (see prepare_act_row), not plain Q8 rows.
 using VecDotMultiFn = void (*)(const void* w, const void* const* xs, int n, float* out, int64_t k);
 constexpr int kMaxMultiRows = 4;
+
+// A prepared activation row (Q8_0 or Q8_1) is the row's ggml blocks, then, at byte offset
+// act_scales_offset, one float pair per block: (d, s) for Q8_1, (d, 0) for Q8_0, the exact
+// float values of the blocks' f16 fields. The multi-row kernels load these directly instead
+// of gathering and converting the f16 fields of every token for every weight row.
+inline size_t act_scales_offset(DType act, int64_t k) { return (bytes_for(act, k) + 63) / 64 * 64; }
+inline size_t prepared_act_bytes(DType act, int64_t k) {
+  return (act_scales_offset(act, k) + static_cast<size_t>(k / kQK) * 8 + 63) / 64 * 64;
+}
+// Fills the float scale pairs of a row whose blocks are already quantized.
+void prepare_act_row(DType act, void* row, int64_t k);
 
 struct QuantKernels {
   DType act;  // activation format vec_dot expects for x

@@ -159,7 +159,9 @@ constexpr int kPrefetchBytes = 2048;
 // scale gathers, prefetch) is shared by the T tokens; each token's float arithmetic is the
 // same sequence whatever T is, so the T = 1 instance (vec_dot) and the multi-token
 // instances (matmul with n > 1) give identical bits.
-template <class F, int T>
+// kPrepared: xs are prepared rows (float scale pairs after the blocks, see quants.h); else
+// plain rows whose f16 scale fields are gathered. Both give the same floats, so the same bits.
+template <class F, int T, bool kPrepared>
 void dot_rows(const uint8_t* w, const uint8_t* const* xs, int64_t nb, float* out) {
   constexpr int kW = F::kW, kX = F::kX;
   __m512 acc0[T], acc1[T], acc_min[T], p[T];
@@ -179,7 +181,14 @@ void dot_rows(const uint8_t* w, const uint8_t* const* xs, int64_t nb, float* out
   auto scales = [&](int64_t i0, int count) {
     const __m512 ws = gather_scale_pairs<kW>(w + i0 * kW, count);
     for (int t = 0; t < T; ++t) {
-      p[t] = _mm512_mul_ps(ws, gather_scale_pairs<kX>(xs[t] + i0 * kX, count));
+      __m512 xsc;
+      if constexpr (kPrepared) {
+        const float* sc = reinterpret_cast<const float*>(xs[t] + ((nb * kX + 63) / 64 * 64)) + 2 * i0;
+        xsc = count == 8 ? _mm512_loadu_ps(sc) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (2 * count)) - 1), sc);
+      } else {
+        xsc = gather_scale_pairs<kX>(xs[t] + i0 * kX, count);
+      }
+      p[t] = _mm512_mul_ps(ws, xsc);
       if constexpr (F::kMinTerm) acc_min[t] = _mm512_add_ps(acc_min[t], p[t]);
     }
   };
@@ -212,7 +221,7 @@ template <class F>
 float vec_dot(const void* w, const void* x, int64_t k) {
   const uint8_t* xs[1] = {static_cast<const uint8_t*>(x)};
   float out;
-  dot_rows<F, 1>(static_cast<const uint8_t*>(w), xs, k / kQK, &out);
+  dot_rows<F, 1, false>(static_cast<const uint8_t*>(w), xs, k / kQK, &out);
   return out;
 }
 
@@ -222,16 +231,16 @@ void vec_dot_multi(const void* w, const void* const* xs, int n, float* out, int6
   const auto* const* xb = reinterpret_cast<const uint8_t* const*>(xs);
   switch (n) {
     case 1:
-      dot_rows<F, 1>(wb, xb, k / kQK, out);
+      dot_rows<F, 1, true>(wb, xb, k / kQK, out);
       break;
     case 2:
-      dot_rows<F, 2>(wb, xb, k / kQK, out);
+      dot_rows<F, 2, true>(wb, xb, k / kQK, out);
       break;
     case 3:
-      dot_rows<F, 3>(wb, xb, k / kQK, out);
+      dot_rows<F, 3, true>(wb, xb, k / kQK, out);
       break;
     default:
-      dot_rows<F, 4>(wb, xb, k / kQK, out);
+      dot_rows<F, 4, true>(wb, xb, k / kQK, out);
       break;
   }
 }
