@@ -51,6 +51,20 @@ inline __m512 gather_scale_pairs(const uint8_t* base, int count) {
   return _mm512_cvtph_ps(v);  // [first f16, second f16] per block
 }
 
+// The 8 weight (d, m) pairs of 8 full Q4_1 blocks (20 bytes each: the pairs are dwords
+// 0, 5, ..., 35 of the group) with two permutes of plain loads instead of a gather; the
+// default model's weights are Q4_1, and the gather was ~10% of its dot product. Only bytes
+// inside the 8 blocks are read. Same floats as gather_scale_pairs, so the same bits.
+inline __m512 q4_1_scale_pairs8(const uint8_t* base) {
+  const __m512i a = _mm512_loadu_si512(base);       // dwords 0..15
+  const __m512i b = _mm512_loadu_si512(base + 64);  // dwords 16..31
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 128));  // dwords 32..35
+  const __m512i idx = _mm512_setr_epi32(0, 5, 10, 15, 20, 25, 30, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i first7 = _mm512_castsi512_si256(_mm512_permutex2var_epi32(a, idx, b));
+  const __m256i last = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(c), _mm256_set1_epi32(3));
+  return _mm512_cvtph_ps(_mm256_blend_epi32(first7, last, 0x80));
+}
+
 // Lanes 0-7 = p[2j], lanes 8-15 = p[2j + 2]: the d*dx products of blocks j and j+1.
 inline __m512 spread_pair(__m512 p, int j) {
   const __m512i idx =
@@ -179,7 +193,12 @@ void dot_rows(const uint8_t* w, const uint8_t* const* xs, int64_t nb, float* out
     }
   };
   auto scales = [&](int64_t i0, int count) {
-    const __m512 ws = gather_scale_pairs<kW>(w + i0 * kW, count);
+    __m512 ws;
+    if constexpr (kW == sizeof(BlockQ4_1)) {
+      ws = count == 8 ? q4_1_scale_pairs8(w + i0 * kW) : gather_scale_pairs<kW>(w + i0 * kW, count);
+    } else {
+      ws = gather_scale_pairs<kW>(w + i0 * kW, count);
+    }
     for (int t = 0; t < T; ++t) {
       __m512 xsc;
       if constexpr (kPrepared) {
