@@ -81,12 +81,14 @@ inline __m512i load_pair256(const uint8_t* a, const uint8_t* b_or_null) {
 
 // 16 packed bytes of two blocks -> 64 nibbles [a low, a high, b low, b high] (ggml element order).
 inline __m512i unpack_nibbles_pair(const uint8_t* a, const uint8_t* b_or_null) {
+  // [a, a, b, b] by (masked) 128-bit broadcasts, then a per-lane variable shift (0 or 4 bits)
+  // and a mask: no cross-lane shuffles, which compete for port 5 with the scale permutes.
   const __m128i qa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
   const __m128i qb = b_or_null ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b_or_null)) : _mm_setzero_si128();
-  const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);           // [a | b]
-  __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);  // [a, b, a>>4, b>>4]
-  v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));                                // [a, a>>4, b, b>>4]
-  return _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+  const __m512i v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(qa), 0xFF00, qb);
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
+                                           0x0004000400040004LL, 0x0004000400040004LL);
+  return _mm512_and_si512(_mm512_srlv_epi16(v, shifts), _mm512_set1_epi8(0x0F));
 }
 
 inline uint32_t load_u32(const uint8_t* p) {
