@@ -97,13 +97,18 @@ constexpr int kMaxMultiRows = 4;
 
 // A prepared activation row (Q8_0 or Q8_1) is the row's ggml blocks, then, at byte offset
 // act_scales_offset, one float pair per block: (d, s) for Q8_1, (d, 0) for Q8_0, the exact
-// float values of the blocks' f16 fields. The multi-row kernels load these directly instead
-// of gathering and converting the f16 fields of every token for every weight row.
+// float values of the blocks' f16 fields, then, at act_quants_offset, the k quants
+// contiguously. The multi-row kernels load scales of 8 blocks and the quants of 2 blocks
+// with one plain load each, instead of a gather + conversion and two loads + an insert
+// per token for every weight row.
 inline size_t act_scales_offset(DType act, int64_t k) { return (bytes_for(act, k) + 63) / 64 * 64; }
-inline size_t prepared_act_bytes(DType act, int64_t k) {
+inline size_t act_quants_offset(DType act, int64_t k) {
   return (act_scales_offset(act, k) + static_cast<size_t>(k / kQK) * 8 + 63) / 64 * 64;
 }
-// Fills the float scale pairs of a row whose blocks are already quantized.
+inline size_t prepared_act_bytes(DType act, int64_t k) {
+  return (act_quants_offset(act, k) + static_cast<size_t>(k) + 63) / 64 * 64;
+}
+// Fills the float scale pairs and the contiguous quants of a row whose blocks are quantized.
 void prepare_act_row(DType act, void* row, int64_t k);
 
 struct QuantKernels {

@@ -182,11 +182,21 @@ void dot_rows(const uint8_t* w, const uint8_t* const* xs, int64_t nb, float* out
   constexpr int kW = F::kW, kX = F::kX;
   __m512 acc0[T], acc1[T], acc_min[T], p[T];
   for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = acc_min[t] = _mm512_setzero_ps();
+  // Prepared-row layout (quants.h): scales at a 64-byte-rounded offset after the blocks, then quants.
+  const int64_t scales_off = (nb * kX + 63) / 64 * 64;
+  const int64_t quants_off = (scales_off + nb * 8 + 63) / 64 * 64;
   auto pair = [&](int64_t i, bool two, int j) {
     const typename F::Pair q = F::unpack(w + i * kW, two ? w + (i + 1) * kW : nullptr);
     for (int t = 0; t < T; ++t) {
-      const uint8_t* x = xs[t] + i * kX + F::kXq;
-      const __m512 d = _mm512_cvtepi32_ps(F::dot(q, load_pair256(x, two ? x + kX : nullptr)));
+      __m512i xx;
+      if constexpr (kPrepared) {  // contiguous quants: one load (masked for a lone last block)
+        const uint8_t* x = xs[t] + quants_off + i * kQK;
+        xx = two ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x);
+      } else {
+        const uint8_t* x = xs[t] + i * kX + F::kXq;
+        xx = load_pair256(x, two ? x + kX : nullptr);
+      }
+      const __m512 d = _mm512_cvtepi32_ps(F::dot(q, xx));
       if (j & 2) {
         acc1[t] = _mm512_fmadd_ps(d, spread_pair(p[t], j), acc1[t]);
       } else {
@@ -204,7 +214,7 @@ void dot_rows(const uint8_t* w, const uint8_t* const* xs, int64_t nb, float* out
     for (int t = 0; t < T; ++t) {
       __m512 xsc;
       if constexpr (kPrepared) {
-        const float* sc = reinterpret_cast<const float*>(xs[t] + ((nb * kX + 63) / 64 * 64)) + 2 * i0;
+        const float* sc = reinterpret_cast<const float*>(xs[t] + scales_off) + 2 * i0;
         xsc = count == 8 ? _mm512_loadu_ps(sc) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (2 * count)) - 1), sc);
       } else {
         xsc = gather_scale_pairs<kX>(xs[t] + i0 * kX, count);
