@@ -74,8 +74,11 @@ void ThreadPool::run_chunks(uint64_t generation, int thread_index) {
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    // Spin a little (the next loop of a decode step usually follows within microseconds), then sleep.
-    for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen; ++spin) cpu_relax();
+    // Spin a little (the next loop of a decode step usually follows within microseconds), then
+    // sleep. 2000 pauses is ~30 us here (a pause is ~15 ns): it covers the serial gaps between
+    // the matmuls of a layer. It was 20000 (~300 us); on a shared machine that spinning ate the
+    // process's CPU share and made 2-thread decode ~2x slower than 1 thread.
+    for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen; ++spin) cpu_relax();
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return generation_.load() != seen; });
