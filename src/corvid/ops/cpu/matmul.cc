@@ -41,6 +41,7 @@ namespace corvid::ops::cpu {
 namespace {
 
 std::atomic<bool> g_force_scalar{false};
+std::atomic<QuantizedMatmul> g_quantized_mode{QuantizedMatmul::Fast};
 
 constexpr int64_t kRowTile = 8;
 
@@ -88,11 +89,38 @@ std::vector<uint8_t>& scratch() {
 
 void set_force_scalar(bool on) { g_force_scalar.store(on); }
 
+// QuantizedMatmul::Exact: each weight row is dequantized once per call into a thread-local
+// buffer and dotted with the F32 activation rows by the F32 kernel. Like the fast path,
+// every element is one evaluation of one kernel, so it is batch invariant too.
+static void matmul_exact(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias, ThreadPool& pool) {
+  const int64_t n = x.rows(), k = x.cols(), m = w.rows();
+  const VecDotFn dot = g_force_scalar.load() || !kDotF32Simd ? dot_f32_scalar : kDotF32Simd;
+  const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
+  const size_t w_stride = w.row_bytes();
+  const float* xf = x.ptr<float>();
+  float* o = out.ptr<float>();
+  pool.parallel_for(m, [&](int64_t r0, int64_t r1, int) {
+    thread_local std::vector<float> row;
+    if (row.size() < static_cast<size_t>(k)) row.resize(static_cast<size_t>(k));
+    for (int64_t r = r0; r < r1; ++r) {
+      dequantize_row(w.dtype, wbase + static_cast<size_t>(r) * w_stride, row.data(), k);
+      for (int64_t t = 0; t < n; ++t) {
+        const float v = dot(row.data(), xf + t * k, k);
+        o[t * m + r] = bias ? v + bias_at(bias, r) : v;
+      }
+    }
+  }, kRowTile);
+}
+
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
   matmul(x, w, out, bias, ThreadPool::global());
 }
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias, ThreadPool& pool) {
+  if (is_quantized(w.dtype) && g_quantized_mode.load(std::memory_order_relaxed) == QuantizedMatmul::Exact) {
+    matmul_exact(x, w, out, bias, pool);
+    return;
+  }
   const int64_t n = x.rows(), k = x.cols(), m = w.rows();
   const RowDot rd = row_dot_for(w.dtype);
 
@@ -150,3 +178,10 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 }
 
 }  // namespace corvid::ops::cpu
+
+namespace corvid::ops {
+
+void set_quantized_matmul(QuantizedMatmul mode) { cpu::g_quantized_mode.store(mode); }
+QuantizedMatmul quantized_matmul() { return cpu::g_quantized_mode.load(); }
+
+}  // namespace corvid::ops
