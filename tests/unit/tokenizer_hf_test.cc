@@ -3,6 +3,9 @@
 // errors) on the real Qwen3, Llama 3.1 and Gemma 3 files.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "corvid/core/error.h"
 #include "tokenizer_oracle.h"
 
@@ -53,6 +56,28 @@ void check_synthetic(const std::string& name) {
 TEST(TokenizerHf, SyntheticMetaspaceMatchesOracle) { check_synthetic("synthetic_meta"); }
 TEST(TokenizerHf, SyntheticSentencePieceMatchesOracle) { check_synthetic("synthetic_spm"); }
 TEST(TokenizerHf, SyntheticByteLevelMatchesOracle) { check_synthetic("synthetic_bytelevel"); }
+
+TEST(TokenizerHf, ConcurrentEncodeMatchesSerial) {
+  // encode() is const and shares a word cache between threads.
+  auto tk = Tokenizer::from_hf_files(
+      testing::source_dir() + "/tests/tokenizer/synthetic/synthetic_bytelevel.tokenizer.json", "");
+  const auto corpus = testing::read_json_file(testing::source_dir() + "/tests/tokenizer/corpus.json")
+                          .at("strings")
+                          .get<std::vector<std::string>>();
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& s : corpus) serial.push_back(tk->encode(s, true));
+  std::atomic<size_t> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = static_cast<size_t>(t); i < corpus.size(); i += 2) {
+        if (tk->encode(corpus[i], true) != serial[i]) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0u);
+}
 
 TEST(TokenizerHf, Qwen3Api) {
   REQUIRE_HF(tk, "qwen3");

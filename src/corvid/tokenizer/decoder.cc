@@ -102,7 +102,11 @@ void Decoder::Stream::run(size_t i, std::string token, std::string& out) {
       if (!text.empty()) run(i + 1, std::move(text), out);
       return;
     }
-    case DecoderStep::Kind::Replace: run(i + 1, replace_all(token, *step.pattern, step.content), out); return;
+    case DecoderStep::Kind::Replace:
+      // Vocabulary text from a GGUF file is not guaranteed to be UTF-8.
+      if (!utf8_valid(token)) token = utf8_sanitize(token);
+      run(i + 1, replace_all(token, *step.pattern, step.content), out);
+      return;
     case DecoderStep::Kind::ByteFallback: {
       int b = parse_byte_token(token);
       if (b >= 0) {

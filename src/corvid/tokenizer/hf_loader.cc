@@ -2,9 +2,9 @@
 // pipeline of tokenizer_impl.h. Every component type corvid does not
 // implement is rejected with a message naming the file and the type, so an
 // unsupported tokenizer fails at load instead of producing wrong ids.
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "corvid/core/error.h"
 #include "corvid/tokenizer/tokenizer_impl.h"
@@ -20,10 +20,13 @@ using tok::PreTokenizerStep;
 json read_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   CORVID_CHECK(in, path, ": cannot open");
-  std::stringstream buf;
-  buf << in.rdbuf();
+  in.seekg(0, std::ios::end);
+  std::string text(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  CORVID_CHECK(in, path, ": read failed");
   try {
-    return json::parse(buf.str());
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail(path, ": invalid JSON: ", e.what());
   }
@@ -227,18 +230,19 @@ void load_model(const json& j, const std::string& path, Tokenizer::Impl& m) {
 
   int32_t rank = 0;
   for (const auto& merge : j.at("merges")) {
-    std::string a, b;
+    std::string_view a, b;
     if (merge.is_string()) {
       // "a b": tokens in this form never contain a space.
-      const auto& s = merge.get_ref<const std::string&>();
+      std::string_view s = merge.get_ref<const std::string&>();
       size_t sp = s.find(' ');
       CORVID_CHECK(sp != std::string::npos && s.find(' ', sp + 1) == std::string::npos, path, ": bad merge \"", s,
                    "\"");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
     } else {
-      a = merge.at(0).get<std::string>();
-      b = merge.at(1).get<std::string>();
+      CORVID_CHECK(merge.is_array() && merge.size() == 2, path, ": bad merge ", merge.dump());
+      a = merge[0].get_ref<const std::string&>();
+      b = merge[1].get_ref<const std::string&>();
     }
     CORVID_CHECK(m.model.add_merge(a, b, rank), path, ": merge \"", a, " ", b, "\" uses a token not in the vocab");
     ++rank;
@@ -315,7 +319,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_files(const std::string& tokenizer
     m->bos_id = m->find(m->bos_token);
   } else if (!m->prefix_ids.empty()) {
     m->bos_id = m->prefix_ids.front();
-    m->bos_token = m->id_to_token[*m->bos_id];
+    if (const std::string* t = m->text_of(*m->bos_id)) m->bos_token = *t;
   }
   if (!m->eos_token.empty()) {
     auto id = m->find(m->eos_token);
