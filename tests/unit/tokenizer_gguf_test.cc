@@ -202,6 +202,13 @@ TEST(TokenizerGguf, Stories260KDecodesKnownText) {
   for (int32_t id : with_bos) streamed += stream.push(id);
   streamed += stream.flush();
   EXPECT_EQ(streamed, text.substr(1));
+  // Primed with the context, a continuation keeps its leading space.
+  StreamingDetokenizer cont(*tk, true);
+  cont.prime(std::span<const int32_t>(with_bos).first(3));
+  std::string rest;
+  for (size_t i = 3; i < with_bos.size(); ++i) rest += cont.push(with_bos[i]);
+  rest += cont.flush();
+  EXPECT_EQ(tk->decode(std::span<const int32_t>(with_bos).first(3), true) + rest, text.substr(1));
   // Encoding the text gives the model's tokens back.
   EXPECT_EQ(tk->encode(text.substr(1), true), with_bos);
 }

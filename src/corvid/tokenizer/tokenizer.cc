@@ -132,6 +132,10 @@ std::string StreamingDetokenizer::push(int32_t id) {
   return out;
 }
 
+void StreamingDetokenizer::prime(std::span<const int32_t> ids) {
+  for (int32_t id : ids) (void)push(id);
+}
+
 std::string StreamingDetokenizer::flush() {
   std::string out;
   state_->stream.finish(out);
