@@ -12,7 +12,10 @@
 namespace corvid {
 namespace {
 
-using nlohmann::json;
+// A JSON type of this file's own (long long integers): its parser is compiled
+// with -O2 even in Debug builds (see CMakeLists.txt), and a distinct type keeps
+// the linker from swapping in unoptimized nlohmann::json code from other files.
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, long long, unsigned long long, double>;
 using tok::DecoderStep;
 using tok::NormalizerStep;
 using tok::PreTokenizerStep;
