@@ -191,7 +191,8 @@ void load_post_processor(const json& j, const std::string& path, Tokenizer::Impl
       }
       const std::string name = item.at("SpecialToken").at("id").get<std::string>();
       CORVID_CHECK(specials.contains(name), path, ": post_processor template names unknown token ", name);
-      for (const auto& id : specials.at(name).at("ids")) (after ? m.suffix_ids : m.prefix_ids).push_back(id.get<int32_t>());
+      auto& dest = after ? m.suffix_ids : m.prefix_ids;
+      for (const auto& id : specials.at(name).at("ids")) dest.push_back(id.get<int32_t>());
     }
   } else if (type == "RobertaProcessing" || type == "BertProcessing") {
     m.prefix_ids.push_back(j.at("cls").at(1).get<int32_t>());
