@@ -8,8 +8,13 @@
 //   ws=128MB: copies cycled so ~128 MB of weights stream per pass, like one decode
 //   step of the 135M model (~100 MB of weights) — the honest number for decode.
 // matmul/<dtype>/<m>x<k>/n64: prefill-shaped; reports GFLOP/s (2*m*k*n per call).
-// copy/<bytes>/threads:<t> and read/<bytes>/threads:<t>: the machine's memcpy and
-// streaming-read bandwidth for comparison (copy counts bytes copied once).
+// copy/<bytes> and read/<bytes>: the machine's memcpy and streaming-read bandwidth on the
+// same threads, for comparison (copy counts bytes copied once).
+// decode_step/...: all matmuls of one SmolLM2-135M decode step (or prefill of 64 tokens).
+//
+// On a shared machine use --benchmark_repetitions=5 --benchmark_report_aggregates_only=true:
+// the *_best_rate row holds the highest GB/s (and the longest time), the *_best_time row the
+// shortest time (and the lowest rate): read each row for its own column.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -52,14 +57,17 @@ OwnedTensor make_weight(DType t, int64_t m, int64_t k) {
     for (float& f : row) f = dist(rng);
     void* dst = w.tensor.row(r);
     switch (t) {
-      case DType::F32: std::memcpy(dst, row.data(), row.size() * 4); break;
+      case DType::F32:
+        std::memcpy(dst, row.data(), row.size() * 4);
+        break;
       case DType::F16:
         for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(row[static_cast<size_t>(i)]);
         break;
       case DType::BF16:
         for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(row[static_cast<size_t>(i)]);
         break;
-      default: ops::cpu::quant_kernels(t).quantize(row.data(), dst, k);
+      default:
+        ops::cpu::quant_kernels(t).quantize(row.data(), dst, k);
     }
   }
   return w;
@@ -128,8 +136,8 @@ void bm_copy(benchmark::State& st, size_t bytes) {
         16);
     benchmark::DoNotOptimize(dst.data());
   }
-  st.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(st.iterations()) * static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * static_cast<double>(bytes) / 1e9,
+                                           benchmark::Counter::kIsRate);
 }
 
 void bm_read(benchmark::State& st, size_t bytes) {
@@ -151,15 +159,19 @@ void bm_read(benchmark::State& st, size_t bytes) {
           sums[static_cast<size_t>(tid)] += static_cast<uint64_t>(_mm256_extract_epi64(_mm256_add_epi64(a0, a1), 0));
 #else
           uint64_t s = 0;
-          for (; p < e; p += 8) { uint64_t v; std::memcpy(&v, p, 8); s += v; }
+          for (; p < e; p += 8) {
+            uint64_t v;
+            std::memcpy(&v, p, 8);
+            s += v;
+          }
           sums[static_cast<size_t>(tid)] += s;
 #endif
         },
         16);
     benchmark::DoNotOptimize(sums.data());
   }
-  st.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(st.iterations()) * static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * static_cast<double>(bytes) / 1e9,
+                                           benchmark::Counter::kIsRate);
 }
 
 // The matmuls of one SmolLM2-135M decode step (30 layers of q,k,v,o,gate,up,down in
@@ -186,7 +198,8 @@ void bm_decode_step(benchmark::State& st, int64_t n) {
   std::memcpy(x2.tensor.data, xs.data(), static_cast<size_t>(n * 1536) * 4);
   double bytes = static_cast<double>(head.tensor.nbytes());
   for (const Layer& L : layers) {
-    for (const OwnedTensor* w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) bytes += static_cast<double>(w->tensor.nbytes());
+    for (const OwnedTensor* w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down})
+      bytes += static_cast<double>(w->tensor.nbytes());
   }
   for (auto _ : st) {
     for (const Layer& L : layers) {
@@ -212,11 +225,11 @@ struct Shape {
 // With --benchmark_repetitions=N, "best" reports the fastest repetition (min time, max rate):
 // on a shared machine the best run is the one least disturbed by other processes.
 benchmark::internal::Benchmark* with_best(benchmark::internal::Benchmark* b) {
-  return b->UseRealTime()->ComputeStatistics("best_time", [](const std::vector<double>& v) {
-    return *std::min_element(v.begin(), v.end());
-  })->ComputeStatistics("best_rate", [](const std::vector<double>& v) {
-    return *std::max_element(v.begin(), v.end());
-  });
+  return b->UseRealTime()
+      ->ComputeStatistics("best_time",
+                          [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); })
+      ->ComputeStatistics("best_rate",
+                          [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); });
 }
 
 void register_all() {
@@ -226,10 +239,12 @@ void register_all() {
   for (DType t : types) {
     for (Shape s : shapes) {
       if (s.k % dtype_info(t).block_elems != 0) continue;  // K-quants need k % 256 == 0
-      const std::string base = "matmul/" + std::string(dtype_name(t)) + "/" + std::to_string(s.m) + "x" +
-                               std::to_string(s.k);
-      with_best(benchmark::RegisterBenchmark((base + "/n1/hot").c_str(), bm_matmul, t, s.m, s.k, int64_t{1}, size_t{0}));
-      with_best(benchmark::RegisterBenchmark((base + "/n1/128MB").c_str(), bm_matmul, t, s.m, s.k, int64_t{1}, kColdBytes));
+      const std::string base =
+          "matmul/" + std::string(dtype_name(t)) + "/" + std::to_string(s.m) + "x" + std::to_string(s.k);
+      with_best(
+          benchmark::RegisterBenchmark((base + "/n1/hot").c_str(), bm_matmul, t, s.m, s.k, int64_t{1}, size_t{0}));
+      with_best(
+          benchmark::RegisterBenchmark((base + "/n1/128MB").c_str(), bm_matmul, t, s.m, s.k, int64_t{1}, kColdBytes));
       with_best(benchmark::RegisterBenchmark((base + "/n64").c_str(), bm_matmul, t, s.m, s.k, int64_t{64}, size_t{0}));
     }
   }

@@ -91,7 +91,6 @@ TEST(GgufModel, Stories260KWeights) {
 TEST(GgufModel, SmolLM2ConfigWhenPresent) {
   std::string path = std::string(CORVID_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (const char* env = std::getenv("CORVID_SMOLLM2_GGUF")) path = env;
-  if (!std::filesystem::exists(path)) path = "/work/main/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 GGUF not present";
   auto f = GgufFile::open(path);
   ModelConfig c = model_config_from_gguf(*f);
@@ -139,7 +138,7 @@ TEST(GgufModel, Qwen2BiasAndRopeScaling) {
   g.str("qwen2.rope.scaling.type", "yarn").f32("qwen2.rope.scaling.factor", 4.0f);
   g.u32("qwen2.rope.scaling.original_context_length", 32768);
   g.tensor("blk.0.attn_q.bias", {64}, 0, 256).tensor("output.weight", {64, 10}, 0, 2560);
-  g.tensor("rope_freqs.weight", {32}, 0, 128).tensor("blk.0.something_new.weight", {4}, 0, 16);
+  g.tensor("blk.0.something_new.weight", {4}, 0, 16);
   auto f = parse(g.build());
   ModelConfig c = model_config_from_gguf(*f);
   EXPECT_TRUE(c.attention_bias);
@@ -149,9 +148,9 @@ TEST(GgufModel, Qwen2BiasAndRopeScaling) {
   EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Yarn);
   EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
   EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c.max_position_embeddings, 4 * 32768);  // so max / original is the stored factor
   WeightSet w = gguf_weight_set(f);
   EXPECT_TRUE(w.has("model.layers.0.self_attn.q_proj.bias"));
-  EXPECT_TRUE(w.has("rope_freqs.weight"));  // no HF name: kept as is
   EXPECT_TRUE(w.has("blk.0.something_new.weight"));
 }
 
@@ -208,6 +207,12 @@ TEST(GgufModel, Errors) {
   GgufBuilder k;
   k.str("general.architecture", "llama").u32("llama.block_count", 0);
   expect_error(k.build(), "llama.block_count must be positive");
+  GgufBuilder r;
+  r.str("general.architecture", "llama").u32("llama.block_count", 1).u32("llama.embedding_length", 64);
+  r.u32("llama.feed_forward_length", 128).u32("llama.attention.head_count", 4).u32("llama.vocab_size", 4);
+  r.tensor("rope_freqs.weight", {8}, 0, 32);
+  EXPECT_NO_THROW(model_config_from_gguf(*parse(r.build())));  // the model applies the factors
+  EXPECT_TRUE(gguf_weight_set(parse(r.build())).has("rope_freqs.weight"));  // no HF name: kept as is
   GgufBuilder s;
   s.str("general.architecture", "llama").u32("llama.block_count", 1).u32("llama.embedding_length", 64);
   s.u32("llama.feed_forward_length", 128).u32("llama.attention.head_count", 4).u32("llama.vocab_size", 4);

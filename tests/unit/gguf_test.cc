@@ -86,10 +86,8 @@ TEST(Gguf, ReadsStories260K) {
 // CORVID_SMOLLM2_GGUF points at it; skipped otherwise.
 std::string smollm2_path() {
   if (const char* env = std::getenv("CORVID_SMOLLM2_GGUF")) return env;
-  for (std::string p : {std::string(CORVID_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                        std::string("/work/main/models/SmolLM2-135M-Instruct.Q4_1.gguf")})
-    if (std::filesystem::exists(p)) return p;
-  return "";
+  std::string p = std::string(CORVID_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  return std::filesystem::exists(p) ? p : "";
 }
 
 TEST(Gguf, ReadsSmolLM2Q4_1) {

@@ -183,7 +183,7 @@ TEST(ModelConfig, RopeScalingVariants) {
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
   c = parse_model_config(j, "x");
   EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Yarn);
-  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 0);  // absent: factor is used as given
   EXPECT_DOUBLE_EQ(c.rope_scaling.beta_fast, 32.0);
   EXPECT_DOUBLE_EQ(c.rope_scaling.beta_slow, 1.0);
   EXPECT_FALSE(c.rope_scaling.attention_factor);

@@ -56,7 +56,8 @@ TEST(RmsNorm, MatchesReferenceAndAliases) {
   rms_norm(xt.tensor, wb.tensor, eps, xt.tensor);
   for (int64_t i = 0; i < rows * cols; ++i) {
     const float wi = bf16_to_f32(f32_to_bf16(w[i % cols]));
-    ASSERT_NEAR(xt.ptr<float>()[i], out.ptr<float>()[i] / w[i % cols] * wi, 1e-4 * (1 + std::fabs(out.ptr<float>()[i])));
+    ASSERT_NEAR(xt.ptr<float>()[i], out.ptr<float>()[i] / w[i % cols] * wi,
+                1e-4 * (1 + std::fabs(out.ptr<float>()[i])));
   }
   OwnedTensor bad_w(DType::F32, {cols - 1});
   EXPECT_THROW(rms_norm(xt.tensor, bad_w.tensor, eps, out.tensor), Error);
@@ -97,8 +98,28 @@ void check_rope(bool interleaved, int rotary_dim, float factor) {
 TEST(Rope, RotateHalfAndInterleavedPartialAndScaled) {
   check_rope(false, 16, 1.0f);
   check_rope(true, 16, 1.0f);
-  check_rope(false, 8, 1.0f);   // partial rotary: dims 8..15 untouched
+  check_rope(false, 8, 1.0f);  // partial rotary: dims 8..15 untouched
   check_rope(true, 8, 1.2f);
+}
+
+TEST(Rope, SamePositionNewFrequenciesIsNotServedStale) {
+  // rope caches cos/sin of the last position; different frequencies or factor must recompute.
+  std::vector<int32_t> pos = {5};
+  for (float factor : {1.0f, 0.5f}) {
+    for (float base : {10000.0f, 500.0f}) {  // same position and factor, new frequencies
+      OwnedTensor x = f32_tensor({1, 1, 4}, {1, 1, 0, 0});  // rotate-half pairs (x0, x2), (x1, x3)
+      RopeParams p;
+      p.rotary_dim = 4;
+      p.attention_factor = factor;
+      p.inv_freq = {1.0f, 1.0f / base};
+      rope(x.tensor, pos, p);
+      const float theta0 = 5.0f * p.inv_freq[0];
+      EXPECT_NEAR(x.ptr<float>()[0], std::cos(theta0) * factor, 1e-6) << base << " " << factor;
+      EXPECT_NEAR(x.ptr<float>()[2], std::sin(theta0) * factor, 1e-6) << base << " " << factor;
+      const float theta1 = 5.0f * p.inv_freq[1];
+      EXPECT_NEAR(x.ptr<float>()[3], std::sin(theta1) * factor, 1e-6) << base << " " << factor;
+    }
+  }
 }
 
 TEST(Rope, RejectsBadParams) {
@@ -113,14 +134,23 @@ TEST(Rope, RejectsBadParams) {
 }
 
 TEST(SiluMul, MatchesReference) {
-  const int64_t n = 3, d = 1536;
-  const auto g = random_floats(n * d, 5, 3.0f), u = random_floats(n * d, 6);
+  const int64_t n = 3, d = 1539;  // not a multiple of the SIMD width: the scalar tail runs too
+  auto g = random_floats(n * d, 5, 3.0f);
+  const auto u = random_floats(n * d, 6);
+  g[0] = -200.0f;  // exp overflow side: silu -> -0
+  g[1] = 200.0f;   // silu -> x
+  g[2] = -90.0f;
   OwnedTensor gt = f32_tensor({n, d}, g), ut = f32_tensor({n, d}, u);
   silu_mul(gt.tensor, ut.tensor, gt.tensor);  // out aliases gate
   for (int64_t i = 0; i < n * d; ++i) {
     const double ref = g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i];
-    ASSERT_NEAR(gt.ptr<float>()[i], ref, 1e-6 * (1 + std::fabs(ref)));
+    ASSERT_NEAR(gt.ptr<float>()[i], ref, 1e-6 * (1 + std::fabs(ref))) << "i=" << i << " g=" << g[i];
   }
+  // Batch invariance: one row alone gives the same bits.
+  OwnedTensor g1 = f32_tensor({1, d}, std::vector<float>(g.begin() + d, g.begin() + 2 * d));
+  OwnedTensor u1 = f32_tensor({1, d}, std::vector<float>(u.begin() + d, u.begin() + 2 * d));
+  silu_mul(g1.tensor, u1.tensor, g1.tensor);
+  EXPECT_TRUE(bitwise_equal(g1.ptr<float>(), gt.ptr<float>() + d, d));
 }
 
 TEST(Add, AddsInPlace) {

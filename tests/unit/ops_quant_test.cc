@@ -65,9 +65,9 @@ TEST(QuantLayout, Q5_1HighBits) {
 TEST(QuantLayout, Q4_KScalePacking) {
   // Scales j<4 live in the low 6 bits of bytes 0-3 (mins 4-7); j>=4 split across byte j+4 and the top bits.
   uint8_t s[12] = {};
-  s[0] = 5 | (2 << 6);   // sc0 = 5, top bits of sc4 = 2
-  s[4] = 7 | (1 << 6);   // m0 = 7, top bits of m4 = 1
-  s[8] = 3 | (9 << 4);   // sc4 low = 3, m4 low = 9
+  s[0] = 5 | (2 << 6);  // sc0 = 5, top bits of sc4 = 2
+  s[4] = 7 | (1 << 6);  // m0 = 7, top bits of m4 = 1
+  s[8] = 3 | (9 << 4);  // sc4 low = 3, m4 low = 9
   uint8_t sc, m;
   unpack_scale_min_k4(s, 0, &sc, &m);
   EXPECT_EQ(sc, 5);
@@ -82,13 +82,13 @@ TEST(QuantLayout, Q6_KElementOrder) {
   b.d = f32_to_f16(1.0f);
   for (int g = 0; g < 16; ++g) b.scales[g] = static_cast<int8_t>(g + 1);
   // Element 64 of the first half: high nibble of ql[0], qh[0] bits 4-5.
-  b.ql[0] = 0x50;        // element 0 low nibble 0, element 64 low nibble 5
-  b.qh[0] = 0x2 << 4;    // element 64 high bits = 2 -> q = 5 + 32 = 37 -> 37 - 32 = 5
+  b.ql[0] = 0x50;      // element 0 low nibble 0, element 64 low nibble 5
+  b.qh[0] = 0x2 << 4;  // element 64 high bits = 2 -> q = 5 + 32 = 37 -> 37 - 32 = 5
   std::vector<float> y(256);
   dequantize_row_q6_k(&b, y.data(), 256);
-  EXPECT_EQ(y[0], -32.0f * 1);       // q = 0 -> -32, scale group 0
-  EXPECT_EQ(y[64], 5.0f * 5);        // group 64/16 = 4 -> scale 5
-  EXPECT_EQ(y[200], -32.0f * 13);    // untouched element of group 12
+  EXPECT_EQ(y[0], -32.0f * 1);     // q = 0 -> -32, scale group 0
+  EXPECT_EQ(y[64], 5.0f * 5);      // group 64/16 = 4 -> scale 5
+  EXPECT_EQ(y[200], -32.0f * 13);  // untouched element of group 12
 }
 
 // Random blocks dequantized by gguf-py (llama.cpp's Python package), an independent
@@ -107,7 +107,8 @@ TEST(QuantLayout, MatchesGgufPyOnRandomBlocks) {
     in.read(name.data(), static_cast<std::streamsize>(name.size()));
     const uint32_t nblocks = read_u32(), nbytes = read_u32();
     DType t = DType::F32;
-    for (DType c : kWeightTypes) if (dtype_name(c) == name) t = c;
+    for (DType c : kWeightTypes)
+      if (dtype_name(c) == name) t = c;
     ASSERT_NE(t, DType::F32) << name;
     ASSERT_EQ(static_cast<int>(nbytes), dtype_info(t).block_bytes) << name;
     const size_t k = static_cast<size_t>(nblocks) * static_cast<size_t>(dtype_info(t).block_elems);
@@ -137,9 +138,8 @@ TEST(Quant, RoundTripErrorBounds) {
   // Bounds: ~ step / sqrt(12) relative to the block range, with margin. Measured values are
   // around 60-70% of these.
   const RoundTripBound bounds[] = {
-      {DType::Q4_0, 0.12}, {DType::Q4_1, 0.10}, {DType::Q5_0, 0.06}, {DType::Q5_1, 0.05},
-      {DType::Q8_0, 0.008}, {DType::Q8_1, 0.008}, {DType::Q4_K, 0.12}, {DType::Q5_K, 0.06},
-      {DType::Q6_K, 0.035}, {DType::Q8_K, 0.01},
+      {DType::Q4_0, 0.12},  {DType::Q4_1, 0.10}, {DType::Q5_0, 0.06}, {DType::Q5_1, 0.05},  {DType::Q8_0, 0.008},
+      {DType::Q8_1, 0.008}, {DType::Q4_K, 0.12}, {DType::Q5_K, 0.06}, {DType::Q6_K, 0.035}, {DType::Q8_K, 0.01},
   };
   const size_t k = 1024;
   const std::vector<float> x = random_floats(k, 7);
@@ -178,9 +178,9 @@ TEST(Quant, ZeroBlocksStayZero) {
 // ---- dot products ----
 
 struct DotCase {
-  std::vector<float> w, x;        // float sources
-  std::vector<uint8_t> wq, xq;    // quantized
-  std::vector<float> wd, xd;      // dequantized
+  std::vector<float> w, x;      // float sources
+  std::vector<uint8_t> wq, xq;  // quantized
+  std::vector<float> wd, xd;    // dequantized
 };
 
 DotCase make_case(DType t, size_t k, uint32_t seed) {
@@ -237,6 +237,37 @@ TEST(Quant, SimdMatchesScalar) {
         // Same integer block sums; only the float accumulation order differs.
         EXPECT_NEAR(fn(c.wq.data(), c.xq.data(), static_cast<int64_t>(k)), scalar, 1e-5 * mag + 1e-6)
             << dtype_name(t) << " blocks " << nb << (fn == qk.vec_dot_avx512 ? " avx512" : " avx2");
+      }
+    }
+  }
+}
+
+TEST(Quant, MultiRowKernelsAreBitIdenticalToSingleRow) {
+  for (DType t : kWeightTypes) {
+    const QuantKernels& qk = quant_kernels(t);
+    if (!qk.vec_dot_multi) continue;
+    for (size_t nb : {1u, 5u, 8u, 18u}) {
+      const size_t k = nb * static_cast<size_t>(dtype_info(t).block_elems);
+      const std::vector<uint8_t> w = quantize(t, random_floats(k, 5));
+      std::vector<std::vector<uint8_t>> xs;
+      const void* ptrs[kMaxMultiRows];
+      std::vector<std::vector<uint8_t>> plain;
+      for (int i = 0; i < kMaxMultiRows; ++i) {
+        // Multi-row kernels read prepared rows (blocks + float scale pairs); vec_dot plain ones.
+        plain.push_back(quantize(qk.act, random_floats(k, 100 + static_cast<uint32_t>(i))));
+        std::vector<uint8_t> prepared(prepared_act_bytes(qk.act, static_cast<int64_t>(k)));
+        std::memcpy(prepared.data(), plain.back().data(), plain.back().size());
+        prepare_act_row(qk.act, prepared.data(), static_cast<int64_t>(k));
+        xs.push_back(std::move(prepared));
+        ptrs[i] = xs.back().data();
+      }
+      for (int n = 1; n <= kMaxMultiRows; ++n) {
+        float out[kMaxMultiRows];
+        qk.vec_dot_multi(w.data(), ptrs, n, out, static_cast<int64_t>(k));
+        for (int i = 0; i < n; ++i) {
+          const float single = qk.vec_dot(w.data(), plain[static_cast<size_t>(i)].data(), static_cast<int64_t>(k));
+          ASSERT_EQ(std::memcmp(&out[i], &single, 4), 0) << dtype_name(t) << " n=" << n << " row " << i;
+        }
       }
     }
   }

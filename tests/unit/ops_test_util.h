@@ -29,14 +29,17 @@ inline OwnedTensor make_weight(DType t, int64_t m, int64_t k, const std::vector<
     const float* s = src.data() + r * k;
     void* dst = w.tensor.row(r);
     switch (t) {
-      case DType::F32: std::memcpy(dst, s, static_cast<size_t>(k) * 4); break;
+      case DType::F32:
+        std::memcpy(dst, s, static_cast<size_t>(k) * 4);
+        break;
       case DType::F16:
         for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(s[i]);
         break;
       case DType::BF16:
         for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(s[i]);
         break;
-      default: ops::cpu::quant_kernels(t).quantize(s, dst, k);
+      default:
+        ops::cpu::quant_kernels(t).quantize(s, dst, k);
     }
   }
   return w;
@@ -55,6 +58,8 @@ inline OwnedTensor f32_tensor(std::initializer_list<int64_t> dims, const std::ve
   return t;
 }
 
-inline bool bitwise_equal(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+inline bool bitwise_equal(const float* a, const float* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
 
 }  // namespace corvid::testing

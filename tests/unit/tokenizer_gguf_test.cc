@@ -64,13 +64,14 @@ TEST(TokenizerGguf, SmolLM2MatchesOracle) {
 }
 
 // llama.cpp's test-tokenizer-0 pairs: every string must give exactly the listed ids.
-void check_vocab_pairs(const std::string& name) {
+// Returns the tokenizer for further checks. The caller skips when the .gguf is absent.
+std::unique_ptr<Tokenizer> check_vocab_pairs(const std::string& name) {
   auto gguf_path = shared_file("tokenizers/gguf-vocab/ggml-vocab-" + name + ".gguf");
-  if (!gguf_path) GTEST_SKIP() << "shared/tokenizers/gguf-vocab/ggml-vocab-" << name << ".gguf not found";
   const std::string base = source_dir() + "/tests/data/gguf-vocab/ggml-vocab-" + name + ".gguf";
   auto inputs = split(read_text(base + ".inp"), "\n__ggml_vocab_test__\n");
   auto lines = split(read_text(base + ".out"), "\n");
-  ASSERT_EQ(inputs.size(), lines.size()) << base;
+  EXPECT_EQ(inputs.size(), lines.size()) << base;
+  if (inputs.size() != lines.size()) return nullptr;
   auto gguf = GgufFile::open(*gguf_path);
   auto tk = Tokenizer::from_gguf(*gguf);
   size_t mismatches = 0;
@@ -83,26 +84,35 @@ void check_vocab_pairs(const std::string& name) {
     }
   }
   std::cout << "[ vocab    ] " << name << ": " << inputs.size() << " strings, " << mismatches << " mismatches\n";
+  return tk;
 }
 
-TEST(TokenizerGguf, VocabLlamaSpm) { check_vocab_pairs("llama-spm"); }
-TEST(TokenizerGguf, VocabLlamaBpe) { check_vocab_pairs("llama-bpe"); }
-TEST(TokenizerGguf, VocabGpt2) { check_vocab_pairs("gpt-2"); }
-TEST(TokenizerGguf, VocabPhi3) { check_vocab_pairs("phi-3"); }
-TEST(TokenizerGguf, VocabQwen35) { check_vocab_pairs("qwen35"); }
+#define REQUIRE_VOCAB(name)                                              \
+  if (!shared_file("tokenizers/gguf-vocab/ggml-vocab-" name ".gguf")) \
+  GTEST_SKIP() << "shared/tokenizers/gguf-vocab/ggml-vocab-" name ".gguf not found"
+#define VOCAB_TEST(test, name) \
+  TEST(TokenizerGguf, test) {  \
+    REQUIRE_VOCAB(name);       \
+    check_vocab_pairs(name);   \
+  }
+VOCAB_TEST(VocabLlamaSpm, "llama-spm")
+VOCAB_TEST(VocabGpt2, "gpt-2")
+VOCAB_TEST(VocabPhi3, "phi-3")
+VOCAB_TEST(VocabQwen35, "qwen35")
 
-TEST(TokenizerGguf, ByteLevelVocabRoundTrips) {
-  auto gguf_path = shared_file("tokenizers/gguf-vocab/ggml-vocab-llama-bpe.gguf");
-  if (!gguf_path) GTEST_SKIP() << "shared/tokenizers/gguf-vocab/ggml-vocab-llama-bpe.gguf not found";
-  auto tk = Tokenizer::from_gguf(*GgufFile::open(*gguf_path));
-  EXPECT_TRUE(tk->adds_bos());  // the llama-bpe family adds BOS by default
+// Also: byte-level BPE is lossless, and the llama-bpe family adds BOS.
+TEST(TokenizerGguf, VocabLlamaBpe) {
+  REQUIRE_VOCAB("llama-bpe");
+  auto tk = check_vocab_pairs("llama-bpe");
+  ASSERT_TRUE(tk);
+  EXPECT_TRUE(tk->adds_bos());
   EXPECT_EQ(tk->bos_id(), 128000);
   const auto corpus = testing::read_json_file(source_dir() + "/tests/tokenizer/corpus.json")
                           .at("strings")
                           .get<std::vector<std::string>>();
   size_t bad = 0;
   for (const auto& s : corpus) {
-    // Byte-level BPE is lossless for text without special tokens.
+    // Lossless for text without special tokens.
     if (s.find("<|") != std::string::npos) continue;
     auto ids = tk->encode(s, false);
     if (tk->decode(ids, false) != s && bad++ < 3) ADD_FAILURE() << "round trip failed for " << quoted(s);
@@ -202,6 +212,13 @@ TEST(TokenizerGguf, Stories260KDecodesKnownText) {
   for (int32_t id : with_bos) streamed += stream.push(id);
   streamed += stream.flush();
   EXPECT_EQ(streamed, text.substr(1));
+  // Primed with the context, a continuation keeps its leading space.
+  StreamingDetokenizer cont(*tk, true);
+  cont.prime(std::span<const int32_t>(with_bos).first(3));
+  std::string rest;
+  for (size_t i = 3; i < with_bos.size(); ++i) rest += cont.push(with_bos[i]);
+  rest += cont.flush();
+  EXPECT_EQ(tk->decode(std::span<const int32_t>(with_bos).first(3), true) + rest, text.substr(1));
   // Encoding the text gives the model's tokens back.
   EXPECT_EQ(tk->encode(text.substr(1), true), with_bos);
 }

@@ -3,6 +3,9 @@
 // errors) on the real Qwen3, Llama 3.1 and Gemma 3 files.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "corvid/core/error.h"
 #include "tokenizer_oracle.h"
 
@@ -12,50 +15,59 @@ namespace {
 using testing::check_against_oracle;
 using testing::shared_file;
 
-// Loading the big files costs seconds under ASan: load each once.
-const Tokenizer* hf_tokenizer(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second.get();
+std::unique_ptr<Tokenizer> hf_tokenizer(const std::string& name) {
   auto json = shared_file("tokenizers/" + name + "/tokenizer.json");
   auto config = shared_file("tokenizers/" + name + "/tokenizer_config.json");
   if (!json) return nullptr;
-  auto tk = Tokenizer::from_hf_files(*json, config.value_or(""));
-  return (cache[name] = std::move(tk)).get();
-}
-
-#define REQUIRE_HF(var, name)                                                                                  \
-  const Tokenizer* var = hf_tokenizer(name);                                                                   \
-  if (!var) GTEST_SKIP() << "shared/tokenizers/" name "/tokenizer.json not found (set CORVID_SHARED_DIR to the " \
-                            "shared test-data folder)"
-
-TEST(TokenizerHf, Qwen3MatchesOracle) {
-  REQUIRE_HF(tk, "qwen3");
-  check_against_oracle(*tk, "qwen3");
-}
-
-TEST(TokenizerHf, Llama31MatchesOracle) {
-  REQUIRE_HF(tk, "llama3_1");
-  check_against_oracle(*tk, "llama3_1");
-}
-
-TEST(TokenizerHf, Gemma3MatchesOracle) {
-  REQUIRE_HF(tk, "gemma3");
-  check_against_oracle(*tk, "gemma3");
+  return Tokenizer::from_hf_files(*json, config.value_or(""));
 }
 
 // Small tokenizers trained by make_expected.py (committed) for components the real ones do not use.
-void check_synthetic(const std::string& name) {
-  auto tk = Tokenizer::from_hf_files(testing::source_dir() + "/tests/tokenizer/synthetic/" + name + ".tokenizer.json", "");
-  check_against_oracle(*tk, name);
+std::unique_ptr<Tokenizer> synthetic(const std::string& name) {
+  return Tokenizer::from_hf_files(testing::source_dir() + "/tests/tokenizer/synthetic/" + name + ".tokenizer.json", "");
 }
 
-TEST(TokenizerHf, SyntheticMetaspaceMatchesOracle) { check_synthetic("synthetic_meta"); }
-TEST(TokenizerHf, SyntheticSentencePieceMatchesOracle) { check_synthetic("synthetic_spm"); }
-TEST(TokenizerHf, SyntheticByteLevelMatchesOracle) { check_synthetic("synthetic_bytelevel"); }
+#define REQUIRE_HF(var, name)                                                                                  \
+  auto var = hf_tokenizer(name);                                                                               \
+  if (!var) GTEST_SKIP() << "shared/tokenizers/" name "/tokenizer.json not found (set CORVID_SHARED_DIR to the " \
+                            "shared test-data folder)"
 
-TEST(TokenizerHf, Qwen3Api) {
+TEST(TokenizerHf, SyntheticMetaspaceMatchesOracle) {
+  check_against_oracle(*synthetic("synthetic_meta"), "synthetic_meta");
+}
+TEST(TokenizerHf, SyntheticSentencePieceMatchesOracle) {
+  check_against_oracle(*synthetic("synthetic_spm"), "synthetic_spm");
+}
+TEST(TokenizerHf, SyntheticByteLevelMatchesOracle) {
+  check_against_oracle(*synthetic("synthetic_bytelevel"), "synthetic_bytelevel");
+}
+
+TEST(TokenizerHf, ConcurrentEncodeMatchesSerial) {
+  // encode() is const and shares a word cache between threads.
+  auto tk = synthetic("synthetic_bytelevel");
+  const auto corpus = testing::read_json_file(testing::source_dir() + "/tests/tokenizer/corpus.json")
+                          .at("strings")
+                          .get<std::vector<std::string>>();
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& s : corpus) serial.push_back(tk->encode(s, true));
+  std::atomic<size_t> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = static_cast<size_t>(t); i < corpus.size(); i += 2) {
+        if (tk->encode(corpus[i], true) != serial[i]) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0u);
+}
+
+// One test per real tokenizer: ctest runs each test in its own process, and
+// loading a big tokenizer.json dominates the time under the sanitizers.
+TEST(TokenizerHf, Qwen3) {
   REQUIRE_HF(tk, "qwen3");
+  check_against_oracle(*tk, "qwen3");
   EXPECT_FALSE(tk->bos_id().has_value());
   EXPECT_FALSE(tk->adds_bos());
   EXPECT_EQ(tk->eos_token(), "<|im_end|>");
@@ -73,8 +85,9 @@ TEST(TokenizerHf, Qwen3Api) {
   EXPECT_EQ(tk->decode(ids, true), "user");
 }
 
-TEST(TokenizerHf, Llama31Api) {
+TEST(TokenizerHf, Llama31) {
   REQUIRE_HF(tk, "llama3_1");
+  check_against_oracle(*tk, "llama3_1");
   EXPECT_EQ(tk->bos_id(), 128000);
   EXPECT_TRUE(tk->adds_bos());
   EXPECT_EQ(tk->bos_token(), "<|begin_of_text|>");
@@ -83,8 +96,9 @@ TEST(TokenizerHf, Llama31Api) {
   EXPECT_EQ(tk->vocab_size(), 128256);
 }
 
-TEST(TokenizerHf, Gemma3Api) {
+TEST(TokenizerHf, Gemma3) {
   REQUIRE_HF(tk, "gemma3");
+  check_against_oracle(*tk, "gemma3");
   EXPECT_EQ(tk->bos_id(), 2);
   EXPECT_EQ(tk->eos_token(), "<end_of_turn>");
   EXPECT_EQ(tk->token_to_id("<start_of_turn>"), 105);
@@ -95,13 +109,13 @@ TEST(TokenizerHf, Gemma3Api) {
 }
 
 TEST(TokenizerHf, InvalidUtf8InputIsReplaced) {
-  REQUIRE_HF(tk, "qwen3");
+  auto tk = synthetic("synthetic_bytelevel");
   EXPECT_EQ(tk->encode("a\xff" "b", false), tk->encode("a\xEF\xBF\xBD" "b", false));
   EXPECT_EQ(tk->encode("\xE4\xBD", false), tk->encode("\xEF\xBF\xBD", false));
 }
 
 TEST(TokenizerHf, StreamingHoldsPartialCharacters) {
-  REQUIRE_HF(tk, "qwen3");
+  auto tk = synthetic("synthetic_bytelevel");
   // "😁" is 4 bytes; byte-level tokens for each single byte.
   auto b0 = tk->token_to_id("ð");   // 0xF0
   auto b1 = tk->token_to_id("Ł");   // 0x9F

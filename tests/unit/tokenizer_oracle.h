@@ -100,7 +100,9 @@ inline OracleReport check_against_oracle(const Tokenizer& tk, const std::string&
     std::vector<int32_t> want_full = prefix;
     want_full.insert(want_full.end(), want.begin(), want.end());
     want_full.insert(want_full.end(), suffix.begin(), suffix.end());
-    if (with_special.contains(std::to_string(i))) want_full = with_special[std::to_string(i)].get<std::vector<int32_t>>();
+    if (auto key = std::to_string(i); with_special.contains(key)) {
+      want_full = with_special[key].get<std::vector<int32_t>>();
+    }
     auto got_full = tk.encode(s, true);
     if (got_full != want_full && r.encode_mismatches++ < kShow) {
       ADD_FAILURE() << name << ": encode(add_special_tokens) mismatch for string #" << i << " " << quoted(s)

@@ -26,7 +26,9 @@ ModelConfig qwen3_like() {
 WeightSet weights_for(const ModelConfig& c) {
   WeightSet w;
   w.source = "ckpt";
-  auto add = [&](const std::string& n, std::initializer_list<int64_t> s) { w.tensors[n] = Tensor(DType::BF16, s, nullptr); };
+  auto add = [&](const std::string& n, std::initializer_list<int64_t> s) {
+    w.tensors[n] = Tensor(DType::BF16, s, nullptr);
+  };
   add("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
   add("model.norm.weight", {c.hidden_size});
   const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
@@ -75,7 +77,8 @@ TEST(WeightCheck, ReportsMissingAndMisshapen) {
 
   w = weights_for(c);
   w.tensors["model.layers.0.self_attn.k_proj.weight"] = Tensor(DType::BF16, {24, 8}, nullptr);
-  expect_message(c, w, "ckpt: tensor model.layers.0.self_attn.k_proj.weight has shape [24, 8], the config implies [12, 8]");
+  expect_message(c, w,
+                 "ckpt: tensor model.layers.0.self_attn.k_proj.weight has shape [24, 8], the config implies [12, 8]");
 
   w = weights_for(c);
   c.tie_word_embeddings = false;

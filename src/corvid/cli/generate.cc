@@ -75,6 +75,7 @@ void run_generate(GenerateArgs& a, const CLI::App& cmd) {
   if (!a.ignore_eos) opts.stop_ids = stop_token_ids(tok, m.model->config());
   Session session(*m.model, context_size(a, m.model->config(), static_cast<int64_t>(ids.size()) + a.max_tokens));
   TextPrinter printer(tok);
+  printer.detok.prime(ids);  // so the first word keeps its leading space (SentencePiece)
   std::vector<int32_t> generated;
   GenerationStats stats = session.generate(ids, opts, [&](int32_t id) {
     generated.push_back(id);
@@ -121,6 +122,7 @@ void run_chat(GenerateArgs& a, const CLI::App& cmd) {
     GenerateOptions turn = opts;
     turn.max_new_tokens = std::min<int64_t>(opts.max_new_tokens, room - 1);
     TextPrinter printer(tok);
+    printer.detok.prime(ids);
     GenerationStats stats = session.generate(ids, turn, [&](int32_t id) { return printer(id); });
     printer.finish();
     if (!stats.stopped_by_eos) session.append(std::vector<int32_t>{*tok.token_to_id("<|im_end|>")});  // close the cut-off turn

@@ -45,11 +45,10 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};  // wake-up signal: bumped per job
-  // (generation << 32) | index of the next unclaimed chunk; claims are CAS on this word so a
-  // late worker can never take a chunk of a newer job.
+  // Generation, chunk count and next unclaimed chunk of the posted job in one word (see
+  // thread_pool.cc); claims are CAS on it, so a late worker can never take a chunk of a newer job.
   std::atomic<uint64_t> work_{0};
-  std::atomic<int64_t> done_{0};        // chunks completed in the current job
-  std::atomic<int64_t> job_chunks_{0};  // chunk count of the current job
+  std::atomic<int64_t> done_{0};  // chunks completed in the current job
   std::atomic<bool> stop_{false};
   // Valid for a generation while any of its chunks is unfinished; read only after a claim.
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;

@@ -70,7 +70,8 @@ class Reader {
   size_t left() const { return size_ - pos_; }
 
   void need(size_t n, const char* what) const {
-    if (n > left()) fail(name_, ": truncated file: ", what, " at byte ", pos_, " needs ", n, " bytes, ", left(), " left");
+    if (n > left())
+      fail(name_, ": truncated file: ", what, " at byte ", pos_, " needs ", n, " bytes, ", left(), " left");
   }
   template <class T> T read(const char* what) {
     need(sizeof(T), what);
@@ -102,7 +103,8 @@ class Parser {
   GgufValue value(uint32_t type, const std::string& key, int depth) {
     GgufValue v;
     v.type = type;
-    if (++values_ > kMaxMetadataValues) fail(name_, ": metadata ", printable(key), ": more than ", kMaxMetadataValues, " values");
+    if (++values_ > kMaxMetadataValues)
+      fail(name_, ": metadata ", printable(key), ": more than ", kMaxMetadataValues, " values");
     switch (type) {
       case kU8: v.value = uint64_t{r_.read<uint8_t>("metadata value")}; break;
       case kU16: v.value = uint64_t{r_.read<uint16_t>("metadata value")}; break;
@@ -129,7 +131,8 @@ class Parser {
 
  private:
   GgufArray array(const std::string& key, int depth) {
-    if (depth >= kMaxArrayDepth) fail(name_, ": metadata ", printable(key), ": arrays nested deeper than ", kMaxArrayDepth);
+    if (depth >= kMaxArrayDepth)
+      fail(name_, ": metadata ", printable(key), ": arrays nested deeper than ", kMaxArrayDepth);
     uint32_t elem_type = r_.read<uint32_t>("array type");
     uint64_t count = r_.read<uint64_t>("array length");
     size_t min = min_value_size(elem_type);
@@ -212,7 +215,8 @@ std::shared_ptr<GgufFile> GgufFile::parse(std::shared_ptr<const void> owner, con
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t ne = r.read<uint64_t>("tensor dim");
       if (ne == 0 || ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(name, ": tensor ", printable(t.name), ": dimension ", d, " is ", static_cast<int64_t>(ne), " (must be positive)");
+        fail(name, ": tensor ", printable(t.name), ": dimension ", d, " is ", static_cast<int64_t>(ne),
+             " (must be positive)");
       if (numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne)
         fail(name, ": tensor ", printable(t.name), ": element count overflows");
       numel *= ne;
@@ -252,9 +256,11 @@ std::shared_ptr<GgufFile> GgufFile::parse(std::shared_ptr<const void> owner, con
            "-byte data section");
     uint64_t nbytes = blocks * static_cast<uint64_t>(info.block_bytes);
     if (t.offset % f->alignment_ != 0)
-      fail(name, ": tensor ", printable(t.name), ": offset ", t.offset, " is not a multiple of the alignment ", f->alignment_);
+      fail(name, ": tensor ", printable(t.name), ": offset ", t.offset, " is not a multiple of the alignment ",
+           f->alignment_);
     if (t.offset > data_size || nbytes > data_size - t.offset)
-      fail(name, ": tensor ", printable(t.name), ": data [", t.offset, ", +", nbytes, ") runs past the end of the file");
+      fail(name, ": tensor ", printable(t.name), ": data [", t.offset, ", +", nbytes,
+           ") runs past the end of the file");
     t.view.dtype = t.dtype;
     t.view.ndim = static_cast<int>(t.shape.size());
     for (size_t d = 0; d < t.shape.size(); ++d) t.view.shape[d] = t.shape[d];

@@ -1,6 +1,7 @@
 #include "corvid/formats/gguf_model.h"
 
 #include <cctype>
+#include <cmath>
 
 #include "corvid/core/error.h"
 #include "corvid/formats/printable.h"
@@ -81,11 +82,22 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
     c.rope_scaling.type = scaling == "linear" ? RopeScaling::Type::Linear : RopeScaling::Type::Yarn;
     c.rope_scaling.factor = g.get_float(p + "rope.scaling.factor");
     if (!(c.rope_scaling.factor > 0)) fail(g.path(), ": rope.scaling.factor must be positive");
-    c.rope_scaling.original_max_position_embeddings =
-        g.get_int(p + "rope.scaling.original_context_length", c.max_position_embeddings);
+    int64_t original = g.get_int(p + "rope.scaling.original_context_length", 0);
+    if (original > 0 && c.rope_scaling.type == RopeScaling::Type::Yarn) {
+      if (original > (int64_t{1} << 40) || c.rope_scaling.factor > 1e6)
+        fail(g.path(), ": rope scaling factor ", c.rope_scaling.factor, " or original context ", original,
+             " out of range");
+      // llama.cpp applies the stored factor as is. Our RopeScaling follows transformers,
+      // which derives the factor as max_position_embeddings / original when the original
+      // length is given; so the scaled context is stated as original × factor here.
+      c.rope_scaling.original_max_position_embeddings = original;
+      c.max_position_embeddings = std::llround(static_cast<double>(original) * c.rope_scaling.factor);
+    }
   } else if (scaling != "none") {
     fail(g.path(), ": unsupported rope.scaling.type '", printable(scaling), "' (supported: none, linear, yarn)");
   }
+  // Llama 3.x GGUFs carry llama3 RoPE scaling only as precomputed per-frequency divisors
+  // (tensor rope_freqs.weight, kept under that name); the model divides its frequencies by them.
   // llama.cpp's converter permutes llama q/k rows so adjacent pairs rotate together;
   // qwen2/qwen3 are converted unpermuted (NEOX-style rotate-half).
   c.rope_interleaved = arch == "llama";

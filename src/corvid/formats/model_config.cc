@@ -128,8 +128,7 @@ void check_positive(const std::string& source, const char* key, int64_t v) {
 
 // rope_scaling (or the newer rope_parameters) → RopeScaling. Types corvid does not
 // implement fail here, at load, rather than producing subtly wrong positions.
-RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const char* field,
-                               int64_t max_position_embeddings) {
+RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const char* field) {
   RopeScaling out;
   if (!rs.is_object()) fail(source, ": field ", field, " must be an object, not ", json_kind(rs));
   Fields f(rs, source, std::string(field) + ".");
@@ -150,7 +149,8 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const 
     check_positive(source, "rope_scaling.original_max_position_embeddings", out.original_max_position_embeddings);
   } else if (type == "yarn") {
     out.type = RopeScaling::Type::Yarn;
-    out.original_max_position_embeddings = f.integer("original_max_position_embeddings", max_position_embeddings);
+    // Left 0 when absent: its presence changes how transformers derives the factor.
+    out.original_max_position_embeddings = f.integer("original_max_position_embeddings", 0);
     // transformers uses `get(...) or default`, so 0 also means the default.
     double bf = f.number("beta_fast", 0.0), bs = f.number("beta_slow", 0.0);
     out.beta_fast = bf != 0.0 ? bf : 32.0;
@@ -159,7 +159,8 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const 
     out.mscale = f.opt_number("mscale");
     out.mscale_all_dim = f.opt_number("mscale_all_dim");
     out.truncate = f.boolean("truncate", true);
-    check_positive(source, "rope_scaling.original_max_position_embeddings", out.original_max_position_embeddings);
+    if (f.has("original_max_position_embeddings"))
+      check_positive(source, "rope_scaling.original_max_position_embeddings", out.original_max_position_embeddings);
   } else {
     fail(source, ": unsupported ", field, " type '", type, "' (supported: default, linear, llama3, yarn)");
   }
@@ -253,9 +254,9 @@ ModelConfig parse_model_config(const json& config, const std::string& source) {
                                                     : 10000.0);
   if (!(c.rope_theta > 0)) fail(source, ": field rope_theta must be positive");
   if (const json* rs = f.get("rope_scaling"))
-    c.rope_scaling = parse_rope_scaling(*rs, source, "rope_scaling", c.max_position_embeddings);
+    c.rope_scaling = parse_rope_scaling(*rs, source, "rope_scaling");
   else if (rope_params)
-    c.rope_scaling = parse_rope_scaling(*rope_params, source, "rope_parameters", c.max_position_embeddings);
+    c.rope_scaling = parse_rope_scaling(*rope_params, source, "rope_parameters");
   double partial = f.number("partial_rotary_factor", 1.0);
   c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
   if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)

@@ -21,7 +21,9 @@ struct RopeScaling {
   // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 0;  // llama3: required; yarn: as given, else max_position_embeddings
+  // llama3: required. yarn: 0 when the config omits it; when given, transformers replaces
+  // `factor` by max_position_embeddings / original_max_position_embeddings (DeepSeek-V3 style).
+  int64_t original_max_position_embeddings = 0;
   // yarn
   double beta_fast = 32.0;
   double beta_slow = 1.0;

@@ -37,6 +37,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
                c.num_key_value_heads);
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
+  apply_rope_freq_factors(weights);
   embed_tokens_ = expect(weights, "model.embed_tokens.weight", {c.vocab_size, H});
   device_ = embed_tokens_.device;
   for (const auto& [name, t] : weights.tensors)
@@ -77,6 +78,24 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
 
 LlamaModel::~LlamaModel() {
   if (recording_.id >= 0) device_backend(device_).drop(recording_.id);
+}
+
+void LlamaModel::apply_rope_freq_factors(const WeightSet& weights) {
+  // GGUF files of Llama 3.x store their RoPE scaling as one divisor per frequency
+  // (llama.cpp's rope_freqs), computed by the converter from the llama3 rope_scaling.
+  if (!weights.has("rope_freqs.weight")) return;
+  const Tensor& f = weights.get("rope_freqs.weight");
+  CORVID_CHECK(f.dtype == DType::F32 && f.numel() == static_cast<int64_t>(rope_.inv_freq.size()), weights.source,
+               ": tensor rope_freqs.weight must be F32 with ", rope_.inv_freq.size(), " values, got ",
+               dtype_name(f.dtype), " ", f.shape_str());
+  // The tensor may already be on the GPU: read it through a host copy.
+  std::vector<float> divisors(rope_.inv_freq.size());
+  copy_bytes(divisors.data(), Device::CPU, f.data, f.device, divisors.size() * sizeof(float));
+  for (size_t i = 0; i < rope_.inv_freq.size(); ++i) {
+    const float divisor = divisors[i];
+    CORVID_CHECK(std::isfinite(divisor) && divisor > 0, weights.source, ": rope_freqs.weight[", i, "] is ", divisor);
+    rope_.inv_freq[i] /= divisor;
+  }
 }
 
 void LlamaModel::ensure_workspace(int64_t n) {

@@ -73,6 +73,7 @@ class LlamaModel {
     uint64_t workspace_generation = 0, backend_generation = 0;
   };
 
+  void apply_rope_freq_factors(const WeightSet& weights);
   void ensure_workspace(int64_t n);
   // Embedding, layers, final norm and output matrix into `out` ([n_out, vocab] on the device).
   void run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv, const Tensor& out);

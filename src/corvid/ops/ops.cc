@@ -64,8 +64,8 @@ void check_f32(const char* op, const char* name, const Tensor& t) {
 }
 
 void check_same_shape(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
-  CORVID_CHECK(a.numel() == b.numel() && a.cols() == b.cols(), "ops::", op, ": ", a_name, " ", a.shape_str(),
-               " and ", b_name, " ", b.shape_str(), " differ in shape");
+  CORVID_CHECK(a.numel() == b.numel() && a.cols() == b.cols(), "ops::", op, ": ", a_name, " ", a.shape_str(), " and ",
+               b_name, " ", b.shape_str(), " differ in shape");
 }
 
 bool overlaps(const Tensor& a, const Tensor& b) {
@@ -81,8 +81,8 @@ void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& 
   CORVID_CHECK(table.ndim == 2, "ops::embedding: table must be 2-D [vocab, d], got ", table.shape_str());
   CORVID_CHECK(is_weight_dtype(table.dtype), "ops::embedding: unsupported table dtype ", dtype_name(table.dtype));
   check_f32("embedding", "out", out);
-  CORVID_CHECK(out.rows() == static_cast<int64_t>(ids.size()) && out.cols() == table.cols(),
-               "ops::embedding: out ", out.shape_str(), " must be [", ids.size(), ", ", table.cols(), "]");
+  CORVID_CHECK(out.rows() == static_cast<int64_t>(ids.size()) && out.cols() == table.cols(), "ops::embedding: out ",
+               out.shape_str(), " must be [", ids.size(), ", ", table.cols(), "]");
   for (int32_t id : ids) {
     CORVID_CHECK(id >= 0 && id < table.dim(0), "ops::embedding: token id ", id, " outside vocabulary [0, ",
                  table.dim(0), ")");
@@ -105,8 +105,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
                " elements is not a whole number of ", block, "-element blocks");
   CORVID_CHECK(!overlaps(x, out), "ops::matmul: out must not alias x");
   if (bias) {
-    CORVID_CHECK(is_float_dtype(bias->dtype) && bias->numel() == w.rows(), "ops::matmul: bias ", bias->shape_str(),
-                 " ", dtype_name(bias->dtype), " must be [", w.rows(), "] F32/F16/BF16");
+    CORVID_CHECK(is_float_dtype(bias->dtype) && bias->numel() == w.rows(), "ops::matmul: bias ", bias->shape_str(), " ",
+                 dtype_name(bias->dtype), " must be [", w.rows(), "] F32/F16/BF16");
   }
   if (x.rows() == 0 || w.rows() == 0) return;
   CORVID_DISPATCH(device, matmul, x, w, out, bias);
@@ -117,8 +117,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   check_f32("rms_norm", "x", x);
   check_f32("rms_norm", "out", out);
   check_same_shape("rms_norm", "x", x, "out", out);
-  CORVID_CHECK(is_float_dtype(weight.dtype) && weight.numel() == x.cols(), "ops::rms_norm: weight ",
-               weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
+  CORVID_CHECK(is_float_dtype(weight.dtype) && weight.numel() == x.cols(), "ops::rms_norm: weight ", weight.shape_str(),
+               " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
   CORVID_DISPATCH(device, rms_norm, x, weight, eps, out);
 }
 
@@ -126,12 +126,12 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   const Device device = common_device("rope", {&x});
   check_f32("rope", "x", x);
   CORVID_CHECK(x.ndim == 3, "ops::rope: x must be [n, heads, head_dim], got ", x.shape_str());
-  CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::rope: ", positions.size(),
-               " positions for ", x.dim(0), " tokens");
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::rope: ", positions.size(), " positions for ",
+               x.dim(0), " tokens");
   CORVID_CHECK(params.rotary_dim > 0 && params.rotary_dim % 2 == 0 && params.rotary_dim <= x.dim(2),
                "ops::rope: rotary_dim ", params.rotary_dim, " must be even and in (0, head_dim=", x.dim(2), "]");
-  CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::rope: ",
-               params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
+  CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::rope: ", params.inv_freq.size(),
+               " inverse frequencies for rotary_dim ", params.rotary_dim);
   CORVID_DISPATCH(device, rope, x, positions, params);
 }
 
@@ -161,8 +161,8 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   check_f32("attention", "v_cache", v_cache);
   check_f32("attention", "out", out);
   CORVID_CHECK(q.ndim == 3, "ops::attention: q must be [n, n_heads, head_dim], got ", q.shape_str());
-  CORVID_CHECK(k_cache.ndim == 3 && v_cache.ndim == 3 && k_cache.shape == v_cache.shape,
-               "ops::attention: k_cache ", k_cache.shape_str(), " and v_cache ", v_cache.shape_str(),
+  CORVID_CHECK(k_cache.ndim == 3 && v_cache.ndim == 3 && k_cache.shape == v_cache.shape, "ops::attention: k_cache ",
+               k_cache.shape_str(), " and v_cache ", v_cache.shape_str(),
                " must both be [capacity, n_kv_heads, head_dim]");
   CORVID_CHECK(k_cache.dim(2) == q.dim(2), "ops::attention: head_dim of q ", q.shape_str(), " and cache ",
                k_cache.shape_str(), " differ");

@@ -23,6 +23,14 @@ void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& 
 // and dot products run in the block format, as llama.cpp does.
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias = nullptr);
 
+// How matmul treats block-quantized weights, process-wide (set once at start-up):
+// Fast quantizes activations to 8 bits (llama.cpp's numerics, the default); Exact
+// multiplies F32 activations with each weight row dequantized on the fly, which
+// computes what transformers computes on the dequantized model (slower in prefill).
+enum class QuantizedMatmul { Fast, Exact };
+void set_quantized_matmul(QuantizedMatmul mode);
+QuantizedMatmul quantized_matmul();
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]; weight [cols] F32/F16/BF16.
 // out may alias x. Works on any leading shape (normalises the innermost dim).
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);

@@ -68,7 +68,15 @@ std::vector<std::string_view> chars_of(std::string_view s) {
 
 }  // namespace
 
-Decoder::Stream::Stream(const Decoder& decoder) : decoder_(decoder), state_(decoder.steps_.size()) {}
+Decoder::Stream::Stream(const Decoder& decoder) : decoder_(decoder), state_(decoder.steps_.size()) {
+  // After Fuse or ByteLevel, later steps see one growing token instead of many.
+  bool fused = false;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    state_[i].fused = fused;
+    auto kind = decoder.steps_[i].kind;
+    fused |= kind == DecoderStep::Kind::Fuse || kind == DecoderStep::Kind::ByteLevel;
+  }
+}
 
 void Decoder::Stream::push(std::string_view token, std::string& out) {
   if (decoder_.steps_.empty()) {
@@ -89,11 +97,7 @@ void Decoder::Stream::run(size_t i, std::string token, std::string& out) {
   }
   const DecoderStep& step = steps[i];
   StepState& st = state_[i];
-  // After Fuse or ByteLevel, later steps see one growing token instead of many.
-  bool fused = false;
-  for (size_t k = 0; k < i; ++k) {
-    fused |= steps[k].kind == DecoderStep::Kind::Fuse || steps[k].kind == DecoderStep::Kind::ByteLevel;
-  }
+  const bool fused = st.fused;
   size_t index = st.seen++;
   switch (step.kind) {
     case DecoderStep::Kind::ByteLevel: {
@@ -102,7 +106,11 @@ void Decoder::Stream::run(size_t i, std::string token, std::string& out) {
       if (!text.empty()) run(i + 1, std::move(text), out);
       return;
     }
-    case DecoderStep::Kind::Replace: run(i + 1, replace_all(token, *step.pattern, step.content), out); return;
+    case DecoderStep::Kind::Replace:
+      // Vocabulary text from a GGUF file is not guaranteed to be UTF-8.
+      if (!utf8_valid(token)) token = utf8_sanitize(token);
+      run(i + 1, replace_all(token, *step.pattern, step.content), out);
+      return;
     case DecoderStep::Kind::ByteFallback: {
       int b = parse_byte_token(token);
       if (b >= 0) {
@@ -186,14 +194,6 @@ void Decoder::Stream::flush(size_t i, std::string& out) {
 
 void Decoder::Stream::finish(std::string& out) {
   for (size_t i = 0; i < decoder_.steps_.size(); ++i) flush(i, out);
-}
-
-std::string Decoder::decode(const std::vector<std::string_view>& tokens) const {
-  Stream stream(*this);
-  std::string out;
-  for (auto t : tokens) stream.push(t, out);
-  stream.finish(out);
-  return out;
 }
 
 }  // namespace corvid::tok

@@ -50,6 +50,7 @@ class Decoder {
       bool start_done = false;
       std::string held;      // Strip: trailing chars that may still be stripped
       size_t seen = 0;       // tokens that reached this step
+      bool fused = false;    // an earlier Fuse/ByteLevel made the input one token
     };
     void run(size_t step, std::string token, std::string& out);
     void flush(size_t step, std::string& out);
@@ -57,9 +58,6 @@ class Decoder {
     std::vector<StepState> state_;
     bool seen_any_ = false;  // without steps: whether a separator is due
   };
-
-  // Decodes a whole token list (same result as feeding a Stream).
-  std::string decode(const std::vector<std::string_view>& tokens) const;
 
  private:
   std::vector<DecoderStep> steps_;

@@ -21,12 +21,15 @@ namespace {
 
 enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
+// The pre-tokenizer patterns of the HF tokenizer.json files (Oniguruma syntax; see regex.h).
 constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|)"
+    R"(\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen35Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|)"
+    R"(\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Typed metadata access through GgufFile::metadata(), with messages naming the file and key.
 class Meta {
@@ -261,7 +264,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
 
   m->bos_id = token_id("tokenizer.ggml.bos_token_id");
   m->pad_id = token_id("tokenizer.ggml.padding_token_id");
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+  // Generation stops at any of these (end of text, end of turn, end of message).
+  for (const char* key :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (auto id = token_id(key)) {
       if (std::find(m->eos_ids.begin(), m->eos_ids.end(), *id) == m->eos_ids.end()) m->eos_ids.push_back(*id);
     }

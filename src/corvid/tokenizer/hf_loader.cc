@@ -2,9 +2,9 @@
 // pipeline of tokenizer_impl.h. Every component type corvid does not
 // implement is rejected with a message naming the file and the type, so an
 // unsupported tokenizer fails at load instead of producing wrong ids.
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "corvid/core/error.h"
 #include "corvid/tokenizer/tokenizer_impl.h"
@@ -12,7 +12,10 @@
 namespace corvid {
 namespace {
 
-using nlohmann::json;
+// A JSON type of this file's own (long long integers): its parser is compiled
+// with -O2 even in Debug builds (see CMakeLists.txt), and a distinct type keeps
+// the linker from swapping in unoptimized nlohmann::json code from other files.
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, long long, unsigned long long, double>;
 using tok::DecoderStep;
 using tok::NormalizerStep;
 using tok::PreTokenizerStep;
@@ -20,10 +23,13 @@ using tok::PreTokenizerStep;
 json read_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   CORVID_CHECK(in, path, ": cannot open");
-  std::stringstream buf;
-  buf << in.rdbuf();
+  in.seekg(0, std::ios::end);
+  std::string text(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  CORVID_CHECK(in, path, ": read failed");
   try {
-    return json::parse(buf.str());
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail(path, ": invalid JSON: ", e.what());
   }
@@ -185,7 +191,8 @@ void load_post_processor(const json& j, const std::string& path, Tokenizer::Impl
       }
       const std::string name = item.at("SpecialToken").at("id").get<std::string>();
       CORVID_CHECK(specials.contains(name), path, ": post_processor template names unknown token ", name);
-      for (const auto& id : specials.at(name).at("ids")) (after ? m.suffix_ids : m.prefix_ids).push_back(id.get<int32_t>());
+      auto& dest = after ? m.suffix_ids : m.prefix_ids;
+      for (const auto& id : specials.at(name).at("ids")) dest.push_back(id.get<int32_t>());
     }
   } else if (type == "RobertaProcessing" || type == "BertProcessing") {
     m.prefix_ids.push_back(j.at("cls").at(1).get<int32_t>());
@@ -227,18 +234,19 @@ void load_model(const json& j, const std::string& path, Tokenizer::Impl& m) {
 
   int32_t rank = 0;
   for (const auto& merge : j.at("merges")) {
-    std::string a, b;
+    std::string_view a, b;
     if (merge.is_string()) {
       // "a b": tokens in this form never contain a space.
-      const auto& s = merge.get_ref<const std::string&>();
+      std::string_view s = merge.get_ref<const std::string&>();
       size_t sp = s.find(' ');
       CORVID_CHECK(sp != std::string::npos && s.find(' ', sp + 1) == std::string::npos, path, ": bad merge \"", s,
                    "\"");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
     } else {
-      a = merge.at(0).get<std::string>();
-      b = merge.at(1).get<std::string>();
+      CORVID_CHECK(merge.is_array() && merge.size() == 2, path, ": bad merge ", merge.dump());
+      a = merge[0].get_ref<const std::string&>();
+      b = merge[1].get_ref<const std::string&>();
     }
     CORVID_CHECK(m.model.add_merge(a, b, rank), path, ": merge \"", a, " ", b, "\" uses a token not in the vocab");
     ++rank;
@@ -315,7 +323,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_files(const std::string& tokenizer
     m->bos_id = m->find(m->bos_token);
   } else if (!m->prefix_ids.empty()) {
     m->bos_id = m->prefix_ids.front();
-    m->bos_token = m->id_to_token[*m->bos_id];
+    if (const std::string* t = m->text_of(*m->bos_id)) m->bos_token = *t;
   }
   if (!m->eos_token.empty()) {
     auto id = m->find(m->eos_token);

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "corvid/core/error.h"
+#include "corvid/tokenizer/unicode.h"
 
 namespace corvid::tok {
 namespace {
@@ -94,6 +95,9 @@ Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pa
 Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 
 void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
+  // PCRE2 is told not to re-check UTF-8 (it would on every call); ill-formed
+  // input would then be undefined behaviour, so refuse it here instead.
+  CORVID_CHECK(utf8_valid(text), "tokenizer: regex input is not valid UTF-8");
   auto* code = static_cast<pcre2_code*>(code_);
   ThreadMatchState& st = thread_state();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());

@@ -26,7 +26,8 @@ class Regex {
   Regex& operator=(const Regex&) = delete;
 
   // Appends the [begin, end) byte ranges of all non-overlapping matches,
-  // left to right (empty matches are skipped). `text` must be valid UTF-8.
+  // left to right (empty matches are skipped). Throws corvid::Error if `text`
+  // is not valid UTF-8 (callers sanitize first).
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
   const std::string& pattern() const { return pattern_; }
 

@@ -10,23 +10,24 @@ void Tokenizer::Impl::finalize() {
   const auto& vocab = model.tokens();
   size_t n = vocab.size();
   for (const auto& t : added) n = std::max(n, static_cast<size_t>(t.id) + 1);
-  id_to_token.assign(n, std::string());
+  id_text.assign(n, nullptr);
   special.assign(n, false);
-  for (size_t i = 0; i < vocab.size(); ++i) id_to_token[i] = vocab[i];
-  token_to_id.clear();
-  token_to_id.reserve(n);
-  // Added tokens take precedence over a model token of the same text, as in HF.
-  for (const auto& t : added) {
-    id_to_token[t.id] = t.content;
-    special[t.id] = special[t.id] || t.special;
-    token_to_id.emplace(t.content, t.id);
-  }
   for (size_t i = 0; i < vocab.size(); ++i) {
-    if (!vocab[i].empty()) token_to_id.emplace(vocab[i], static_cast<int32_t>(i));
+    if (!vocab[i].empty()) id_text[i] = &vocab[i];
+  }
+  added_ids.clear();
+  for (const auto& t : added) {
+    id_text[t.id] = &t.content;  // `added` is not modified after this
+    special[t.id] = special[t.id] || t.special;
+    added_ids.emplace(t.content, t.id);
   }
   raw_tokens.clear();
   normalized_tokens.clear();
-  for (const auto& t : added) (t.normalized ? normalized_tokens : raw_tokens).push_back(t);
+  for (const auto& t : added) {
+    // Input is valid UTF-8 by the time it is matched; a token that is not (possible in a GGUF vocabulary)
+    // could only match inside a character and split it.
+    if (tok::utf8_valid(t.content)) (t.normalized ? normalized_tokens : raw_tokens).push_back(t);
+  }
   // The matchers keep pointers into these vectors, which stay untouched from here on.
   raw_matcher.build(raw_tokens);
   normalized_matcher.build(normalized_tokens);
@@ -81,7 +82,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return out;
 }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_to_token.size()); }
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_text.size()); }
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos_id; }
 std::vector<int32_t> Tokenizer::eos_ids() const { return impl_->eos_ids; }
 std::optional<int32_t> Tokenizer::pad_id() const { return impl_->pad_id; }
@@ -97,8 +98,8 @@ bool Tokenizer::is_special(int32_t id) const {
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->find(token); }
 
 std::string Tokenizer::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_token.size()) return {};
-  return impl_->id_to_token[id];
+  const std::string* text = impl_->text_of(id);
+  return text ? *text : std::string();
 }
 
 std::string Tokenizer::chat_template() const { return impl_->chat_template; }
@@ -124,10 +125,15 @@ std::string StreamingDetokenizer::push(int32_t id) {
   const Tokenizer::Impl& m = *tokenizer_->impl_;
   std::string out;
   // Unknown ids are dropped, as HF's decode does.
-  if (id < 0 || static_cast<size_t>(id) >= m.id_to_token.size() || m.id_to_token[id].empty()) return out;
+  const std::string* text = m.text_of(id);
+  if (!text) return out;
   if (skip_special_ && m.special[id]) return out;
-  state_->stream.push(m.id_to_token[id], out);
+  state_->stream.push(*text, out);
   return out;
+}
+
+void StreamingDetokenizer::prime(std::span<const int32_t> ids) {
+  for (int32_t id : ids) (void)push(id);
 }
 
 std::string StreamingDetokenizer::flush() {

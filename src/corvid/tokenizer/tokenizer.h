@@ -78,6 +78,11 @@ class StreamingDetokenizer {
   StreamingDetokenizer& operator=(StreamingDetokenizer&&) noexcept;
 
   std::string push(int32_t id);
+  // Feeds context without returning its text: ids that precede the ones to
+  // stream (e.g. the prompt, or just its last few ids). Decoding is then a
+  // continuation, so a SentencePiece decoder does not strip the leading space
+  // of the first generated word as it would at the start of a text.
+  void prime(std::span<const int32_t> ids);
   // Emits what is still held back (e.g. a trailing incomplete byte sequence
   // as U+FFFD) and starts over for a new sequence.
   std::string flush();

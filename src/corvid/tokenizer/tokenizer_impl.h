@@ -32,19 +32,25 @@ struct Tokenizer::Impl {
   std::vector<int32_t> eos_ids;
   std::string bos_token, eos_token, chat_template;
 
-  // Built by finalize(): the full id <-> text tables (model vocab + added
-  // tokens), special flags, and the added-token matchers.
+  // Built by finalize(): id -> text over model vocab and added tokens (no
+  // copy of the big model vocabulary: pointers into it), special flags, the
+  // added tokens by text, and the added-token matchers.
   void finalize();
-  std::vector<std::string> id_to_token;
-  std::unordered_map<std::string, int32_t, tok::StringHash, std::equal_to<>> token_to_id;
+  std::vector<const std::string*> id_text;  // nullptr for ids without a token
   std::vector<bool> special;
+  std::unordered_map<std::string, int32_t, tok::StringHash, std::equal_to<>> added_ids;
   std::vector<tok::AddedToken> raw_tokens, normalized_tokens;  // matched on raw / normalized text
   tok::AddedTokenMatcher raw_matcher, normalized_matcher;
 
+  // Added tokens take precedence over a model token of the same text, as in HF.
   std::optional<int32_t> find(std::string_view token) const {
-    auto it = token_to_id.find(token);
-    if (it == token_to_id.end()) return std::nullopt;
-    return it->second;
+    if (auto it = added_ids.find(token); it != added_ids.end()) return it->second;
+    int32_t id = model.find(token);
+    if (id < 0) return std::nullopt;
+    return id;
+  }
+  const std::string* text_of(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < id_text.size() ? id_text[id] : nullptr;
   }
 };
 

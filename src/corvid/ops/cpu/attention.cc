@@ -1,9 +1,11 @@
 // CPU causal grouped-query attention over an F32 KV cache.
 //
-// One task per (query, head), threaded over all of them. Each task walks its key
-// range in blocks of kKeyBlock: scores for the block, then one online-softmax
-// update (running max m, running sum l, output accumulator rescaled by
-// exp(m_old - m_new) only when the max grows). Blocks are aligned to absolute
+// One task per (query, GQA group) — or per (query, head) when that leaves too few
+// tasks for the pool — threaded over all of them. Each task walks its key range in
+// blocks of kKeyBlock: scores for the block (each K row read once for the group),
+// then one online-softmax update per head (running max m, running sum l, output
+// accumulator rescaled by exp(m_old - m_new) only when the max grows), then the
+// V rows (each read once for the group). Blocks are aligned to absolute
 // cache positions, so a query's arithmetic depends only on its own position and
 // the cache contents — never on n or on the thread split (batch invariance).
 #include <algorithm>
@@ -41,58 +43,91 @@ float dot(const float* a, const float* b, int64_t d) {
   return s;
 }
 
-// acc = acc * c + p * v
-void scale_axpy(float* acc, float c, float p, const float* v, int64_t d) {
+// acc += p * v
+void axpy(float* acc, float p, const float* v, int64_t d) {
   int64_t i = 0;
 #if defined(__AVX2__)
-  const __m256 cv = _mm256_set1_ps(c), pv = _mm256_set1_ps(p);
-  for (; i + 8 <= d; i += 8) {
-    const __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + i), cv);
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + i), a));
-  }
+  const __m256 pv = _mm256_set1_ps(p);
+  for (; i + 8 <= d; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
 #endif
-  for (; i < d; ++i) acc[i] = acc[i] * c + p * v[i];
+  for (; i < d; ++i) acc[i] += p * v[i];
 }
 
-struct Task {
-  const float* q;          // [head_dim]
-  const float* k;          // cache base for this kv head; row stride `stride`
+// s[j] = exp(s[j] - m) for j < n. The SIMD body/scalar tail split depends only on n (the
+// block's key count, fixed by absolute positions), so results stay batch invariant.
+void exp_shifted(float* s, int64_t n, float m) {
+  int64_t j = 0;
+#if defined(__AVX2__)
+  const __m256 mv = _mm256_set1_ps(m);
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+#endif
+  for (; j < n; ++j) s[j] = std::exp(s[j] - m);
+}
+
+// Attention of one query row over one kv head, for query heads [h0, h1) that share it
+// (GQA). Keys and values are read once for the whole group. Each head's arithmetic is the
+// same whatever the group size, so splitting a group into single heads gives equal bits.
+struct GroupTask {
+  const float* q;  // first head's query [head_dim]; heads follow at head_dim stride
+  const float* k;  // cache base for this kv head; row stride `stride`
   const float* v;
-  int64_t stride;          // floats between consecutive cache rows
-  int64_t lo, hi;          // inclusive key range
+  float* out;      // first head's output
+  int64_t heads;   // heads in the group
+  int64_t stride;  // floats between consecutive cache rows
+  int64_t lo, hi;  // inclusive key range
   int64_t head_dim;
   float scale;
-  float* out;
 };
 
-void attend_one(const Task& t, std::vector<float>& acc) {
-  const int64_t d = t.head_dim;
-  acc.assign(static_cast<size_t>(d), 0.0f);
-  float m = -INFINITY, l = 0;
-  float s[kKeyBlock];
+struct Scratch {
+  std::vector<float> acc, scores, m, l;
+};
+
+void attend_group(const GroupTask& t, Scratch& sc) {
+  const int64_t d = t.head_dim, g = t.heads;
+  sc.acc.assign(static_cast<size_t>(g * d), 0.0f);
+  sc.scores.resize(static_cast<size_t>(g * kKeyBlock));
+  sc.m.assign(static_cast<size_t>(g), -INFINITY);
+  sc.l.assign(static_cast<size_t>(g), 0.0f);
   // Blocks aligned to absolute positions (multiples of kKeyBlock) for batch invariance.
   for (int64_t b0 = t.lo; b0 <= t.hi;) {
     const int64_t b1 = std::min(t.hi + 1, (b0 / kKeyBlock + 1) * kKeyBlock);
-    float bm = -INFINITY;
-    for (int64_t j = b0; j < b1; ++j) {
-      s[j - b0] = dot(t.q, t.k + j * t.stride, d) * t.scale;
-      bm = std::max(bm, s[j - b0]);
+    const int64_t nk = b1 - b0;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* kr = t.k + (b0 + j) * t.stride;
+      for (int64_t h = 0; h < g; ++h)
+        sc.scores[static_cast<size_t>(h * kKeyBlock + j)] = dot(t.q + h * d, kr, d) * t.scale;
     }
-    if (bm > m) {
-      const float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
-      for (int64_t i = 0; i < d; ++i) acc[static_cast<size_t>(i)] *= c;
-      l *= c;
-      m = bm;
+    for (int64_t h = 0; h < g; ++h) {
+      float* s = sc.scores.data() + h * kKeyBlock;
+      float bm = -INFINITY;
+      for (int64_t j = 0; j < nk; ++j) bm = std::max(bm, s[j]);
+      float& m = sc.m[static_cast<size_t>(h)];
+      float& l = sc.l[static_cast<size_t>(h)];
+      if (bm > m) {
+        const float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
+        float* acc = sc.acc.data() + h * d;
+        for (int64_t i = 0; i < d; ++i) acc[i] *= c;
+        l *= c;
+        m = bm;
+      }
+      exp_shifted(s, nk, m);  // s[j] = exp(s[j] - m)
+      for (int64_t j = 0; j < nk; ++j) l += s[j];
     }
-    for (int64_t j = b0; j < b1; ++j) {
-      const float p = std::exp(s[j - b0] - m);
-      l += p;
-      scale_axpy(acc.data(), 1.0f, p, t.v + j * t.stride, d);
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* vr = t.v + (b0 + j) * t.stride;
+      for (int64_t h = 0; h < g; ++h)
+        axpy(sc.acc.data() + h * d, sc.scores[static_cast<size_t>(h * kKeyBlock + j)], vr, d);
     }
     b0 = b1;
   }
-  const float inv = l > 0 ? 1.0f / l : 0.0f;
-  for (int64_t i = 0; i < d; ++i) t.out[i] = acc[static_cast<size_t>(i)] * inv;
+  for (int64_t h = 0; h < g; ++h) {
+    const float l = sc.l[static_cast<size_t>(h)];
+    const float inv = l > 0 ? 1.0f / l : 0.0f;
+    const float* acc = sc.acc.data() + h * d;
+    for (int64_t i = 0; i < d; ++i) t.out[h * d + i] = acc[i] * inv;
+  }
 }
 
 }  // namespace
@@ -102,33 +137,38 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
   const int64_t n_kv = k_cache.dim(1);
   const int64_t group = n_heads / n_kv;
-  const int64_t stride = n_kv * head_dim;
+  ThreadPool& pool = ThreadPool::global();
+  // Tasks cover whole GQA groups (K/V read once per group) when there are enough of them to
+  // keep the pool busy; otherwise (decode with few kv heads) single heads. Same bits either way.
+  const int64_t heads_per_task = n * n_kv >= 2 * pool.size() ? group : 1;
+  const int64_t tasks_per_query = n_heads / heads_per_task;
   auto run = [&](int64_t i0, int64_t i1, int) {
-    thread_local std::vector<float> acc;
+    thread_local Scratch scratch;
     for (int64_t idx = i0; idx < i1; ++idx) {
-      const int64_t i = idx / n_heads, h = idx % n_heads, kvh = h / group;
+      const int64_t i = idx / tasks_per_query, h0 = (idx % tasks_per_query) * heads_per_task, kvh = h0 / group;
       const int64_t pos = positions[static_cast<size_t>(i)];
-      Task t;
-      t.q = q.ptr<float>() + (i * n_heads + h) * head_dim;
+      GroupTask t;
+      t.q = q.ptr<float>() + (i * n_heads + h0) * head_dim;
       t.k = k_cache.ptr<float>() + kvh * head_dim;
       t.v = v_cache.ptr<float>() + kvh * head_dim;
-      t.stride = stride;
+      t.out = out.ptr<float>() + (i * n_heads + h0) * head_dim;
+      t.heads = heads_per_task;
+      t.stride = n_kv * head_dim;
       t.hi = pos;
       t.lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
       t.head_dim = head_dim;
       t.scale = scale;
-      t.out = out.ptr<float>() + (i * n_heads + h) * head_dim;
-      attend_one(t, acc);
+      attend_group(t, scratch);
     }
   };
-  const int64_t tasks = n * n_heads;
+  const int64_t tasks = n * tasks_per_query;
   // Small calls (a short context at decode) are cheaper on the caller than a hand-off.
   int64_t max_keys = 0;
   for (int32_t p : positions) max_keys = std::max<int64_t>(max_keys, p + 1);
-  if (tasks * std::min(max_keys, window > 0 ? window : max_keys) * head_dim < 32768) {
+  if (n * n_heads * std::min(max_keys, window > 0 ? window : max_keys) * head_dim < 32768) {
     run(0, tasks, 0);
   } else {
-    ThreadPool::global().parallel_for(tasks, run, 1);
+    pool.parallel_for(tasks, run, 1);
   }
 }
 

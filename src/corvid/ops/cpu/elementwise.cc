@@ -12,6 +12,12 @@
 #include "corvid/ops/cpu/cpu_ops.h"
 #include "corvid/ops/cpu/quants.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#include "corvid/ops/cpu/simd.h"
+#endif
+
 namespace corvid::ops::cpu {
 
 namespace {
@@ -25,14 +31,18 @@ void for_rows(int64_t rows, int64_t cols, Fn fn) {
     fn(0, rows);
     return;
   }
-  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); }, grain);
+  ThreadPool::global().parallel_for(
+      rows, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); }, grain);
 }
 
 float load_float(DType t, const void* p, int64_t i) {
   switch (t) {
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
   }
 }
 
@@ -45,7 +55,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t k) {
     case DType::BF16:
       for (int64_t i = 0; i < k; ++i) dst[i] = load_float(t, src, i);
       return;
-    default: quant_kernels(t).dequantize(src, dst, k);
+    default:
+      quant_kernels(t).dequantize(src, dst, k);
   }
 }
 
@@ -82,17 +93,30 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
   const int half = params.rotary_dim / 2;
   for_rows(n, heads * head_dim, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> cs;
-    cs.resize(static_cast<size_t>(2 * half));
+    // cos/sin of the last position seen on this thread: a decode step ropes q and then k at
+    // the same position, so the second call (and every layer after the first) reuses them
+    // instead of 2 * rotary_dim/2 double-precision cos/sin evaluations.
+    thread_local std::vector<float> cs, cached_freq;
+    thread_local int32_t cached_pos = 0;
+    thread_local float cached_factor = 0;
     for (int64_t t = t0; t < t1; ++t) {
-      // theta = pos * inv_freq in float (the rounding the reference frameworks use), then
-      // cos/sin evaluated accurately and scaled by attention_factor.
-      const float pos = static_cast<float>(positions[static_cast<size_t>(t)]);
-      for (int i = 0; i < half; ++i) {
-        const float theta = pos * params.inv_freq[static_cast<size_t>(i)];
-        cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(static_cast<double>(theta))) * params.attention_factor;
-        cs[static_cast<size_t>(2 * i + 1)] =
-            static_cast<float>(std::sin(static_cast<double>(theta))) * params.attention_factor;
+      const int32_t p = positions[static_cast<size_t>(t)];
+      if (cs.size() != static_cast<size_t>(2 * half) || p != cached_pos || cached_factor != params.attention_factor ||
+          cached_freq != params.inv_freq) {
+        cs.resize(static_cast<size_t>(2 * half));
+        // theta = pos * inv_freq in float (the rounding the reference frameworks use), then
+        // cos/sin evaluated accurately and scaled by attention_factor.
+        const float pos = static_cast<float>(p);
+        for (int i = 0; i < half; ++i) {
+          const float theta = pos * params.inv_freq[static_cast<size_t>(i)];
+          cs[static_cast<size_t>(2 * i)] =
+              static_cast<float>(std::cos(static_cast<double>(theta))) * params.attention_factor;
+          cs[static_cast<size_t>(2 * i + 1)] =
+              static_cast<float>(std::sin(static_cast<double>(theta))) * params.attention_factor;
+        }
+        cached_pos = p;
+        cached_factor = params.attention_factor;
+        cached_freq = params.inv_freq;
       }
       for (int64_t h = 0; h < heads; ++h) {
         float* v = x.ptr<float>() + (t * heads + h) * head_dim;
@@ -112,10 +136,23 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const int64_t cols = gate.cols();
   for_rows(gate.rows(), cols, [&](int64_t r0, int64_t r1) {
-    const float* g = gate.ptr<float>();
-    const float* u = up.ptr<float>();
-    float* o = out.ptr<float>();
-    for (int64_t i = r0 * cols; i < r1 * cols; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    // Per row, so which elements take the SIMD body and which the scalar tail depends only on
+    // the column (batch invariance), never on how rows were split.
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* g = gate.ptr<float>() + r * cols;
+      const float* u = up.ptr<float>() + r * cols;
+      float* o = out.ptr<float>() + r * cols;
+      int64_t i = 0;
+#if defined(__AVX2__)
+      const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+      for (; i + 8 <= cols; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 e = simd::exp256(_mm256_xor_ps(gv, sign));
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+      }
+#endif
+      for (; i < cols; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
   });
 }
 

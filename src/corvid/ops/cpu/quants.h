@@ -18,28 +18,66 @@ constexpr int kQK = 32;    // elements per legacy block
 constexpr int kQKK = 256;  // elements per K-quant super-block
 
 // Weight x = d * (q - 8), q in 0..15. qs: element j in the low nibble of byte j, j+16 in the high nibble.
-struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+};
 // x = d * q + m, q in 0..15 (nibble order as Q4_0).
-struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[16];
+};
 // x = d * (q - 16), q in 0..31; bit j of qh (little-endian u32) is element j's fifth bit.
-struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
 // x = d * q + m, q in 0..31.
-struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
 // x = d * q, q in -127..127.
-struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
 // Q8_0 plus s = d * sum(qs) (both f16).
-struct BlockQ8_1 { uint16_t d, s; int8_t qs[32]; };
+struct BlockQ8_1 {
+  uint16_t d, s;
+  int8_t qs[32];
+};
 // 8 sub-blocks of 32: x = d*sc[j]*q - dmin*m[j], 6-bit sc/m packed in `scales`
 // (see unpack_scales_k4). qs[32c + l]: low nibble element 64c+l, high nibble 64c+32+l.
-struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
 // As Q4_K plus a fifth bit: bit 2c of qh[l] for element 64c+l, bit 2c+1 for 64c+32+l.
-struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
 // 16 groups of 16: x = d * scales[g] * (q - 32), q 6 bits. For half h (128 elements),
 // ql += 64h, qh += 32h, l in 0..31: element l: ql[l] low | qh[l] bits 0-1; l+32: ql[l+32] low |
 // bits 2-3; l+64: ql[l] high | bits 4-5; l+96: ql[l+32] high | bits 6-7.
-struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+struct BlockQ6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
 // Activation format of K-quant dots: float d, q in -127..127, bsums[g] = sum of q over group g of 16.
-struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };
+struct BlockQ8_K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
@@ -51,15 +89,37 @@ using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t k);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t k);
 // Dot product of a weight row (block format) with an activation row (format `act`).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
+// out[t] = vec_dot(w, xs[t], k) for t < n (n in 1..kMaxMultiRows), bit-identical to vec_dot;
+// shares the weight row's unpacking across the n activation rows (prefill). The xs rows are
+// "prepared" activation rows (see prepare_act_row), not plain Q8 rows.
+using VecDotMultiFn = void (*)(const void* w, const void* const* xs, int n, float* out, int64_t k);
+constexpr int kMaxMultiRows = 4;
+
+// A prepared activation row (Q8_0 or Q8_1) is the row's ggml blocks, then, at byte offset
+// act_scales_offset, one float pair per block: (d, s) for Q8_1, (d, 0) for Q8_0, the exact
+// float values of the blocks' f16 fields, then, at act_quants_offset, the k quants
+// contiguously. The multi-row kernels load scales of 8 blocks and the quants of 2 blocks
+// with one plain load each, instead of a gather + conversion and two loads + an insert
+// per token for every weight row.
+inline size_t act_scales_offset(DType act, int64_t k) { return (bytes_for(act, k) + 63) / 64 * 64; }
+inline size_t act_quants_offset(DType act, int64_t k) {
+  return (act_scales_offset(act, k) + static_cast<size_t>(k / kQK) * 8 + 63) / 64 * 64;
+}
+inline size_t prepared_act_bytes(DType act, int64_t k) {
+  return (act_quants_offset(act, k) + static_cast<size_t>(k) + 63) / 64 * 64;
+}
+// Fills the float scale pairs and the contiguous quants of a row whose blocks are quantized.
+void prepare_act_row(DType act, void* row, int64_t k);
 
 struct QuantKernels {
-  DType act;                 // activation format vec_dot expects for x
+  DType act;  // activation format vec_dot expects for x
   DequantizeRowFn dequantize;
-  QuantizeRowFn quantize;    // quantizer (test data, activations); SIMD where bit-identical to the reference
-  VecDotFn vec_dot;          // fastest available (SIMD where compiled in)
-  VecDotFn vec_dot_scalar;   // portable reference, always compiled
-  VecDotFn vec_dot_avx2;     // AVX2 (+VNNI) kernel; null when not compiled in
-  VecDotFn vec_dot_avx512;   // AVX-512 VNNI kernel; null when not compiled in or not written
+  QuantizeRowFn quantize;       // quantizer (test data, activations); SIMD where bit-identical to the reference
+  VecDotFn vec_dot;             // fastest available (SIMD where compiled in)
+  VecDotFn vec_dot_scalar;      // portable reference, always compiled
+  VecDotFn vec_dot_avx2;        // AVX2 (+VNNI) kernel; null when not compiled in
+  VecDotFn vec_dot_avx512;      // AVX-512 VNNI kernel; null when not compiled in or not written
+  VecDotMultiFn vec_dot_multi;  // multi-row form of vec_dot; null when vec_dot has none
 };
 
 // Kernels for a quantized dtype (weights and the activation formats Q8_0/Q8_1/Q8_K;
@@ -108,11 +168,12 @@ float vec_dot_q5_k_q8_k_scalar(const void*, const void*, int64_t);
 float vec_dot_q6_k_q8_k_scalar(const void*, const void*, int64_t);
 
 // SIMD kernels (quants_avx2.cc, quants_k_avx2.cc, quants_avx512.cc); null when not compiled in.
-extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDotQ5_1Simd,
-    kVecDotQ8_0Simd, kVecDotQ4_KSimd, kVecDotQ5_KSimd, kVecDotQ6_KSimd;
+extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDotQ5_1Simd, kVecDotQ8_0Simd,
+    kVecDotQ4_KSimd, kVecDotQ5_KSimd, kVecDotQ6_KSimd;
 // SIMD activation quantizers, bit-identical to quantize_row_q8_0/q8_1; null when not compiled in.
 extern const QuantizeRowFn kQuantizeQ8_0Simd, kQuantizeQ8_1Simd;
-extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512,
-    kVecDotQ8_0Avx512;
+extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512, kVecDotQ8_0Avx512;
+extern const VecDotMultiFn kVecDotMultiQ4_0Avx512, kVecDotMultiQ4_1Avx512, kVecDotMultiQ5_0Avx512,
+    kVecDotMultiQ5_1Avx512, kVecDotMultiQ8_0Avx512;
 
 }  // namespace corvid::ops::cpu

@@ -16,8 +16,7 @@ namespace {
 inline int nearest(float v) { return static_cast<int>(std::lrintf(v)); }
 
 // Unpacked Q4_K/Q5_K block: q[e] for element e (0..31 range) and float scale/min per 32-sub-block.
-void unpack_k4_scales(const uint16_t d16, const uint16_t dmin16, const uint8_t* scales, float* dl,
-                      float* ml) {
+void unpack_k4_scales(const uint16_t d16, const uint16_t dmin16, const uint8_t* scales, float* dl, float* ml) {
   const float d = f16_to_f32(d16), dmin = f16_to_f32(dmin16);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, m;
@@ -68,7 +67,10 @@ void quantize_k_affine(const float* x, uint16_t* d16, uint16_t* dmin16, uint8_t*
   for (int j = 0; j < 8; ++j) {
     const float* xs = x + 32 * j;
     float lo = 0, hi = 0;  // the range includes 0 so that min stays non-negative
-    for (int l = 0; l < 32; ++l) { lo = std::min(lo, xs[l]); hi = std::max(hi, xs[l]); }
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, xs[l]);
+      hi = std::max(hi, xs[l]);
+    }
     scale[j] = (hi - lo) / static_cast<float>(kLevels - 1);
     mins[j] = -lo;
   }
@@ -177,7 +179,10 @@ void quantize_row_q6_k(const float* x, void* dst, int64_t k) {
       float amax = 0, vmax = 0;
       for (int l = 0; l < 16; ++l) {
         const float v = x[16 * g + l];
-        if (std::fabs(v) > amax) { amax = std::fabs(v); vmax = v; }
+        if (std::fabs(v) > amax) {
+          amax = std::fabs(v);
+          vmax = v;
+        }
       }
       scale[g] = vmax / -32.0f;  // the extreme value lands on q = -32, the longer side of the range
     }
@@ -255,8 +260,8 @@ float vec_dot_q4_k_q8_k_scalar(const void* w, const void* x, int64_t k) {
       isum += sc * s;
       msum += m * (bx[i].bsums[2 * j] + bx[i].bsums[2 * j + 1]);
     }
-    sum += bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) -
-                      f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
+    sum +=
+        bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) - f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
   }
   return sum;
 }
@@ -277,8 +282,8 @@ float vec_dot_q5_k_q8_k_scalar(const void* w, const void* x, int64_t k) {
       isum += sc * s;
       msum += m * (bx[i].bsums[2 * j] + bx[i].bsums[2 * j + 1]);
     }
-    sum += bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) -
-                      f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
+    sum +=
+        bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) - f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
   }
   return sum;
 }

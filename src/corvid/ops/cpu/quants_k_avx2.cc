@@ -122,9 +122,9 @@ float dot_q6_k(const void* w, const void* x, int64_t k) {
         const int e = 128 * h + 32 * g;  // first element of this group
         const __m256i dq = dot_u8s8(_mm256_setzero_si256(), q[g], load256(xq + e));
         // Lanes 0-3 cover elements e..e+15 (scale e/16), lanes 4-7 the next 16.
-        const __m256i s = _mm256_setr_epi32(b.scales[e / 16], b.scales[e / 16], b.scales[e / 16],
-                                            b.scales[e / 16], b.scales[e / 16 + 1], b.scales[e / 16 + 1],
-                                            b.scales[e / 16 + 1], b.scales[e / 16 + 1]);
+        const __m256i s =
+            _mm256_setr_epi32(b.scales[e / 16], b.scales[e / 16], b.scales[e / 16], b.scales[e / 16],
+                              b.scales[e / 16 + 1], b.scales[e / 16 + 1], b.scales[e / 16 + 1], b.scales[e / 16 + 1]);
         isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dq, s));
       }
     }

@@ -28,7 +28,10 @@ template <int kLevels>  // 16 or 32
 void quantize_symmetric(const float* x, float* d_out, uint8_t* q) {
   float amax = 0, vmax = 0;
   for (int j = 0; j < kQK; ++j) {
-    if (std::fabs(x[j]) > amax) { amax = std::fabs(x[j]); vmax = x[j]; }
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      vmax = x[j];
+    }
   }
   const float d = vmax / -static_cast<float>(kLevels / 2);
   const float id = d != 0 ? 1.0f / d : 0.0f;
@@ -42,7 +45,10 @@ void quantize_symmetric(const float* x, float* d_out, uint8_t* q) {
 template <int kLevels>
 void quantize_affine(const float* x, float* d_out, float* m_out, uint8_t* q) {
   float lo = x[0], hi = x[0];
-  for (int j = 1; j < kQK; ++j) { lo = std::min(lo, x[j]); hi = std::max(hi, x[j]); }
+  for (int j = 1; j < kQK; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
   const float d = (hi - lo) / static_cast<float>(kLevels - 1);
   const float id = d != 0 ? 1.0f / d : 0.0f;
   for (int j = 0; j < kQK; ++j) q[j] = static_cast<uint8_t>(std::clamp(nearest((x[j] - lo) * id), 0, kLevels - 1));
@@ -62,7 +68,10 @@ uint32_t pack_high_bits(const uint8_t* q) {
 
 // Unpacked weight quants of a block: q[j] for element j.
 void unpack_nibbles(const uint8_t* qs, int* q) {
-  for (int j = 0; j < 16; ++j) { q[j] = qs[j] & 0x0F; q[j + 16] = qs[j] >> 4; }
+  for (int j = 0; j < 16; ++j) {
+    q[j] = qs[j] & 0x0F;
+    q[j + 16] = qs[j] >> 4;
+  }
 }
 
 void unpack_5bit(const uint8_t* qs, const uint8_t* qh_bytes, int* q) {
@@ -220,6 +229,25 @@ void quantize_row_q8_1(const float* x, void* dst, int64_t k) {
     const int sum = quantize_q8_block(x, &d, b[i].qs);
     b[i].d = f32_to_f16(d);
     b[i].s = f32_to_f16(d * static_cast<float>(sum));
+  }
+}
+
+void prepare_act_row(DType act, void* row, int64_t k) {
+  auto* bytes = static_cast<uint8_t*>(row);
+  float* scales = reinterpret_cast<float*>(bytes + act_scales_offset(act, k));
+  int8_t* quants = reinterpret_cast<int8_t*>(bytes + act_quants_offset(act, k));
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    if (act == DType::Q8_1) {
+      const auto& b = reinterpret_cast<const BlockQ8_1*>(bytes)[i];
+      scales[2 * i] = f16_to_f32(b.d);
+      scales[2 * i + 1] = f16_to_f32(b.s);
+      std::memcpy(quants + i * kQK, b.qs, kQK);
+    } else {
+      const auto& b = reinterpret_cast<const BlockQ8_0*>(bytes)[i];
+      scales[2 * i] = f16_to_f32(b.d);
+      scales[2 * i + 1] = 0.0f;
+      std::memcpy(quants + i * kQK, b.qs, kQK);
+    }
   }
 }
 

@@ -6,45 +6,66 @@
 namespace corvid::ops::cpu {
 
 namespace {
-QuantKernels make(DType act, DequantizeRowFn deq, QuantizeRowFn q, VecDotFn scalar, VecDotFn avx2, VecDotFn avx512) {
+QuantKernels make(DType act, DequantizeRowFn deq, QuantizeRowFn q, VecDotFn scalar, VecDotFn avx2, VecDotFn avx512,
+                  VecDotMultiFn avx512_multi = nullptr) {
   VecDotFn best = avx512 ? avx512 : avx2 ? avx2 : scalar;
-  return QuantKernels{act, deq, q, best, scalar, avx2, avx512};
+  // The multi-row kernel must be the multi-row form of `best` (bit-identical), so it is only
+  // used together with the AVX-512 single-row kernel.
+  return QuantKernels{act, deq, q, best, scalar, avx2, avx512, avx512 ? avx512_multi : nullptr};
 }
 }  // namespace
 
 const QuantKernels& quant_kernels(DType t) {
-  static const QuantKernels kQ4_0 = make(DType::Q8_0, dequantize_row_q4_0, quantize_row_q4_0,
-                                      vec_dot_q4_0_q8_0_scalar, kVecDotQ4_0Simd, kVecDotQ4_0Avx512);
-  static const QuantKernels kQ4_1 = make(DType::Q8_1, dequantize_row_q4_1, quantize_row_q4_1,
-                                      vec_dot_q4_1_q8_1_scalar, kVecDotQ4_1Simd, kVecDotQ4_1Avx512);
-  static const QuantKernels kQ5_0 = make(DType::Q8_0, dequantize_row_q5_0, quantize_row_q5_0,
-                                      vec_dot_q5_0_q8_0_scalar, kVecDotQ5_0Simd, kVecDotQ5_0Avx512);
-  static const QuantKernels kQ5_1 = make(DType::Q8_1, dequantize_row_q5_1, quantize_row_q5_1,
-                                      vec_dot_q5_1_q8_1_scalar, kVecDotQ5_1Simd, kVecDotQ5_1Avx512);
-  static const QuantKernels kQ8_0 = make(DType::Q8_0, dequantize_row_q8_0,
-                                         kQuantizeQ8_0Simd ? kQuantizeQ8_0Simd : quantize_row_q8_0,
-                                      vec_dot_q8_0_q8_0_scalar, kVecDotQ8_0Simd, kVecDotQ8_0Avx512);
-  static const QuantKernels kQ4_K = make(DType::Q8_K, dequantize_row_q4_k, quantize_row_q4_k,
-                                      vec_dot_q4_k_q8_k_scalar, kVecDotQ4_KSimd, nullptr);
-  static const QuantKernels kQ5_K = make(DType::Q8_K, dequantize_row_q5_k, quantize_row_q5_k,
-                                      vec_dot_q5_k_q8_k_scalar, kVecDotQ5_KSimd, nullptr);
-  static const QuantKernels kQ6_K = make(DType::Q8_K, dequantize_row_q6_k, quantize_row_q6_k,
-                                      vec_dot_q6_k_q8_k_scalar, kVecDotQ6_KSimd, nullptr);
-  static const QuantKernels kQ8_1{DType::Q8_1, dequantize_row_q8_1,
-                                  kQuantizeQ8_1Simd ? kQuantizeQ8_1Simd : quantize_row_q8_1, nullptr, nullptr, nullptr, nullptr};
-  static const QuantKernels kQ8_K{DType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, nullptr, nullptr, nullptr, nullptr};
+  static const QuantKernels kQ4_0 = make(DType::Q8_0, dequantize_row_q4_0, quantize_row_q4_0, vec_dot_q4_0_q8_0_scalar,
+                                         kVecDotQ4_0Simd, kVecDotQ4_0Avx512, kVecDotMultiQ4_0Avx512);
+  static const QuantKernels kQ4_1 = make(DType::Q8_1, dequantize_row_q4_1, quantize_row_q4_1, vec_dot_q4_1_q8_1_scalar,
+                                         kVecDotQ4_1Simd, kVecDotQ4_1Avx512, kVecDotMultiQ4_1Avx512);
+  static const QuantKernels kQ5_0 = make(DType::Q8_0, dequantize_row_q5_0, quantize_row_q5_0, vec_dot_q5_0_q8_0_scalar,
+                                         kVecDotQ5_0Simd, kVecDotQ5_0Avx512, kVecDotMultiQ5_0Avx512);
+  static const QuantKernels kQ5_1 = make(DType::Q8_1, dequantize_row_q5_1, quantize_row_q5_1, vec_dot_q5_1_q8_1_scalar,
+                                         kVecDotQ5_1Simd, kVecDotQ5_1Avx512, kVecDotMultiQ5_1Avx512);
+  static const QuantKernels kQ8_0 =
+      make(DType::Q8_0, dequantize_row_q8_0, kQuantizeQ8_0Simd ? kQuantizeQ8_0Simd : quantize_row_q8_0,
+           vec_dot_q8_0_q8_0_scalar, kVecDotQ8_0Simd, kVecDotQ8_0Avx512, kVecDotMultiQ8_0Avx512);
+  static const QuantKernels kQ4_K =
+      make(DType::Q8_K, dequantize_row_q4_k, quantize_row_q4_k, vec_dot_q4_k_q8_k_scalar, kVecDotQ4_KSimd, nullptr);
+  static const QuantKernels kQ5_K =
+      make(DType::Q8_K, dequantize_row_q5_k, quantize_row_q5_k, vec_dot_q5_k_q8_k_scalar, kVecDotQ5_KSimd, nullptr);
+  static const QuantKernels kQ6_K =
+      make(DType::Q8_K, dequantize_row_q6_k, quantize_row_q6_k, vec_dot_q6_k_q8_k_scalar, kVecDotQ6_KSimd, nullptr);
+  static const QuantKernels kQ8_1{DType::Q8_1,
+                                  dequantize_row_q8_1,
+                                  kQuantizeQ8_1Simd ? kQuantizeQ8_1Simd : quantize_row_q8_1,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr,
+                                  nullptr};
+  static const QuantKernels kQ8_K{
+      DType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, nullptr, nullptr, nullptr, nullptr, nullptr};
   switch (t) {
-    case DType::Q4_0: return kQ4_0;
-    case DType::Q4_1: return kQ4_1;
-    case DType::Q5_0: return kQ5_0;
-    case DType::Q5_1: return kQ5_1;
-    case DType::Q8_0: return kQ8_0;
-    case DType::Q4_K: return kQ4_K;
-    case DType::Q5_K: return kQ5_K;
-    case DType::Q6_K: return kQ6_K;
-    case DType::Q8_1: return kQ8_1;
-    case DType::Q8_K: return kQ8_K;
-    default: fail("quant kernels: ", dtype_name(t), " is not a block-quantized dtype");
+    case DType::Q4_0:
+      return kQ4_0;
+    case DType::Q4_1:
+      return kQ4_1;
+    case DType::Q5_0:
+      return kQ5_0;
+    case DType::Q5_1:
+      return kQ5_1;
+    case DType::Q8_0:
+      return kQ8_0;
+    case DType::Q4_K:
+      return kQ4_K;
+    case DType::Q5_K:
+      return kQ5_K;
+    case DType::Q6_K:
+      return kQ6_K;
+    case DType::Q8_1:
+      return kQ8_1;
+    case DType::Q8_K:
+      return kQ8_K;
+    default:
+      fail("quant kernels: ", dtype_name(t), " is not a block-quantized dtype");
   }
 }
 

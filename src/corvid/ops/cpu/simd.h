@@ -39,12 +39,32 @@ inline __m256i unpack_nibbles(const uint8_t* qs) {
 // 32 bits -> 32 bytes, byte j = 0x10 if bit j is set else 0 (the fifth bit of Q5 quants).
 inline __m256i expand_bits_to_0x10(uint32_t bits) {
   // Broadcast the 4 bytes so byte j holds bits byte j/8, then test bit j%8.
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
-                                         0x0101010101010101LL, 0x0000000000000000LL);
+  const __m256i shuf =
+      _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0x0000000000000000LL);
   __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
   const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
   v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
   return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+// exp(x) for 8 floats, within ~2 ulp of expf on [-87, 88] (x is clamped to that range, so
+// large negative inputs give ~1e-38 rather than 0). Range reduction x = n ln2 + r with a
+// two-part ln2, then a degree-6 polynomial for e^r on |r| <= ln2/2 (Cephes coefficients).
+inline __m256 exp256(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
 inline float hsum(__m256 v) {
