@@ -1,6 +1,6 @@
 // ops: the backend-neutral operations every model is written against. Each
 // function checks shapes and dtypes, then dispatches on the tensors' device to
-// a backend (ops/cpu today; ops/cuda later). Activations are F32 on the CPU;
+// a backend (ops/cpu; ops/cuda in -DCORVID_CUDA=ON builds). Activations are F32;
 // weights stay in their stored dtype (F32, F16, BF16 or a GGUF block format)
 // and matmul works on that format directly.
 //
@@ -27,6 +27,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // Fast quantizes activations to 8 bits (llama.cpp's numerics, the default); Exact
 // multiplies F32 activations with each weight row dequantized on the fly, which
 // computes what transformers computes on the dequantized model (slower in prefill).
+// The CUDA backend always computes the Exact way.
 enum class QuantizedMatmul { Fast, Exact };
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
