@@ -13,6 +13,10 @@ cmake --build build -j "$JOBS"
 echo "== unit tests"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+# nvcc may be installed without being on PATH (the CUDA toolkit's default prefix).
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
 if command -v nvcc >/dev/null; then
   # Compile check of the CUDA backend (CI has nvcc but no GPU; the GPU tests skip there).
   echo "== build (CUDA)"
