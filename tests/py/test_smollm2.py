@@ -27,3 +27,16 @@ def test_chat_answers_and_keeps_context(smollm2):
     assert r.returncode == 0, r.stderr
     assert "Paris" in r.stdout
     assert r.stderr.count("decode:") == 2
+
+
+def test_exact_matmul_reproduces_transformers_greedy(smollm2):
+    # --matmul exact computes what transformers computes on the dequantized GGUF:
+    # the oracle's 64-token greedy continuation must come back token for token.
+    import json
+    from conftest import ROOT
+    oracle = json.loads((ROOT / "tests" / "fixtures" / "smollm2" / "oracle.json").read_text())
+    text, want = oracle["prompt_texts"][0], oracle["greedy"][0]
+    r = run_corvid("generate", "-m", smollm2, "-p", text, "--raw", "-n", len(want), "--ids", "--ignore-eos",
+                   "--matmul", "exact", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == want

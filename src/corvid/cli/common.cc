@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "corvid/core/thread_pool.h"
+#include "corvid/ops/ops.h"
 
 namespace corvid::cli {
 
@@ -12,9 +13,16 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
   cmd.add_option("-t,--threads", opts.threads, "CPU threads (default: all)")->check(CLI::NonNegativeNumber);
   cmd.add_option("--device", opts.device, "where the model runs: auto (CUDA if available), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd.add_option("--matmul", opts.matmul,
+                 "quantized weights on the CPU: fast (8-bit activations, llama.cpp's numerics) or exact "
+                 "(F32 activations, transformers' numerics; slower prefill)")
+      ->check(CLI::IsMember({"fast", "exact"}));
 }
 
-void apply_common_options(const CommonOptions& opts) { ThreadPool::set_global_threads(opts.threads); }
+void apply_common_options(const CommonOptions& opts) {
+  ThreadPool::set_global_threads(opts.threads);
+  ops::set_quantized_matmul(opts.matmul == "exact" ? ops::QuantizedMatmul::Exact : ops::QuantizedMatmul::Fast);
+}
 
 LoadedModel load_model(const CommonOptions& opts) { return LoadedModel::load(opts.model, parse_device(opts.device)); }
 

@@ -14,6 +14,7 @@ struct CommonOptions {
   std::string model;
   int threads = 0;              // 0: all hardware threads
   std::string device = "auto";  // auto | cuda | cpu
+  std::string matmul = "fast";   // fast | exact (ops::QuantizedMatmul)
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);
