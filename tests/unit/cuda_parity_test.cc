@@ -24,49 +24,22 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
+#include "fixture_util.h"
 
 namespace corvid {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fixtures::fixtures_dir;
+using fixtures::greedy;
+using fixtures::read_json;
+using fixtures::source_dir;
+using fixtures::tiny_fixtures;
 
 constexpr double kTinyAtol = 1e-3;
 constexpr double kSmolGpuAtol = 2e-2;
 constexpr double kSmolGpuTieGap = 0.05;
-
-// CORVID_TEST_SOURCE_DIR moves the tree (a build carried to the GPU machine runs in another folder).
-fs::path source_dir() {
-  const char* moved = std::getenv("CORVID_TEST_SOURCE_DIR");
-  return moved ? fs::path(moved) : fs::path(CORVID_SOURCE_DIR);
-}
-fs::path fixtures_dir() { return source_dir() / "tests" / "fixtures"; }
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-std::vector<std::string> tiny_fixtures() {
-  std::vector<std::string> names;
-  if (!fs::exists(fixtures_dir())) return names;
-  for (const auto& e : fs::directory_iterator(fixtures_dir()))
-    if (fs::exists(e.path() / "config.json") && fs::exists(e.path() / "oracle.json")) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t n) {
-  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1);
-  GenerateOptions opts;
-  opts.max_new_tokens = n;
-  std::vector<int32_t> out;
-  session.generate(prompt, opts, [&](int32_t id) {
-    out.push_back(id);
-    return true;
-  });
-  return out;
-}
 
 class CudaTinyParity : public ::testing::TestWithParam<std::string> {};
 
@@ -104,12 +77,8 @@ TEST_P(CudaTinyParity, LogitsAndGreedyMatchTransformersAndCpu) {
   RecordProperty("max_abs_logit_diff_oracle", std::to_string(worst_oracle));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTinyParity, ::testing::ValuesIn(tiny_fixtures()), [](const auto& param_info) {
-  std::string s = param_info.param;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTinyParity, ::testing::ValuesIn(tiny_fixtures()),
+                         [](const auto& param_info) { return fixtures::test_name(param_info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaTinyParity);
 
 // A recorded (CUDA graph) decode step runs the same kernels as the eager one: tokens and

@@ -27,6 +27,7 @@
 
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
+#include "fixture_util.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid {
@@ -34,36 +35,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fixtures::fixtures_dir;
+using fixtures::greedy;
+using fixtures::read_json;
+using fixtures::source_dir;
+using fixtures::tiny_fixtures;
 
 constexpr double kTinyAtol = 1e-3;
-
-fs::path fixtures_dir() { return fs::path(CORVID_SOURCE_DIR) / "tests" / "fixtures"; }
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-std::vector<std::string> tiny_fixtures() {
-  std::vector<std::string> names;
-  if (!fs::exists(fixtures_dir())) return names;
-  for (const auto& e : fs::directory_iterator(fixtures_dir()))
-    if (fs::exists(e.path() / "config.json") && fs::exists(e.path() / "oracle.json")) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t n) {
-  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1);
-  GenerateOptions opts;
-  opts.max_new_tokens = n;
-  std::vector<int32_t> out;
-  session.generate(prompt, opts, [&](int32_t id) {
-    out.push_back(id);
-    return true;
-  });
-  return out;
-}
 
 class TinyParity : public ::testing::TestWithParam<std::string> {};
 
@@ -96,12 +74,7 @@ TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyParity, ::testing::ValuesIn(tiny_fixtures()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& c : s)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return s;
-                         });
+                         [](const auto& param_info) { return fixtures::test_name(param_info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TinyParity);
 
 struct SmolMode {
@@ -122,7 +95,7 @@ TEST_P(SmolLM2Parity, TopLogitsAndGreedyMatchTransformers) {
   // CORVID_SMOLLM2_GGUF points the test at another encoding of the same weights (e.g. dequantized to F32).
   const char* override_path = std::getenv("CORVID_SMOLLM2_GGUF");
   const fs::path model_path = override_path ? fs::path(override_path)
-                                            : fs::path(CORVID_SOURCE_DIR) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+                                            : source_dir() / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
   const fs::path oracle_path = fixtures_dir() / "smollm2" / "oracle.json";
   if (!fs::exists(model_path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-model.sh)";
   ASSERT_TRUE(fs::exists(oracle_path));

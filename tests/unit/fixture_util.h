@@ -1,0 +1,63 @@
+// Shared by the parity tests (CPU and CUDA): where the oracle fixtures live, how
+// they are read, and the greedy loop both compare with the oracle's continuations.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "corvid/engine/session.h"
+#include "corvid/models/llama.h"
+
+namespace corvid::fixtures {
+
+namespace fs = std::filesystem;
+
+// CORVID_TEST_SOURCE_DIR moves the tree (a build carried to the GPU machine runs in another folder).
+inline fs::path source_dir() {
+  const char* moved = std::getenv("CORVID_TEST_SOURCE_DIR");
+  return moved ? fs::path(moved) : fs::path(CORVID_SOURCE_DIR);
+}
+inline fs::path fixtures_dir() { return source_dir() / "tests" / "fixtures"; }
+
+inline nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// The tiny transformers-made checkpoints (folders with config.json and oracle.json).
+inline std::vector<std::string> tiny_fixtures() {
+  std::vector<std::string> names;
+  if (!fs::exists(fixtures_dir())) return names;
+  for (const auto& e : fs::directory_iterator(fixtures_dir()))
+    if (fs::exists(e.path() / "config.json") && fs::exists(e.path() / "oracle.json")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A fixture name as a gtest parameter name.
+inline std::string test_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+// n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off).
+inline std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t n) {
+  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1);
+  GenerateOptions opts;
+  opts.max_new_tokens = n;
+  std::vector<int32_t> out;
+  session.generate(prompt, opts, [&](int32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  return out;
+}
+
+}  // namespace corvid::fixtures
