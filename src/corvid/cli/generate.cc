@@ -125,6 +125,7 @@ void run_chat(GenerateArgs& a, const CLI::App& cmd) {
     printer.detok.prime(ids);
     GenerationStats stats = session.generate(ids, turn, [&](int32_t id) { return printer(id); });
     printer.finish();
+    std::printf("\n");  // each answer ends its line, also when stdout is not a terminal
     if (!stats.stopped_by_eos) session.append(std::vector<int32_t>{*tok.token_to_id("<|im_end|>")});  // close the cut-off turn
     print_stats(stats);
   }
