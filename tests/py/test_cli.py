@@ -67,3 +67,21 @@ def test_bench_reports_throughput():
     assert r.returncode == 0, r.stderr
     assert re.search(r"pp32: [\d.]+ ± [\d.]+ tok/s", r.stdout)
     assert re.search(r"tg16: [\d.]+ ± [\d.]+ tok/s", r.stdout)
+
+
+def test_bench_with_dummy_weights_from_a_config():
+    cfg = ROOT / "configs" / "smollm2-135m.json"
+    for dtype in ["BF16", "Q8_0", "Q4_1"]:
+        r = run_corvid("bench", "-m", cfg, "--dummy-weights", dtype, "-p", 8, "-n", 4, "-r", 1)
+        assert r.returncode == 0, (dtype, r.stderr)
+        assert re.search(r"134\.\dM params", r.stdout), r.stdout  # the real shape
+        assert re.search(r"tg4: [\d.]+ ± [\d.]+ tok/s", r.stdout)
+
+
+def test_dummy_weights_reject_bad_dtypes_cleanly():
+    cfg = ROOT / "configs" / "smollm2-135m.json"
+    r = run_corvid("bench", "-m", cfg, "--dummy-weights", "Q9", "-n", 1, "-r", 1)
+    assert r.returncode == 1 and "unknown dtype 'Q9'" in r.stderr
+    # SmolLM2's 576-wide rows are not whole 256-element K-quant blocks.
+    r = run_corvid("bench", "-m", cfg, "--dummy-weights", "Q4_K", "-n", 1, "-r", 1)
+    assert r.returncode == 1 and "not a whole number of Q4_K blocks" in r.stderr

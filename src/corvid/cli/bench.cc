@@ -7,6 +7,8 @@
 #include <random>
 
 #include "corvid/cli/common.h"
+#include "corvid/core/error.h"
+#include "corvid/engine/dummy_weights.h"
 #include "corvid/core/thread_pool.h"
 
 namespace corvid::cli {
@@ -18,7 +20,16 @@ struct BenchArgs {
   int64_t prompt = 512;
   int64_t gen = 128;
   int reps = 3;
+  std::string dummy_dtype;  // set: -m is a config.json and the weights are random in this dtype
 };
+
+// The dtypes --dummy-weights accepts, by the names dtype_name() prints.
+DType weight_dtype_named(const std::string& name) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                  DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    if (dtype_name(t) == name) return t;
+  fail("--dummy-weights: unknown dtype '", name, "' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+}
 
 struct Stat { double mean = 0, stdev = 0; };
 Stat summarize(const std::vector<double>& v) {
@@ -32,7 +43,9 @@ Stat summarize(const std::vector<double>& v) {
 
 void run_bench(const BenchArgs& a) {
   apply_common_options(a.common);
-  LoadedModel m = load_model(a.common);
+  LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
+                                         : load_dummy_model(a.common.model, weight_dtype_named(a.dummy_dtype),
+                                                            parse_device(a.common.device));
   LlamaModel& model = *m.model;
   const int64_t vocab = model.config().vocab_size;
   KVCache kv(model.config(), std::max(a.prompt, a.gen) + 1, model.device());
@@ -87,6 +100,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-p,--prompt", args->prompt, "prompt tokens processed in one batch (0 = skip)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--gen", args->gen, "tokens decoded one at a time (0 = skip)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--reps", args->reps, "repetitions after one warm-up")->check(CLI::PositiveNumber);
+  cmd->add_option("--dummy-weights", args->dummy_dtype,
+                  "-m names a config.json (e.g. configs/llama-3.1-8b.json); build the model at its real shape "
+                  "with random weights of this dtype (BF16, Q8_0, Q4_0, Q4_K, …)");
   cmd->callback([args] { run_bench(*args); });
 }
 

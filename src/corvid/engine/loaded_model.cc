@@ -39,13 +39,17 @@ LoadedModel LoadedModel::load(const std::string& path, Device device) {
   } else {
     m.tokenizer = Tokenizer::from_hf_files(m.files->tokenizer_json, m.files->tokenizer_config_json);
   }
-  if (device == Device::CPU) {
-    m.model = std::make_unique<LlamaModel>(m.files->config, m.files->weights);
-  } else {
-    m.device_weights = std::make_unique<WeightSet>(upload_weights(m.files->weights, device));
-    m.model = std::make_unique<LlamaModel>(m.files->config, *m.device_weights);
-  }
+  m.bind_model();
   return m;
+}
+
+void LoadedModel::bind_model() {
+  if (device == Device::CPU) {
+    model = std::make_unique<LlamaModel>(files->config, files->weights);
+  } else {
+    device_weights = std::make_unique<WeightSet>(upload_weights(files->weights, device));
+    model = std::make_unique<LlamaModel>(files->config, *device_weights);
+  }
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {

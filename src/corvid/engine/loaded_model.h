@@ -22,6 +22,9 @@ struct LoadedModel {
   // (in their stored format) and the model runs there. Throws corvid::Error naming
   // the file and the problem (bad file, unsupported architecture, missing tokenizer…).
   static LoadedModel load(const std::string& path, Device device = Device::CPU);
+
+  // Builds `model` over files->weights on `device` (uploading them first off the CPU).
+  void bind_model();
 };
 
 // A copy of `host` whose tensors live on `device`, in one allocation that the

@@ -4,11 +4,14 @@
 // ops/cuda (in builds with CORVID_HAVE_CUDA; otherwise a clear error).
 #include "corvid/ops/ops.h"
 
+#include <algorithm>
 #include <string>
 
 #include "corvid/core/device.h"
 #include "corvid/core/error.h"
+#include "corvid/core/half.h"
 #include "corvid/ops/cpu/cpu_ops.h"
+#include "corvid/ops/cpu/quants.h"
 #ifdef CORVID_HAVE_CUDA
 #include "corvid/ops/cuda/cuda_ops.h"
 #endif
@@ -185,6 +188,24 @@ void softmax(const Tensor& x) {
   const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);
   CORVID_DISPATCH(device, softmax, x);
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t k) {
+  switch (t) {
+    case DType::F32:
+      std::copy(src, src + k, static_cast<float*>(dst));
+      return;
+    case DType::F16:
+      for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      return;
+    default:
+      CORVID_CHECK(is_weight_dtype(t), "quantize_row: ", dtype_name(t), " is not a weight dtype");
+      bytes_for(t, k);  // throws unless k is a whole number of blocks
+      cpu::quant_kernels(t).quantize(src, dst, k);
+  }
 }
 
 }  // namespace corvid::ops

@@ -29,6 +29,10 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // computes what transformers computes on the dequantized model (slower in prefill).
 // The CUDA backend always computes the Exact way.
 enum class QuantizedMatmul { Fast, Exact };
+
+// Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block
+// format (k a whole number of blocks). For building weights in code (dummy weights, tests).
+void quantize_row(DType t, const float* src, void* dst, int64_t k);
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
 

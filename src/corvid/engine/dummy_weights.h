@@ -1,0 +1,20 @@
+// Dummy weights: a real-shape model built from a config alone, with random values
+// in a realistic range, so large shapes (Llama-3.1-8B, Qwen3-8B) can be benchmarked
+// without downloading checkpoints. Output is meaningless; throughput is not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "corvid/engine/loaded_model.h"
+
+namespace corvid {
+
+// Reads `config_path` (a config.json, or a folder holding one) and builds every
+// weight the Llama family needs in `dtype` (norms stay F32, as GGUF stores them),
+// then binds the model on `device`. No tokenizer: the result serves `corvid bench`.
+// Values: projections uniform with std 1/sqrt(in_features), embeddings std 0.02,
+// norms 1 ± 0.05; deterministic for a seed.
+LoadedModel load_dummy_model(const std::string& config_path, DType dtype, Device device, uint64_t seed = 1);
+
+}  // namespace corvid
