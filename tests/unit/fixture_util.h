@@ -2,7 +2,10 @@
 // they are read, and the greedy loop both compare with the oracle's continuations.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +61,28 @@ inline std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>
     return true;
   });
   return out;
+}
+
+// Checks logits [n, vocab] (host) against the oracle's top-k (id, logit) lists of one
+// prompt: every listed logit within atol, and our argmax equal to the oracle's wherever
+// its top-1 leads by more than atol. Returns the largest difference seen.
+inline double expect_top_logits(const Tensor& logits, const nlohmann::json& topk, int64_t vocab, double atol,
+                                size_t prompt) {
+  double worst = 0;
+  for (size_t pos = 0; pos < topk.size(); ++pos) {
+    const nlohmann::json& top = topk[pos];
+    const float* got = logits.row<float>(static_cast<int64_t>(pos));
+    for (const nlohmann::json& pair : top) {
+      const double diff = std::abs(got[pair[0].get<int>()] - pair[1].get<double>());
+      worst = std::max(worst, diff);
+      EXPECT_LE(diff, atol) << "prompt " << prompt << " position " << pos << " token " << pair[0];
+    }
+    if (top[0][1].get<double>() - top[1][1].get<double>() > atol) {
+      EXPECT_EQ(std::max_element(got, got + vocab) - got, top[0][0].get<int64_t>())
+          << "prompt " << prompt << " position " << pos;
+    }
+  }
+  return worst;
 }
 
 }  // namespace corvid::fixtures
