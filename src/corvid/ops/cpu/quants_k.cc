@@ -244,6 +244,22 @@ void quantize_row_q8_k(const float* x, void* dst, int64_t k) {
 
 // ---- dot products ----
 
+// One Q4_K/Q5_K super-block (already unpacked to q) against a Q8_K block: 8 sub-blocks
+// with 6-bit scales and mins; the mins fold in through the activation's bsums.
+template <class Block>
+float dot_scaled_k4_block(const Block& bw, const int* q, const BlockQ8_K& bx) {
+  int isum = 0, msum = 0;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(bw.scales, j, &sc, &m);
+    int s = 0;
+    for (int l = 0; l < 32; ++l) s += q[32 * j + l] * bx.qs[32 * j + l];
+    isum += sc * s;
+    msum += m * (bx.bsums[2 * j] + bx.bsums[2 * j + 1]);
+  }
+  return bx.d * (f16_to_f32(bw.d) * static_cast<float>(isum) - f16_to_f32(bw.dmin) * static_cast<float>(msum));
+}
+
 float vec_dot_q4_k_q8_k_scalar(const void* w, const void* x, int64_t k) {
   const auto* bw = static_cast<const BlockQ4_K*>(w);
   const auto* bx = static_cast<const BlockQ8_K*>(x);
@@ -251,17 +267,7 @@ float vec_dot_q4_k_q8_k_scalar(const void* w, const void* x, int64_t k) {
   float sum = 0;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     unpack_q4k_quants(bw[i].qs, q);
-    int isum = 0, msum = 0;
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      unpack_scale_min_k4(bw[i].scales, j, &sc, &m);
-      int s = 0;
-      for (int l = 0; l < 32; ++l) s += q[32 * j + l] * bx[i].qs[32 * j + l];
-      isum += sc * s;
-      msum += m * (bx[i].bsums[2 * j] + bx[i].bsums[2 * j + 1]);
-    }
-    sum +=
-        bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) - f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
+    sum += dot_scaled_k4_block(bw[i], q, bx[i]);
   }
   return sum;
 }
@@ -273,17 +279,7 @@ float vec_dot_q5_k_q8_k_scalar(const void* w, const void* x, int64_t k) {
   float sum = 0;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     unpack_q5k_quants(bw[i].qs, bw[i].qh, q);
-    int isum = 0, msum = 0;
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      unpack_scale_min_k4(bw[i].scales, j, &sc, &m);
-      int s = 0;
-      for (int l = 0; l < 32; ++l) s += q[32 * j + l] * bx[i].qs[32 * j + l];
-      isum += sc * s;
-      msum += m * (bx[i].bsums[2 * j] + bx[i].bsums[2 * j + 1]);
-    }
-    sum +=
-        bx[i].d * (f16_to_f32(bw[i].d) * static_cast<float>(isum) - f16_to_f32(bw[i].dmin) * static_cast<float>(msum));
+    sum += dot_scaled_k4_block(bw[i], q, bx[i]);
   }
   return sum;
 }
