@@ -1,0 +1,31 @@
+// jinja2's built-in filters and tests, and the Python methods templates call
+// on str, list and dict values, with transformers' overrides (tojson keeps
+// non-ASCII text and does not HTML-escape). Errors are corvid::Error with the
+// Python/jinja2 message; the evaluator adds the template line.
+#pragma once
+
+#include <string_view>
+
+#include "corvid/template/jinja_value.h"
+
+namespace corvid::jinja {
+
+// {{ target | name(args) }}. Unknown filter: Error "no filter named 'name'".
+Value apply_filter(std::string_view name, const Value& target, const CallArgs& args);
+bool has_filter(std::string_view name);
+
+// {{ target is name(args) }}. Unknown test: Error "no test named 'name'".
+bool apply_test(std::string_view name, const Value& target, const CallArgs& args);
+bool has_test(std::string_view name);
+
+// obj.name as jinja2's sandboxed getattr: for dicts, a method (items, keys,
+// values, get) else the key; for str and list, their methods (bound to obj,
+// returned as a Function); otherwise Undefined. Mutating methods (list.append,
+// dict.update, ...) are refused as the immutable sandbox refuses them.
+Value get_attribute(const Value& obj, std::string_view name);
+// obj[key]: dict key, list/str index (negative from the end); missing -> Undefined.
+Value get_item(const Value& obj, const Value& key);
+// obj[start:stop:step] for lists and strings (absent bounds are Undefined/None).
+Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+}  // namespace corvid::jinja

@@ -1,0 +1,111 @@
+// The values a chat template computes with, following Python's semantics
+// (jinja2 runs on Python objects): None, bool, int, float, str, list, dict,
+// plus jinja2's Undefined, callables (macros, globals, bound methods) and
+// namespace() objects. Lists and dicts are shared by reference, as in Python;
+// the sandbox is immutable (transformers uses ImmutableSandboxedEnvironment),
+// so only namespace objects are ever modified after creation.
+//
+// Ownership: jinja_value.{h,cc} and jinja_builtins.{h,cc} implement values,
+// Python str()/repr(), JSON conversion, filters, tests and methods; the
+// lexer/parser/evaluator (jinja_parser.*, jinja_eval.*, jinja.cc) use them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "corvid/template/jinja.h"
+
+namespace corvid::jinja {
+
+class Value;
+
+// Arguments of a call: f(a, b, key=c).
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+  // The keyword argument `name`, else positional[index], else nullptr.
+  const Value* get(std::string_view name, std::size_t index) const;
+};
+
+using Function = std::function<Value(const CallArgs&)>;
+
+// A dict with Python's insertion order. Keys are strings (JSON objects and the
+// dict literals templates write); an integer key is stored as its decimal text.
+struct Object {
+  std::vector<std::pair<std::string, std::shared_ptr<Value>>> entries;
+  bool is_namespace = false;  // namespace(): attributes may be assigned with {% set ns.x = ... %}
+  const Value* find(std::string_view key) const;
+  void set(const std::string& key, Value value);  // replaces in place or appends
+};
+
+class Value {
+ public:
+  enum class Kind { Undefined, None, Bool, Int, Float, String, Array, Object, Function };
+
+  Value() = default;  // Undefined
+  static Value undefined(std::string name = {});  // name is kept for error messages
+  static Value none();
+  Value(bool b);
+  Value(int v) : Value(static_cast<std::int64_t>(v)) {}
+  Value(std::int64_t i);
+  Value(double d);
+  Value(std::string s);
+  Value(const char* s) : Value(std::string(s)) {}
+  static Value array(std::vector<Value> items);
+  static Value object(std::shared_ptr<Object> object);
+  static Value function(std::string name, Function f);
+
+  static Value from_json(const Json& j);
+  Json to_json() const;  // Undefined -> null; a Function is an error
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::Undefined; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_int() const { return kind_ == Kind::Int; }
+  bool is_float() const { return kind_ == Kind::Float; }
+  bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }  // bool excluded
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_array() const { return kind_ == Kind::Array; }
+  bool is_object() const { return kind_ == Kind::Object; }
+  bool is_function() const { return kind_ == Kind::Function; }
+
+  bool as_bool() const { return b_; }
+  std::int64_t as_int() const { return i_; }
+  double as_float() const { return kind_ == Kind::Int ? static_cast<double>(i_) : d_; }
+  const std::string& as_string() const { return *s_; }
+  const std::vector<Value>& as_array() const { return *a_; }
+  const Object& as_object() const { return *o_; }
+  Object& mutable_object() const { return *o_; }  // namespace assignment only
+  const Function& as_function() const { return *f_; }
+  const std::string& name() const { return name_; }  // Undefined's variable or Function's name
+
+  bool truthy() const;            // Python bool(): "", [], {}, 0, None, Undefined are false
+  std::string str() const;        // Python str(): what {{ x }} prints (Undefined prints "")
+  std::string repr() const;       // Python repr(): 'text', [1, 'a'], {'k': None}, True
+  std::string type_name() const;  // Python type name for messages: 'str', 'dict', 'NoneType', ...
+
+  // Python ==; 1 == 1.0 == True.
+  friend bool operator==(const Value& a, const Value& b);
+  // Python <, for sort and comparisons; mismatched types throw Error
+  // ("'<' not supported between instances of 'str' and 'int'").
+  static bool less(const Value& a, const Value& b);
+
+ private:
+  Kind kind_ = Kind::Undefined;
+  bool b_ = false;
+  std::int64_t i_ = 0;
+  double d_ = 0;
+  std::shared_ptr<const std::string> s_;
+  std::shared_ptr<const std::vector<Value>> a_;
+  std::shared_ptr<Object> o_;
+  std::shared_ptr<const Function> f_;
+  std::string name_;
+};
+
+}  // namespace corvid::jinja
