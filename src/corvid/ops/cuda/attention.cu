@@ -3,9 +3,10 @@
 // keeping an online softmax (running max, running sum, output accumulator in
 // registers: lane l holds dims l, l+32, …); the warps' partial results merge
 // through shared memory at the end. Scores in fp32. Decode-speed work (split-KV
-// over many blocks, tensor-core prefill) comes later.
+// over many blocks) comes later. Prompts in Fast mode use attention_prefill.cu.
 #include <cmath>
 
+#include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 constexpr int kWarps = 16;  // decode has one block per head: the warps split the keys
 constexpr int kMaxHeadDim = 256;
+constexpr int64_t kPrefillMinQueries = 16;  // fewer queries (decode, short appends) stay on the fp32 kernel
 constexpr int kPerLane = kMaxHeadDim / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -105,6 +107,11 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   CORVID_CHECK(n <= INT32_MAX && n_heads <= 65535, "CUDA attention: grid too large (", n, " queries x ", n_heads,
                " heads)");
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  // Prompts take the tensor-core kernel unless the user asked for exact numerics.
+  if (n >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast && attention_prefill_supported(q, k_cache)) {
+    attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
   auto launch = [&](auto kernel) {
     kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), pos,

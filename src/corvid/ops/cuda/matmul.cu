@@ -7,15 +7,17 @@
 // whole 32-element block per lane (adjacent lanes read adjacent blocks, so a
 // warp's loads are contiguous); the other block formats decode per element.
 //
-// Prefill (larger n) dequantizes the weight to F32 in row tiles and calls cuBLAS
-// SGEMM (no TF32), so quantized weights are multiplied exactly as stored, with
-// unquantized activations. Correct first: bf16 tensor-core GEMMs come later.
+// Prefill (larger n) runs on tensor cores with 16-bit operands (gemm_tc.cu) by
+// default; with QuantizedMatmul::Exact it dequantizes the weight to F32 in row
+// tiles and calls cuBLAS SGEMM (no TF32), so quantized weights are multiplied
+// exactly as stored, with unquantized activations.
 #include <algorithm>
 #include <utility>
 
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/gemm_tc.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 
 namespace corvid::ops::cuda {
@@ -214,7 +216,7 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bia
 }
 
 // out[n, m] = x[n, k] @ w[m, k]^T through SGEMM on F32 weights (dequantized in row tiles).
-void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out) {
   Context& ctx = context();
   const int64_t n = x.rows(), m = w.rows(), k = w.cols();
   CORVID_CHECK(n <= INT32_MAX && m <= INT32_MAX && k <= INT32_MAX, "CUDA matmul: dimensions exceed cuBLAS int range");
@@ -240,10 +242,12 @@ void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out, const Ten
                                     static_cast<int>(k), &one, wf, static_cast<int>(k), x.ptr<float>(),
                                     static_cast<int>(k), &zero, out.ptr<float>() + r0, static_cast<int>(m)));
   }
-  if (bias) {
-    add_bias_kernel<<<blocks_for(n * m, 256), 256, 0, ctx.stream>>>(out.ptr<float>(), bias->data, bias->dtype, n, m);
-    CORVID_CUDA_LAUNCHED("add_bias_kernel");
-  }
+}
+
+void add_bias(const Tensor& out, const Tensor& bias) {
+  const int64_t n = out.rows(), m = out.cols();
+  add_bias_kernel<<<blocks_for(n * m, 256), 256, 0, context().stream>>>(out.ptr<float>(), bias.data, bias.dtype, n, m);
+  CORVID_CUDA_LAUNCHED("add_bias_kernel");
 }
 
 // The kernels hard-code the GGUF block sizes; a layout change in core/dtype must not go unnoticed.
@@ -271,7 +275,13 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   if (n <= kGemvMaxCols) {
     gemv(x, w, out, bias, 0, static_cast<int>(n));
   } else {
-    gemm_via_f32(x, w, out, bias);
+    // Prompts run on tensor cores (16-bit operands) unless the user asked for exact numerics.
+    if (quantized_matmul() == QuantizedMatmul::Fast && gemm_tensor_cores_supported(x, w)) {
+      gemm_tensor_cores(x, w, out);
+    } else {
+      gemm_via_f32(x, w, out);
+    }
+    if (bias) add_bias(out, *bias);
   }
 }
 
