@@ -153,5 +153,34 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
   }
 }
 
+// Decode attention splits a head's keys over several blocks once the cache is long;
+// fp32 throughout, so it must equal the CPU within 1e-5 (relative to max |cpu|).
+TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t window : {0, 300}) {
+      const int64_t cap = 2000, n_heads = 8, n_kv = 2;
+      const std::vector<int32_t> positions = {0, 5, 700, 1999};
+      const int64_t n = static_cast<int64_t>(positions.size());
+      OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), 41));
+      OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 42));
+      OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 43));
+      OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
+      DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
+      ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
+      const auto got = to_host(g_out.tensor);
+      double diff = 0, mag = 1e-30;
+      for (size_t i = 0; i < got.size(); ++i) {
+        diff = std::max(diff, std::abs(static_cast<double>(got[i]) - cpu_out.ptr<float>()[i]));
+        mag = std::max(mag, std::abs(static_cast<double>(cpu_out.ptr<float>()[i])));
+      }
+      EXPECT_LE(diff / mag, 1e-5) << "head_dim " << head_dim << " window " << window;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace corvid

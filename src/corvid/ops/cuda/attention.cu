@@ -1,9 +1,11 @@
-// Causal GQA attention over the KV cache on the GPU, the straightforward way:
+// Causal GQA attention over the KV cache on the GPU. Decode (fewer than
+// kPrefillMinQueries queries) uses split-KV blocks (below); Exact-mode prompts use
 // one block per (query, head), sixteen warps splitting the visible keys, each warp
 // keeping an online softmax (running max, running sum, output accumulator in
 // registers: lane l holds dims l, l+32, …); the warps' partial results merge
-// through shared memory at the end. Scores in fp32. Decode-speed work (split-KV
-// over many blocks) comes later. Prompts in Fast mode use attention_prefill.cu.
+// through shared memory at the end. Scores in fp32. Fast-mode prompts use the
+// tensor-core kernel in attention_prefill.cu.
+#include <algorithm>
 #include <cmath>
 
 #include "corvid/ops/cuda/attention_prefill.cuh"
@@ -97,6 +99,121 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
   }
 }
 
+// Decode (few queries) splits each head's keys over several blocks so that a long
+// context keeps every SM busy (one block per head would use 32 of 132 SMs for an 8B
+// model): each block runs the same per-warp online softmax over its share of the keys
+// and writes (max, sum, unnormalised output) to a scratch row; a second kernel merges
+// a head's splits. The split count depends only on the cache's capacity and the
+// shapes, never on the position, so a recorded decode step replays at any length.
+constexpr int kSplitWarps = 4;
+constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many cache rows on
+
+template <int kDims>
+__global__ void attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                                       const float* __restrict__ v_cache, const int32_t* __restrict__ positions,
+                                       float scale, int64_t window, float* __restrict__ partial, int n_heads,
+                                       int n_kv_heads, int head_dim, int splits) {
+  __shared__ float part_m[kSplitWarps], part_l[kSplitWarps];
+  __shared__ float part_acc[kSplitWarps][kDims * 32];
+  const int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int kvh = h / (n_heads / n_kv_heads);
+  const int64_t pos = positions[t];
+  const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
+  const int64_t chunk = (pos - first + splits) / splits;  // ceil(len / splits), len = pos - first + 1
+  const int64_t start = first + split * chunk, end = min(pos, start + chunk - 1);
+  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
+
+  float qr[kDims], acc[kDims];
+  const float* qp = q + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) {
+    const int d = lane + 32 * e;
+    qr[e] = d < head_dim ? qp[d] : 0.0f;
+    acc[e] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
+    const float* kp = k_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const float* vp = v_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    float s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      if (d < head_dim) s += qr[e] * kp[d];
+    }
+    s = warp_sum(s) * scale;
+    const float m_new = fmaxf(m, s);
+    const float correction = expf(m - m_new);
+    const float p = expf(s - m_new);
+    l = l * correction + p;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      acc[e] = acc[e] * correction + (d < head_dim ? p * vp[d] : 0.0f);
+    }
+    m = m_new;
+  }
+  if (lane == 0) {
+    part_m[warp] = m;
+    part_l[warp] = l;
+  }
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) part_acc[warp][lane + 32 * e] = acc[e];
+  __syncthreads();
+  // This split's (max, sum, output): an empty split (short context) has max -inf.
+  float big = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kSplitWarps; ++w) big = fmaxf(big, part_m[w]);
+  float weight[kSplitWarps], total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kSplitWarps; ++w) {
+    weight[w] = part_m[w] == -INFINITY ? 0.0f : expf(part_m[w] - big);
+    total += part_l[w] * weight[w];
+  }
+  float* row = partial + ((static_cast<int64_t>(t) * n_heads + h) * splits + split) * (head_dim + 2);
+  if (threadIdx.x == 0) {
+    row[0] = big;
+    row[1] = total;
+  }
+  for (int d = threadIdx.x; d < head_dim; d += kSplitWarps * 32) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kSplitWarps; ++w) sum += part_acc[w][d] * weight[w];
+    row[2 + d] = sum;
+  }
+}
+
+__global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_heads,
+                                         int head_dim, int splits) {
+  const int t = blockIdx.x, h = blockIdx.y;
+  const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * (head_dim + 2);
+  float big = -INFINITY;
+  for (int s = 0; s < splits; ++s) big = fmaxf(big, rows[s * (head_dim + 2)]);
+  float total = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ms = rows[s * (head_dim + 2)];
+    if (ms != -INFINITY) total += rows[s * (head_dim + 2) + 1] * expf(ms - big);
+  }
+  float* op = out + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float ms = rows[s * (head_dim + 2)];
+      if (ms != -INFINITY) sum += rows[s * (head_dim + 2) + 2 + d] * expf(ms - big);
+    }
+    op[d] = sum / total;
+  }
+}
+
+// How many blocks share one head's keys: enough blocks for two per SM, no more
+// splits than the cache has kKeysPerSplit-row stretches, at most 64.
+int decode_splits(const Context& ctx, int64_t n, int64_t n_heads, int64_t capacity) {
+  const int64_t want = (2 * static_cast<int64_t>(ctx.sm_count) + n * n_heads - 1) / (n * n_heads);
+  const int64_t most = (capacity + kKeysPerSplit - 1) / kKeysPerSplit;
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
+}
+
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
@@ -110,6 +227,26 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   // Prompts take the tensor-core kernel unless the user asked for exact numerics.
   if (n >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast && attention_prefill_supported(q, k_cache)) {
     attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
+    return;
+  }
+  if (n < kPrefillMinQueries) {
+    const int splits = decode_splits(ctx, n, n_heads, k_cache.dim(0));
+    float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
+    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads), static_cast<unsigned>(splits));
+    auto launch_split = [&](auto kernel) {
+      kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(),
+                                                              pos, scale, window, partial, static_cast<int>(n_heads),
+                                                              static_cast<int>(n_kv_heads), static_cast<int>(head_dim),
+                                                              splits);
+      CORVID_CUDA_LAUNCHED("attention_split_kernel");
+    };
+    if (head_dim <= 32) launch_split(attention_split_kernel<1>);
+    else if (head_dim <= 64) launch_split(attention_split_kernel<2>);
+    else if (head_dim <= 128) launch_split(attention_split_kernel<4>);
+    else launch_split(attention_split_kernel<kPerLane>);
+    attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
+        partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
+    CORVID_CUDA_LAUNCHED("attention_combine_kernel");
     return;
   }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
