@@ -47,13 +47,20 @@ __global__ void round_activations_kernel(const float* __restrict__ x, T16* __res
   }
 }
 
+// Decodes a row tile into bf16, eight consecutive values per thread (one 16-byte
+// store). Indices are 32-bit: a tile holds at most kTileElems values, and k is a
+// multiple of 8, so a group of eight never straddles two rows.
 template <DType T>
-__global__ void dequant_bf16_kernel(const uint8_t* __restrict__ w, __nv_bfloat16* __restrict__ dst, int64_t rows,
-                                    int64_t k, size_t row_bytes) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= rows * k) return;
-  const int64_t r = idx / k, i = idx % k;
-  dst[idx] = __float2bfloat16_rn(element<T>(w + static_cast<size_t>(r) * row_bytes, i));
+__global__ void dequant_bf16_kernel(const uint8_t* __restrict__ w, __nv_bfloat16* __restrict__ dst, uint32_t groups,
+                                    uint32_t groups_per_row, uint32_t row_bytes) {
+  const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= groups) return;
+  const uint32_t r = g / groups_per_row, i0 = (g % groups_per_row) * 8;
+  const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+  __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = __float2bfloat16_rn(element<T>(row, static_cast<int>(i0 + e)));
+  *reinterpret_cast<uint4*>(dst + static_cast<size_t>(g) * 8) = *reinterpret_cast<const uint4*>(v);
 }
 
 // A device buffer owned by this file for the rounded activations (Context::scratch
@@ -113,7 +120,9 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
       const uint8_t* src = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
       dispatch_weight_dtype(w.dtype, [&](auto tag) {
         constexpr DType T = decltype(tag)::value;
-        dequant_bf16_kernel<T><<<blocks_for(rows * k, 256), 256, 0, ctx.stream>>>(src, tile, rows, k, w.row_bytes());
+        const auto groups = static_cast<uint32_t>(rows * k / 8);
+        dequant_bf16_kernel<T><<<blocks_for(groups, 256), 256, 0, ctx.stream>>>(
+            src, tile, groups, static_cast<uint32_t>(k / 8), static_cast<uint32_t>(w.row_bytes()));
         CORVID_CUDA_LAUNCHED("dequant_bf16_kernel");
       });
       wp = tile;
