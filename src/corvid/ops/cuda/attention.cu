@@ -108,79 +108,94 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
 constexpr int kSplitWarps = 4;
 constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many cache rows on
 
-template <int kDims>
+// G query heads that share a kv head run in one block, so each key and value row is
+// read once per group instead of once per head.
+template <int kDims, int G>
 __global__ void attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                                        const float* __restrict__ v_cache, const int32_t* __restrict__ positions,
                                        float scale, int64_t window, float* __restrict__ partial, int n_heads,
                                        int n_kv_heads, int head_dim, int splits) {
-  __shared__ float part_m[kSplitWarps], part_l[kSplitWarps];
-  __shared__ float part_acc[kSplitWarps][kDims * 32];
-  const int t = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
+  __shared__ float part_m[kSplitWarps][G], part_l[kSplitWarps][G];
+  __shared__ float part_acc[kSplitWarps][G][kDims * 32];
+  const int t = blockIdx.x, h0 = blockIdx.y * G, split = blockIdx.z;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int kvh = h / (n_heads / n_kv_heads);
+  const int kvh = h0 / (n_heads / n_kv_heads);
   const int64_t pos = positions[t];
   const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
   const int64_t chunk = (pos - first + splits) / splits;  // ceil(len / splits), len = pos - first + 1
   const int64_t start = first + split * chunk, end = min(pos, start + chunk - 1);
   const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
 
-  float qr[kDims], acc[kDims];
-  const float* qp = q + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+  float qr[G][kDims], acc[G][kDims], m[G], l[G];
 #pragma unroll
-  for (int e = 0; e < kDims; ++e) {
-    const int d = lane + 32 * e;
-    qr[e] = d < head_dim ? qp[d] : 0.0f;
-    acc[e] = 0.0f;
+  for (int g = 0; g < G; ++g) {
+    const float* qp = q + (static_cast<int64_t>(t) * n_heads + h0 + g) * head_dim;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      qr[g][e] = d < head_dim ? qp[d] : 0.0f;
+      acc[g][e] = 0.0f;
+    }
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
   }
-  float m = -INFINITY, l = 0.0f;
   for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
     const float* kp = k_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
     const float* vp = v_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    float s = 0.0f;
+    float kr[kDims], vr[kDims];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      if (d < head_dim) s += qr[e] * kp[d];
+      kr[e] = d < head_dim ? kp[d] : 0.0f;
+      vr[e] = d < head_dim ? vp[d] : 0.0f;
     }
-    s = warp_sum(s) * scale;
-    const float m_new = fmaxf(m, s);
-    const float correction = expf(m - m_new);
-    const float p = expf(s - m_new);
-    l = l * correction + p;
 #pragma unroll
-    for (int e = 0; e < kDims; ++e) {
-      const int d = lane + 32 * e;
-      acc[e] = acc[e] * correction + (d < head_dim ? p * vp[d] : 0.0f);
+    for (int g = 0; g < G; ++g) {
+      float s = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kDims; ++e) s += qr[g][e] * kr[e];
+      s = warp_sum(s) * scale;
+      const float m_new = fmaxf(m[g], s);
+      const float correction = expf(m[g] - m_new);
+      const float p = expf(s - m_new);
+      l[g] = l[g] * correction + p;
+#pragma unroll
+      for (int e = 0; e < kDims; ++e) acc[g][e] = acc[g][e] * correction + p * vr[e];
+      m[g] = m_new;
     }
-    m = m_new;
-  }
-  if (lane == 0) {
-    part_m[warp] = m;
-    part_l[warp] = l;
   }
 #pragma unroll
-  for (int e = 0; e < kDims; ++e) part_acc[warp][lane + 32 * e] = acc[e];
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      part_m[warp][g] = m[g];
+      part_l[warp][g] = l[g];
+    }
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) part_acc[warp][g][lane + 32 * e] = acc[g][e];
+  }
   __syncthreads();
-  // This split's (max, sum, output): an empty split (short context) has max -inf.
-  float big = -INFINITY;
+  // Each head's (max, sum, output) over this split: an empty split (short context) has max -inf.
+  for (int g = 0; g < G; ++g) {
+    float big = -INFINITY;
 #pragma unroll
-  for (int w = 0; w < kSplitWarps; ++w) big = fmaxf(big, part_m[w]);
-  float weight[kSplitWarps], total = 0.0f;
+    for (int w = 0; w < kSplitWarps; ++w) big = fmaxf(big, part_m[w][g]);
+    float weight[kSplitWarps], total = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kSplitWarps; ++w) {
-    weight[w] = part_m[w] == -INFINITY ? 0.0f : expf(part_m[w] - big);
-    total += part_l[w] * weight[w];
-  }
-  float* row = partial + ((static_cast<int64_t>(t) * n_heads + h) * splits + split) * (head_dim + 2);
-  if (threadIdx.x == 0) {
-    row[0] = big;
-    row[1] = total;
-  }
-  for (int d = threadIdx.x; d < head_dim; d += kSplitWarps * 32) {
-    float sum = 0.0f;
+    for (int w = 0; w < kSplitWarps; ++w) {
+      weight[w] = part_m[w][g] == -INFINITY ? 0.0f : expf(part_m[w][g] - big);
+      total += part_l[w][g] * weight[w];
+    }
+    float* row = partial + ((static_cast<int64_t>(t) * n_heads + h0 + g) * splits + split) * (head_dim + 2);
+    if (threadIdx.x == 0) {
+      row[0] = big;
+      row[1] = total;
+    }
+    for (int d = threadIdx.x; d < head_dim; d += kSplitWarps * 32) {
+      float sum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kSplitWarps; ++w) sum += part_acc[w][d] * weight[w];
-    row[2 + d] = sum;
+      for (int w = 0; w < kSplitWarps; ++w) sum += part_acc[w][g][d] * weight[w];
+      row[2 + d] = sum;
+    }
   }
 }
 
@@ -208,8 +223,8 @@ __global__ void attention_combine_kernel(const float* __restrict__ partial, floa
 
 // How many blocks share one head's keys: enough blocks for two per SM, no more
 // splits than the cache has kKeysPerSplit-row stretches, at most 64.
-int decode_splits(const Context& ctx, int64_t n, int64_t n_heads, int64_t capacity) {
-  const int64_t want = (2 * static_cast<int64_t>(ctx.sm_count) + n * n_heads - 1) / (n * n_heads);
+int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity) {
+  const int64_t want = (2 * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
   const int64_t most = (capacity + kKeysPerSplit - 1) / kKeysPerSplit;
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
 }
@@ -230,9 +245,13 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
     return;
   }
   if (n < kPrefillMinQueries) {
-    const int splits = decode_splits(ctx, n, n_heads, k_cache.dim(0));
+    // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
+    const int64_t group = n_heads / n_kv_heads;
+    const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+    const int splits = decode_splits(ctx, n * n_heads / heads_per_block, k_cache.dim(0));
     float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
-    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads), static_cast<unsigned>(splits));
+    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / heads_per_block),
+                          static_cast<unsigned>(splits));
     auto launch_split = [&](auto kernel) {
       kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(),
                                                               pos, scale, window, partial, static_cast<int>(n_heads),
@@ -240,10 +259,17 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
                                                               splits);
       CORVID_CUDA_LAUNCHED("attention_split_kernel");
     };
-    if (head_dim <= 32) launch_split(attention_split_kernel<1>);
-    else if (head_dim <= 64) launch_split(attention_split_kernel<2>);
-    else if (head_dim <= 128) launch_split(attention_split_kernel<4>);
-    else launch_split(attention_split_kernel<kPerLane>);
+    auto for_dims = [&](auto dims) {
+      constexpr int D = decltype(dims)::value;
+      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8>);
+      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4>);
+      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2>);
+      else launch_split(attention_split_kernel<D, 1>);
+    };
+    if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
+    else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
+    else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
+    else for_dims(std::integral_constant<int, kPerLane>{});
     attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
         partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
     CORVID_CUDA_LAUNCHED("attention_combine_kernel");
