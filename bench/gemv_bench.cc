@@ -107,7 +107,7 @@ void fill_weight(DType t, int64_t m, int64_t k, uint8_t* dev) {
 }
 
 struct Result {
-  double tiled_us = 0, general_us = 0, diff = 0;
+  double persistent_us = 0, tiled_us = 0, general_us = 0, diff = 0;
 };
 
 Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
@@ -128,6 +128,9 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
   CORVID_CUDA_CHECK(cudaMemcpy(x, xh.data(), xh.size() * sizeof(float), cudaMemcpyHostToDevice));
   CORVID_CUDA_CHECK(cudaMemset(out, 0xFF, s.m * sizeof(float)));  // NaN until written
   CORVID_CUDA_CHECK(cudaMemset(out_general, 0xFF, s.m * sizeof(float)));
+  float* out_tiled = nullptr;
+  CORVID_CUDA_CHECK(cudaMalloc(&out_tiled, s.m * sizeof(float)));
+  CORVID_CUDA_CHECK(cudaMemset(out_tiled, 0xFF, s.m * sizeof(float)));
 
   const Tensor xt(DType::F32, {1, s.k}, x, Device::CUDA);
   auto call = [&](int i, float* o) {
@@ -137,22 +140,27 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
   };
   const int calls = static_cast<int>(std::clamp<double>(16e9 / static_cast<double>(bytes), 40, 4000));
   Result r;
-  ops::cuda::set_gemv_tiled_enabled(true);
-  r.tiled_us = time_calls(calls, [&](int i) { call(i, out); });
-  ops::cuda::set_gemv_tiled_enabled(false);
+  using ops::cuda::GemvKernels;
+  ops::cuda::set_gemv_kernels(GemvKernels::Persistent);
+  r.persistent_us = time_calls(calls, [&](int i) { call(i, out); });
+  ops::cuda::set_gemv_kernels(GemvKernels::Tiled);
+  r.tiled_us = time_calls(calls, [&](int i) { call(i, out_tiled); });
+  ops::cuda::set_gemv_kernels(GemvKernels::General);
   // The general kernels are slow on some formats: fewer calls.
   r.general_us = time_calls(std::max(10, calls / 4), [&](int i) { call(i, out_general); });
-  ops::cuda::set_gemv_tiled_enabled(true);
-  std::vector<float> a(static_cast<size_t>(s.m)), b(static_cast<size_t>(s.m));
+  ops::cuda::set_gemv_kernels(GemvKernels::Persistent);
+  std::vector<float> a(static_cast<size_t>(s.m)), b(static_cast<size_t>(s.m)), c(static_cast<size_t>(s.m));
   CORVID_CUDA_CHECK(cudaMemcpy(a.data(), out, s.m * sizeof(float), cudaMemcpyDeviceToHost));
   CORVID_CUDA_CHECK(cudaMemcpy(b.data(), out_general, s.m * sizeof(float), cudaMemcpyDeviceToHost));
+  CORVID_CUDA_CHECK(cudaMemcpy(c.data(), out_tiled, s.m * sizeof(float), cudaMemcpyDeviceToHost));
   double diff = 0, mag = 1e-30;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) diff = INFINITY;
-    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i]) || !std::isfinite(c[i])) diff = INFINITY;
+    diff = std::max({diff, static_cast<double>(std::abs(a[i] - b[i])), static_cast<double>(std::abs(c[i] - b[i]))});
     mag = std::max(mag, static_cast<double>(std::abs(b[i])));
   }
   r.diff = diff / mag;
+  CORVID_CUDA_CHECK(cudaFree(out_tiled));
   CORVID_CUDA_CHECK(cudaFree(w));
   CORVID_CUDA_CHECK(cudaFree(x));
   CORVID_CUDA_CHECK(cudaFree(out));
@@ -178,26 +186,30 @@ int run(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MiB\n", p.name, p.multiProcessorCount, p.l2CacheSize >> 20);
   const double copy = copy_bandwidth_gbs();
   std::printf("copy bandwidth (D2D cudaMemcpy 1 GiB, read+write): %.0f GB/s\n\n", copy);
-  std::printf("%-5s %-8s %6s %6s %9s %8s %8s %6s | %9s %8s %6s | %8s\n", "dtype", "matrix", "m", "k", "MB",
-              "us", "GB/s", "%copy", "old us", "old GB/s", "%copy", "rel diff");
+  std::printf("persistent: tiled kernels, grid = blocks resident at once; tiled: one block per 4-row group;\n"
+              "general: the one-warp-per-row kernels (before this work); rel diff: max |other - general| / max |general|\n");
+  std::printf("%-5s %-8s %6s %6s %7s | %7s %6s %6s | %7s %6s | %7s %6s | %7s\n", "dtype", "matrix", "m", "k", "MB",
+              "pers us", "GB/s", "%copy", "tile us", "GB/s", "gen us", "GB/s", "reldiff");
   for (DType t : dtypes) {
-    double token_us = 0, token_us_old = 0, token_bytes = 0;
+    double token_us = 0, token_us_tiled = 0, token_us_old = 0, token_bytes = 0;
     for (const Shape& s : kShapes) {
       const Result r = bench_one(t, s, static_cast<size_t>(p.l2CacheSize));
       const double bytes = static_cast<double>(bytes_for(t, s.k)) * s.m;
-      const double gbs = bytes / (r.tiled_us * 1e3), old_gbs = bytes / (r.general_us * 1e3);
-      std::printf("%-5s %-8s %6lld %6lld %9.1f %8.1f %8.0f %5.1f%% | %9.1f %8.0f %5.1f%% | %8.1e\n",
+      const double gbs = bytes / (r.persistent_us * 1e3);
+      std::printf("%-5s %-8s %6lld %6lld %7.1f | %7.1f %6.0f %5.1f%% | %7.1f %6.0f | %7.1f %6.0f | %7.1e\n",
                   std::string(dtype_name(t)).c_str(), s.name, static_cast<long long>(s.m),
-                  static_cast<long long>(s.k), bytes / 1e6, r.tiled_us, gbs, 100 * gbs / copy, r.general_us, old_gbs,
-                  100 * old_gbs / copy, r.diff);
-      token_us += r.tiled_us * s.per_token;
+                  static_cast<long long>(s.k), bytes / 1e6, r.persistent_us, gbs, 100 * gbs / copy, r.tiled_us,
+                  bytes / (r.tiled_us * 1e3), r.general_us, bytes / (r.general_us * 1e3), r.diff);
+      token_us += r.persistent_us * s.per_token;
+      token_us_tiled += r.tiled_us * s.per_token;
       token_us_old += r.general_us * s.per_token;
       token_bytes += bytes * s.per_token;
     }
     std::printf("%-5s per token: %.2f GB of GEMV weights, %.0f us -> %.0f tok/s GEMV-only (%.0f GB/s, %.1f%% of copy); "
-                "old kernels %.0f tok/s\n\n",
+                "tiled %.0f, general %.0f tok/s\n\n",
                 std::string(dtype_name(t)).c_str(), token_bytes / 1e9, token_us, 1e6 / token_us,
-                token_bytes / (token_us * 1e3), 100 * token_bytes / (token_us * 1e3) / copy, 1e6 / token_us_old);
+                token_bytes / (token_us * 1e3), 100 * token_bytes / (token_us * 1e3) / copy, 1e6 / token_us_tiled,
+                1e6 / token_us_old);
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "corvid/core/device.h"
+#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/ops.h"
 #include "ops_test_util.h"
 
@@ -85,36 +86,67 @@ double check_gemv(DType t, Shape s, int64_t n, uint32_t seed) {
   return worst;
 }
 
+using ops::cuda::GemvKernels;
+
+// Selects the GEMV kernels for one scope (the default again at its end).
+struct KernelsScope {
+  explicit KernelsScope(GemvKernels k) { ops::cuda::set_gemv_kernels(k); }
+  ~KernelsScope() { ops::cuda::set_gemv_kernels(GemvKernels::Persistent); }
+};
+
+const char* kernels_name(GemvKernels k) {
+  return k == GemvKernels::Persistent ? "persistent" : k == GemvKernels::Tiled ? "tiled" : "general";
+}
+
 TEST(CudaGemv, EveryDtypeShapeAndWidth) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
-  const DType dtypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                          DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-  // k: one partial tile; a whole tile plus a partial one; two whole tiles.
-  const Shape shapes[] = {{1, 256}, {7, 2304}, {130, 4096}};
-  uint32_t seed = 100;
-  for (DType t : dtypes)
-    for (Shape s : shapes)
-      for (int64_t n : {1, 2, 5, 8}) {
-        const double e = check_gemv(t, s, n, seed += 3);
-        EXPECT_LE(e, 1.0) << dtype_name(t) << " m=" << s.m << " k=" << s.k << " n=" << n;
-      }
+  for (GemvKernels kernels : {GemvKernels::Persistent, GemvKernels::Tiled, GemvKernels::General}) {
+    KernelsScope scope(kernels);
+    const DType dtypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                            DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    // k: one partial tile; a whole tile plus a partial one; two whole tiles.
+    const Shape shapes[] = {{1, 256}, {7, 2304}, {130, 4096}};
+    uint32_t seed = 100;
+    for (DType t : dtypes)
+      for (Shape s : shapes)
+        for (int64_t n : {1, 2, 5, 8}) {
+          const double e = check_gemv(t, s, n, seed += 3);
+          EXPECT_LE(e, 1.0) << dtype_name(t) << " m=" << s.m << " k=" << s.k << " n=" << n << " "
+                            << kernels_name(kernels);
+        }
+  }
 }
 
 TEST(CudaGemv, TiledTailsAndOddRows) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
-  // Q4_0/Q4_1/Q8_0 at k = 4608: two whole tiles and a 512-value tail, all 16-byte rows.
-  // k = 96: rows of 54/60/102 bytes, so the general kernels. m = 1027 = 4 * 256 + 3.
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::BF16, DType::F16})
-    for (Shape s : {Shape{1027, 4608}, Shape{5, 96}})
-      for (int64_t n : {1, 3}) {
-        const double e = check_gemv(t, s, n, 7 + static_cast<uint32_t>(n));
-        EXPECT_LE(e, 1.0) << dtype_name(t) << " m=" << s.m << " k=" << s.k << " n=" << n;
-      }
-  // K-quants over many row blocks and whole tiles (k = 2048 * 3).
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
-    const double e = check_gemv(t, {1027, 6144}, 1, 11);
-    EXPECT_LE(e, 1.0) << dtype_name(t);
+  for (GemvKernels kernels : {GemvKernels::Persistent, GemvKernels::Tiled}) {
+    KernelsScope scope(kernels);
+    // Q4_0/Q4_1/Q8_0 at k = 4608: two whole tiles and a 512-value tail, all 16-byte rows.
+    // k = 96: rows of 54/60/102 bytes, so the general kernels. m = 1027 = 4 * 256 + 3.
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::BF16, DType::F16})
+      for (Shape s : {Shape{1027, 4608}, Shape{5, 96}})
+        for (int64_t n : {1, 3}) {
+          const double e = check_gemv(t, s, n, 7 + static_cast<uint32_t>(n));
+          EXPECT_LE(e, 1.0) << dtype_name(t) << " m=" << s.m << " k=" << s.k << " n=" << n << " "
+                            << kernels_name(kernels);
+        }
+    // K-quants over many row blocks and whole tiles (k = 2048 * 3).
+    for (DType t : {DType::Q4_K, DType::Q6_K}) {
+      const double e = check_gemv(t, {1027, 6144}, 1, 11);
+      EXPECT_LE(e, 1.0) << dtype_name(t) << " " << kernels_name(kernels);
+    }
   }
+}
+
+TEST(CudaGemv, PersistentBlocksTakeSeveralRowGroups) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
+  // 9001 rows are 2251 four-row groups: more than the blocks an H200 holds at once
+  // (132 SMs x 6 single-token blocks), so persistent blocks stream several groups, the last short.
+  for (DType t : {DType::Q4_0, DType::BF16, DType::Q6_K})
+    for (int64_t n : {1, 2}) {
+      const double e = check_gemv(t, {9001, t == DType::Q6_K ? 2048 : 2304}, n, 31);
+      EXPECT_LE(e, 1.0) << dtype_name(t) << " n=" << n;
+    }
 }
 
 TEST(CudaGemv, DetectsAWrongWeight) {

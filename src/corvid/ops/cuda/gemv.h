@@ -32,8 +32,11 @@ struct GemvArgs {
 // call to the general kernels.
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
 
-// For benchmarks comparing the tiled and the general kernels: off sends every GEMV to
-// the general kernels. On by default; not thread-safe (set it between launches).
-void set_gemv_tiled_enabled(bool on);
+// Which GEMV kernels run, for benchmarks comparing them (set between launches; not
+// thread-safe). Persistent (the default): tiled kernels on a grid of the blocks the GPU
+// holds at once, each streaming several row groups; Tiled: one block per row group;
+// General: the one-warp-per-row kernels for every dtype.
+enum class GemvKernels { Persistent, Tiled, General };
+void set_gemv_kernels(GemvKernels k);
 
 }  // namespace corvid::ops::cuda

@@ -31,6 +31,8 @@ constexpr int kRows = 4;                   // weight rows per thread block
 constexpr int kTileElems = kThreads * 8;   // one 8-value group per thread per row and tile
 constexpr float kMagic = 8388608.0f;       // 2^23
 
+GemvKernels g_kernels = GemvKernels::Persistent;
+
 template <DType T>
 struct Format;
 template <>
@@ -52,6 +54,17 @@ template <DType T>
 constexpr int kTileBytes = kTileElems / Format<T>::kElems * Format<T>::kBytes;
 template <DType T>
 constexpr bool kIsFloat = T == DType::F16 || T == DType::BF16;
+// Tiles in flight per block: enough bytes per SM to cover the memory latency
+// (16-bit rows already bring 16 KiB a tile), within 48 KiB of static shared memory.
+template <DType T>
+constexpr int kStages = kIsFloat<T> ? 2 : 4;
+// Blocks one SM holds at once, fixed at compile time (the launch bounds cap registers
+// to fit them) so that the persistent grid needs no occupancy query, which could fall
+// inside a CUDA graph capture: single-token blocks use ~40 registers a thread, and 6
+// blocks of at most 36 KiB shared memory fit an SM's 228 KiB; the 8-token form keeps
+// 8 x 4 accumulators and more activations in registers, one block per SM.
+template <DType T, int NC>
+constexpr int kBlocksPerSm = NC == 1 ? 6 : 1;
 // Formats whose values are a*q + b with a nonzero b (a per-group minimum).
 template <DType T>
 constexpr bool kHasOffset = T == DType::Q4_1 || T == DType::Q4_K;
@@ -65,7 +78,10 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all_but_one() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -141,10 +157,16 @@ __device__ __forceinline__ void decode_group(const uint8_t* tile, int g, float (
     const uint2 raw = *reinterpret_cast<const uint2*>(sb + 16 + chunk * 32 + l0);  // 8-byte aligned
     const int shift = hi * 4;
     const uint2 v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
-    float sc, mn;
-    k_scale_min(sb + 4, 2 * chunk + hi, sc, mn);
-    a = half_to_float(load_u16(sb)) * sc;
-    b = -half_to_float(load_u16(sb + 2)) * mn;
+    // Scale and min of sub-block j = 2 chunk + hi (6 bits each, packed in 12 bytes as
+    // quant.cuh's k_scale_min reads them), without branches: lanes of one warp hold
+    // both halves of j's range.
+    const int j = 2 * chunk + hi, jj = (j & 3) * 8;
+    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sb + 4);  // 4-byte aligned
+    const uint32_t b0 = (sw[0] >> jj) & 0xFF, b1 = (sw[1] >> jj) & 0xFF, b2 = (sw[2] >> jj) & 0xFF;
+    const uint32_t sc = j < 4 ? (b0 & 63) : ((b2 & 0xF) | ((b0 >> 6) << 4));
+    const uint32_t mn = j < 4 ? (b1 & 63) : ((b2 >> 4) | ((b1 >> 6) << 4));
+    a = half_to_float(load_u16(sb)) * (__uint_as_float(0x4B000000u | sc) - kMagic);
+    b = -half_to_float(load_u16(sb + 2)) * (__uint_as_float(0x4B000000u | mn) - kMagic);
     bytes_to_floats(v, 0.0f, q);
   } else {
     static_assert(T == DType::Q6_K, "unsupported format");
@@ -164,30 +186,49 @@ __device__ __forceinline__ void decode_group(const uint8_t* tile, int g, float (
   }
 }
 
-// out[c, row] for the kRows rows starting at blockIdx.x * kRows and c < n <= NC.
+// out[c, row] for c < n <= NC. Persistent: block b takes row groups (kRows rows each)
+// b, b + gridDim.x, ...; its (row group, tile) items form one stream with kStages<T>
+// tiles in flight, so a block keeps loading while it computes and finishes groups.
 template <DType T, int NC>
-__global__ void __launch_bounds__(kThreads) gemv_tiled_kernel(const GemvArgs args) {
-  constexpr int kBytes = kTileBytes<T>;
-  __shared__ __align__(16) uint8_t tiles[2][kRows][kBytes];
+__global__ void __launch_bounds__(kThreads, (kBlocksPerSm<T, NC>)) gemv_tiled_kernel(const GemvArgs args) {
+  constexpr int kBytes = kTileBytes<T>, kS = kStages<T>;
+  static_assert(kBlocksPerSm<T, NC> * (kS * kRows * kBytes + (kThreads / 32) * kRows * NC * 4 + 1024) <= 228 * 1024,
+                "the blocks counted per SM must fit its shared memory");
+  __shared__ __align__(16) uint8_t tiles[kS][kRows][kBytes];
   __shared__ float partial[kThreads / 32][kRows * NC];
   const int tid = threadIdx.x;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int rows = static_cast<int>(std::min<int64_t>(kRows, args.m - row0));
-  const int64_t tiles_per_row = (args.k + kTileElems - 1) / kTileElems;
+  const int64_t groups = (args.m + kRows - 1) / kRows;
+  const int tiles_per_row = static_cast<int>((args.k + kTileElems - 1) / kTileElems);
+  // The host keeps grid <= groups and groups * tiles_per_row within int range.
+  const int items = static_cast<int>((groups - blockIdx.x + gridDim.x - 1) / gridDim.x) * tiles_per_row;
+  const int64_t row_step = static_cast<int64_t>(gridDim.x) * kRows;
+  constexpr int kFullChunks = kBytes / 16;
 
-  // Every byte of the tile's rows, 16 at a time; the last tile of a row may be short
-  // (its byte count is still a multiple of 16: the host checks row_bytes).
-  auto load_tile = [&](int64_t t, int stage) {
-    const int64_t k0 = t * kTileElems;
-    const int elems = static_cast<int>(std::min<int64_t>(kTileElems, args.k - k0));
-    const int chunks = elems / Format<T>::kElems * Format<T>::kBytes / 16;
-    const uint8_t* src = args.w + static_cast<size_t>(row0) * args.row_bytes +
-                         static_cast<size_t>(k0 / Format<T>::kElems) * Format<T>::kBytes;
-    for (int i = tid; i < rows * chunks; i += kThreads) {
-      const int r = i / chunks, c = i - r * chunks;
-      cp_async16(&tiles[stage][r][16 * c], src + static_cast<size_t>(r) * args.row_bytes + 16 * c);
+  // Copies the next item's rows, 16 bytes at a time; the last tile of a row may be
+  // short (its byte count is still a multiple of 16: the host checks row_bytes).
+  // Cursors advance incrementally: 64-bit divisions per item would cost more than the math.
+  int issued = 0, issue_tile = 0;
+  int64_t issue_row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  auto issue_next = [&]() {
+    if (issued < items) {
+      const int64_t k0 = static_cast<int64_t>(issue_tile) * kTileElems;
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, args.m - issue_row0));
+      const int elems = static_cast<int>(std::min<int64_t>(kTileElems, args.k - k0));
+      const int chunks = elems / Format<T>::kElems * Format<T>::kBytes / 16;
+      const uint8_t* src = args.w + static_cast<size_t>(issue_row0) * args.row_bytes +
+                           static_cast<size_t>(k0 / Format<T>::kElems) * Format<T>::kBytes;
+      uint8_t(*stage)[kBytes] = tiles[issued % kS];
+      for (int i = tid; i < rows * kFullChunks; i += kThreads) {
+        const int r = i / kFullChunks, c = i - r * kFullChunks;
+        if (c < chunks) cp_async16(&stage[r][16 * c], src + static_cast<size_t>(r) * args.row_bytes + 16 * c);
+      }
+      if (++issue_tile == tiles_per_row) {
+        issue_tile = 0;
+        issue_row0 += row_step;
+      }
     }
-    cp_async_commit();
+    ++issued;
+    cp_async_commit();  // empty groups too: "all but the newest kS - 1" then always means this item
   };
 
   float acc[kRows][NC];
@@ -196,12 +237,14 @@ __global__ void __launch_bounds__(kThreads) gemv_tiled_kernel(const GemvArgs arg
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
 
-  load_tile(0, 0);
-  for (int64_t t = 0; t < tiles_per_row; ++t) {
-    const int stage = static_cast<int>(t & 1);
-    if (t + 1 < tiles_per_row) load_tile(t + 1, stage ^ 1);
-    else cp_async_commit();  // an empty group keeps "all but the newest" meaning tile t
-    const int64_t k0 = t * kTileElems;
+#pragma unroll
+  for (int s = 0; s < kS - 1; ++s) issue_next();
+  int tile = 0;
+  int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  for (int item = 0; item < items; ++item) {
+    issue_next();  // item + kS - 1, into the stage the previous iteration finished with
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, args.m - row0));
+    const int64_t k0 = static_cast<int64_t>(tile) * kTileElems;
     const bool active = tid < static_cast<int>(std::min<int64_t>(kTileElems, args.k - k0)) / 8;
     // Activations first: their (cached) loads overlap the wait for the tile.
     float xv[NC][8];
@@ -222,14 +265,14 @@ __global__ void __launch_bounds__(kThreads) gemv_tiled_kernel(const GemvArgs arg
         for (int i = 0; i < 8; ++i) xsum[c] += xv[c][i];
       }
     }
-    cp_async_wait_all_but_one();
+    cp_async_wait<kS - 1>();
     __syncthreads();
     if (active) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         if (r >= rows) break;
         float q[8], a, b;
-        decode_group<T>(tiles[stage][r], tid, q, a, b);
+        decode_group<T>(tiles[item % kS][r], tid, q, a, b);
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           float s = 0.0f;
@@ -241,52 +284,62 @@ __global__ void __launch_bounds__(kThreads) gemv_tiled_kernel(const GemvArgs arg
         }
       }
     }
-    __syncthreads();  // the next iteration refills this stage
+    if (tile == tiles_per_row - 1) {  // the row group is complete: reduce over the block and write
+      const int lane = tid % 32, warp = tid / 32;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const float v = warp_sum(acc[r][c]);
+          if (lane == 0) partial[warp][r * NC + c] = v;
+          acc[r][c] = 0.0f;
+        }
+      __syncthreads();
+      if (tid < kRows * NC) {
+        const int r = tid / NC, c = tid % NC;
+        if (r < rows && c < args.n) {
+          float s = 0.0f;
+#pragma unroll
+          for (int w = 0; w < kThreads / 32; ++w) s += partial[w][tid];
+          const int64_t row = row0 + r;
+          args.out[c * args.m + row] = s + bias_at(args.bias, args.bias_dtype, row);
+        }
+      }
+    }
+    __syncthreads();  // the next issue refills this stage; the next reduction rewrites partial
+    if (++tile == tiles_per_row) {
+      tile = 0;
+      row0 += row_step;
+    }
   }
+}
 
-  const int lane = tid % 32, warp = tid / 32;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const float v = warp_sum(acc[r][c]);
-      if (lane == 0) partial[warp][r * NC + c] = v;
-    }
-  __syncthreads();
-  if (tid < kRows * NC) {
-    const int r = tid / NC, c = tid % NC;
-    if (r < rows && c < args.n) {
-      float s = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kThreads / 32; ++w) s += partial[w][tid];
-      const int64_t row = row0 + r;
-      args.out[c * args.m + row] = s + bias_at(args.bias, args.bias_dtype, row);
-    }
-  }
+template <DType T, int NC>
+void launch_cols(const GemvArgs& a, cudaStream_t stream) {
+  const int64_t groups = (a.m + kRows - 1) / kRows;
+  const int64_t slots = static_cast<int64_t>(context().sm_count) * kBlocksPerSm<T, NC>;
+  const unsigned grid = static_cast<unsigned>(g_kernels == GemvKernels::Tiled ? groups : std::min(groups, slots));
+  gemv_tiled_kernel<T, NC><<<grid, kThreads, 0, stream>>>(a);
+  CORVID_CUDA_LAUNCHED("gemv_tiled_kernel");
 }
 
 template <DType T>
 void launch(const GemvArgs& a, cudaStream_t stream) {
-  const unsigned grid = blocks_for(a.m, kRows);
-  if (a.n == 1) {
-    gemv_tiled_kernel<T, 1><<<grid, kThreads, 0, stream>>>(a);
-  } else {
-    gemv_tiled_kernel<T, kGemvMaxCols><<<grid, kThreads, 0, stream>>>(a);
-  }
-  CORVID_CUDA_LAUNCHED("gemv_tiled_kernel");
+  if (a.n == 1) launch_cols<T, 1>(a, stream);
+  else launch_cols<T, kGemvMaxCols>(a, stream);
 }
-
-bool g_tiled_enabled = true;
 
 }  // namespace
 
-void set_gemv_tiled_enabled(bool on) { g_tiled_enabled = on; }
+void set_gemv_kernels(GemvKernels k) { g_kernels = k; }
 
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream) {
-  if (!g_tiled_enabled) return false;
+  if (g_kernels == GemvKernels::General) return false;
   const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.k % 8 == 0;
-  if (!aligned || a.n < 1 || a.n > kGemvMaxCols || a.m < 1) return false;
+  // Items (row groups x tiles) are counted in int.
+  const bool fits = a.m / kRows + 1 <= (int64_t{1} << 31) / ((a.k + kTileElems - 1) / kTileElems + 1);
+  if (!aligned || !fits || a.n < 1 || a.n > kGemvMaxCols || a.m < 1 || a.k < 1) return false;
   switch (t) {
     case DType::F16: launch<DType::F16>(a, stream); return true;
     case DType::BF16: launch<DType::BF16>(a, stream); return true;
