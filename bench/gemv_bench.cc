@@ -148,7 +148,7 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
   ops::cuda::set_gemv_kernels(GemvKernels::General);
   // The general kernels are slow on some formats: fewer calls.
   r.general_us = time_calls(std::max(10, calls / 4), [&](int i) { call(i, out_general); });
-  ops::cuda::set_gemv_kernels(GemvKernels::Persistent);
+  ops::cuda::set_gemv_kernels(GemvKernels::Auto);
   std::vector<float> a(static_cast<size_t>(s.m)), b(static_cast<size_t>(s.m)), c(static_cast<size_t>(s.m));
   CORVID_CUDA_CHECK(cudaMemcpy(a.data(), out, s.m * sizeof(float), cudaMemcpyDeviceToHost));
   CORVID_CUDA_CHECK(cudaMemcpy(b.data(), out_general, s.m * sizeof(float), cudaMemcpyDeviceToHost));

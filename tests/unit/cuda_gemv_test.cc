@@ -91,11 +91,17 @@ using ops::cuda::GemvKernels;
 // Selects the GEMV kernels for one scope (the default again at its end).
 struct KernelsScope {
   explicit KernelsScope(GemvKernels k) { ops::cuda::set_gemv_kernels(k); }
-  ~KernelsScope() { ops::cuda::set_gemv_kernels(GemvKernels::Persistent); }
+  ~KernelsScope() { ops::cuda::set_gemv_kernels(GemvKernels::Auto); }
 };
 
 const char* kernels_name(GemvKernels k) {
-  return k == GemvKernels::Persistent ? "persistent" : k == GemvKernels::Tiled ? "tiled" : "general";
+  switch (k) {
+    case GemvKernels::Auto: return "auto";
+    case GemvKernels::Persistent: return "persistent";
+    case GemvKernels::Tiled: return "tiled";
+    case GemvKernels::General: return "general";
+  }
+  return "?";
 }
 
 TEST(CudaGemv, EveryDtypeShapeAndWidth) {
@@ -142,6 +148,7 @@ TEST(CudaGemv, PersistentBlocksTakeSeveralRowGroups) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
   // 9001 rows are 2251 four-row groups: more than the blocks an H200 holds at once
   // (132 SMs x 6 single-token blocks), so persistent blocks stream several groups, the last short.
+  KernelsScope scope(GemvKernels::Persistent);
   for (DType t : {DType::Q4_0, DType::BF16, DType::Q6_K})
     for (int64_t n : {1, 2}) {
       const double e = check_gemv(t, {9001, t == DType::Q6_K ? 2048 : 2304}, n, 31);

@@ -32,11 +32,13 @@ struct GemvArgs {
 // call to the general kernels.
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
 
-// Which GEMV kernels run, for benchmarks comparing them (set between launches; not
-// thread-safe). Persistent (the default): tiled kernels on a grid of the blocks the GPU
-// holds at once, each streaming several row groups; Tiled: one block per row group;
-// General: the one-warp-per-row kernels for every dtype.
-enum class GemvKernels { Persistent, Tiled, General };
+// Which GEMV kernels run, for benchmarks and tests comparing them (set between
+// launches; not thread-safe). Persistent: tiled kernels on a grid of the blocks the GPU
+// holds at once, each streaming several row groups; Tiled: one block per 4-row group;
+// General: the one-warp-per-row kernels for every dtype. Auto (the default): the
+// faster tiled form per format as measured on the H200 (docs/benchmarks.md):
+// persistent for F16/BF16, one block per row group for the block formats.
+enum class GemvKernels { Auto, Persistent, Tiled, General };
 void set_gemv_kernels(GemvKernels k);
 
 }  // namespace corvid::ops::cuda

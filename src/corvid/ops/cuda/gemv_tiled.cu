@@ -16,6 +16,15 @@
 //   2^23 (+ the format's zero point) is exact. Per-group scales are applied once per
 //   8 products: sum(w*x) = a*sum(q*x) + b*sum(x).
 // - Each block ends with warp shuffles and one shared-memory pass; no atomics.
+// - Grid: F16/BF16 run persistent (as many blocks as the GPU holds, each streaming
+//   row groups with the next tile always in flight: +4% on the 8B shapes); the block
+//   formats one block per row group (persistent measured 2-3% slower there).
+//
+// Where it stands (H200, docs/benchmarks.md): BF16 reaches 81-100% of the copy
+// bandwidth on the large matrices; the block formats run at ~2.5e12 weights/s whatever
+// their size, so they are bound by instructions per weight (decode + exact F32 FMA,
+// ~9 per weight with the per-tile overhead), not by bytes. Next: more values per
+// thread per tile, and int8 activations with dp4a as llama.cpp does (changes numerics).
 #include <algorithm>
 #include <cstdint>
 
@@ -31,7 +40,7 @@ constexpr int kRows = 4;                   // weight rows per thread block
 constexpr int kTileElems = kThreads * 8;   // one 8-value group per thread per row and tile
 constexpr float kMagic = 8388608.0f;       // 2^23
 
-GemvKernels g_kernels = GemvKernels::Persistent;
+GemvKernels g_kernels = GemvKernels::Auto;
 
 template <DType T>
 struct Format;
@@ -54,14 +63,16 @@ template <DType T>
 constexpr int kTileBytes = kTileElems / Format<T>::kElems * Format<T>::kBytes;
 template <DType T>
 constexpr bool kIsFloat = T == DType::F16 || T == DType::BF16;
-// Tiles in flight per block: enough bytes per SM to cover the memory latency
-// (16-bit rows already bring 16 KiB a tile), within 48 KiB of static shared memory.
+// Tiles in flight per block. Four stages for the block formats measured ~3-5% slower
+// than two on the H200 (2026-11-30): the extra shared memory (6 blocks x 35 KiB for
+// Q8_0) leaves too little of the SM's 256 KiB L1 for the activations (57 KiB at k =
+// 14336), and those kernels are not short of bytes in flight.
 template <DType T>
-constexpr int kStages = kIsFloat<T> ? 2 : 4;
+constexpr int kStages = 2;
 // Blocks one SM holds at once, fixed at compile time (the launch bounds cap registers
 // to fit them) so that the persistent grid needs no occupancy query, which could fall
 // inside a CUDA graph capture: single-token blocks use ~40 registers a thread, and 6
-// blocks of at most 36 KiB shared memory fit an SM's 228 KiB; the 8-token form keeps
+// blocks of at most 33 KiB shared memory fit an SM's 228 KiB; the 8-token form keeps
 // 8 x 4 accumulators and more activations in registers, one block per SM.
 template <DType T, int NC>
 constexpr int kBlocksPerSm = NC == 1 ? 6 : 1;
@@ -318,7 +329,8 @@ template <DType T, int NC>
 void launch_cols(const GemvArgs& a, cudaStream_t stream) {
   const int64_t groups = (a.m + kRows - 1) / kRows;
   const int64_t slots = static_cast<int64_t>(context().sm_count) * kBlocksPerSm<T, NC>;
-  const unsigned grid = static_cast<unsigned>(g_kernels == GemvKernels::Tiled ? groups : std::min(groups, slots));
+  const bool persistent = g_kernels == GemvKernels::Persistent || (g_kernels == GemvKernels::Auto && kIsFloat<T>);
+  const unsigned grid = static_cast<unsigned>(persistent ? std::min(groups, slots) : groups);
   gemv_tiled_kernel<T, NC><<<grid, kThreads, 0, stream>>>(a);
   CORVID_CUDA_LAUNCHED("gemv_tiled_kernel");
 }
