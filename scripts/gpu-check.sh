@@ -12,22 +12,26 @@
 #   CORVID_LIB_DIR=dir ...                    # shared libraries the binaries need (default .device/lib if present)
 #
 # Built on the Debian dev machine and run on the Ubuntu GPU machine, the binaries need
-# Debian's ICU 72 (and PCRE2) there. `scripts/gpu-check.sh stage [build-dir]` copies the
-# binaries to .device/bin and those libraries (found with ldd) to .device/lib; then run
+# Debian's ICU 72 (and PCRE2) there. `scripts/gpu-check.sh stage [build-dir] [dest]` copies
+# the binaries to dest/bin and those libraries (found with ldd) to dest/lib (dest: .device,
+# git-ignored); then run
 #   CORVID_BUILD_DIR=.device/bin scripts/gpu-check.sh     (carrying .device)
+# The device tool sends the checkout its session started in: from another worktree, stage
+# into that checkout's ignored folder and pass CORVID_LIB_DIR=$PWD/<dest>/lib.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = stage ]; then
   from=${2:-build-cuda}
-  mkdir -p .device/bin .device/lib
+  dest=${3:-.device}
+  mkdir -p "$dest/bin" "$dest/lib"
   for b in corvid corvid_tests corvid_gemv_bench; do
-    [ -x "$from/$b" ] && cp "$from/$b" .device/bin/
+    [ -x "$from/$b" ] && cp "$from/$b" "$dest/bin/"
   done
   # Every ICU and PCRE2 library the binaries link, with its versioned names.
   ldd "$from/corvid_tests" "$from/corvid" | grep -oE '/[^ ]*lib(icu[a-z0-9]*|pcre2-8)\.so[^ ]*' | sort -u |
-    while read -r lib; do cp -L "$lib" .device/lib/; done
-  ls .device/bin .device/lib
+    while read -r lib; do cp -L "$lib" "$dest/lib/"; done
+  ls "$dest/bin" "$dest/lib"
   exit 0
 fi
 
