@@ -1,6 +1,8 @@
 // matmul and embedding on the GPU.
 //
-// Decode (n <= kGemvMaxCols tokens) is a GEMV that reads each weight byte once:
+// Decode (n <= kGemvMaxCols tokens) is a GEMV that reads each weight byte once.
+// gemv_tiled.cu has the fast kernels (F16/BF16/Q8_0/Q4_0/Q4_1/Q4_K/Q6_K with
+// 16-byte-aligned rows); the general kernels here cover the rest:
 // one warp per output row, lanes striding over the row, every column of x dotted
 // with the same decoded weights, fp32 accumulation, a shuffle reduction at the
 // end. F32/F16/BF16 rows are read with 16-byte loads; Q8_0/Q4_0/Q4_1 rows one
@@ -18,13 +20,13 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/gemm_tc.cuh"
+#include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 
 namespace corvid::ops::cuda {
 
 namespace {
 
-constexpr int kGemvMaxCols = 8;   // tokens one GEMV pass handles (weights are read once for all)
 constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kDequantTileElems = int64_t{32} << 20;  // F32 tile for the cuBLAS path: 128 MiB
 
@@ -32,13 +34,6 @@ __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-__device__ __forceinline__ float bias_at(const void* bias, DType t, int64_t i) {
-  if (!bias) return 0.0f;
-  if (t == DType::F32) return static_cast<const float*>(bias)[i];
-  const uint16_t v = static_cast<const uint16_t*>(bias)[i];
-  return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
 }
 
 // Dots of one 32-element quantized block (b: its first byte) with x[c][0..32) for every column c.
@@ -199,6 +194,8 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bia
   float* op = out.ptr<float>() + c0 * m;
   const void* bp = bias ? bias->data : nullptr;
   const DType bt = bias ? bias->dtype : DType::F32;
+  const GemvArgs args{xp, w.ptr<uint8_t>(), op, bp, bt, m, k, w.row_bytes(), n};
+  if (gemv_tiled(w.dtype, args, ctx.stream)) return;
   const unsigned grid = blocks_for(m, kWarpsPerBlock);
   const bool is_float = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
   dispatch_weight_dtype(w.dtype, [&](auto tag) {
