@@ -18,6 +18,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -179,6 +180,28 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
       }
       EXPECT_LE(diff / mag, 1e-5) << "head_dim " << head_dim << " window " << window;
     }
+  }
+}
+
+// The fused residual add + norm of the decode step equals the CPU's add then rms_norm
+// (fp32, same formula): 1e-5 relative, for x and for the normed output.
+TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t rows = 3, cols = 4096;
+  const auto xv = random_floats(static_cast<size_t>(rows * cols), 51), yv = random_floats(static_cast<size_t>(rows * cols), 52);
+  OwnedTensor x = f32_tensor({rows, cols}, xv), y = f32_tensor({rows, cols}, yv);
+  OwnedTensor w = f32_tensor({cols}, random_floats(static_cast<size_t>(cols), 53)), out(DType::F32, {rows, cols});
+  DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w.tensor), gout(Device::CUDA, DType::F32, {rows, cols});
+  ops::add_rms_norm(x.tensor, y.tensor, w.tensor, 1e-5f, out.tensor);
+  ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, gout.tensor);
+  for (auto [dev, host] : {std::pair{&gx, &x}, std::pair{&gout, &out}}) {
+    const auto got = to_host(dev->tensor);
+    double diff = 0, mag = 1e-30;
+    for (size_t i = 0; i < got.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(got[i]) - host->ptr<float>()[i]));
+      mag = std::max(mag, std::abs(static_cast<double>(host->ptr<float>()[i])));
+    }
+    EXPECT_LE(diff / mag, 1e-5);
   }
 }
 

@@ -57,11 +57,16 @@ class LlamaModel {
     const Tensor *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;
     const Tensor *q_norm = nullptr, *k_norm = nullptr;
     Tensor gate_proj, up_proj, down_proj;
+    // q|k|v and gate|up as one matrix each when the weights lie back to back in memory
+    // (upload_weights places them so): a decode step then runs one GEMV instead of
+    // three (two). Empty (data == nullptr) when the weights are elsewhere or have biases.
+    Tensor qkv_proj, gate_up_proj;
   };
   struct Workspace {
     int64_t tokens = 0;
     uint64_t generation = 0;  // bumped when the buffers move (a recorded step holds their addresses)
     DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32 on the model's device
+    DeviceTensor fused;                           // [1, q|k|v or gate|up]: a decode step's fused GEMV output
     DeviceTensor logits;                          // [rows, vocab]: device logits before the copy to the host
   };
 
@@ -79,8 +84,10 @@ class LlamaModel {
   void run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv, const Tensor& out);
   void run_recorded(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                     const Tensor& out);
+  // Both expect ws_.h = the block's input norm of ws_.x and end with the residual add,
+  // fused with the next norm (next_norm; none after the last layer) into ws_.h.
   void attention_block(const Layer& layer, int64_t index, std::span<const int32_t> positions, KVCache& kv, int64_t n);
-  void mlp_block(const Layer& layer, int64_t n);
+  void mlp_block(const Layer& layer, int64_t n, const Tensor* next_norm);
 
   ModelConfig config_;
   const WeightSet& weights_;

@@ -48,6 +48,27 @@ __global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float e
 }
 
 // One thread per (token, head, rotated pair).
+// x += y and the rms_norm of the sum, one warp per row; each lane sums and scales the
+// same elements in the same order as add_kernel + rms_norm_kernel, so the bits agree.
+__global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
+                                    int64_t rows, int64_t cols) {
+  const int lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  float* xr = x + r * cols;
+  const float* yr = y + r * cols;
+  float ss = 0.0f;
+  for (int64_t i = lane; i < cols; i += 32) {
+    const float v = xr[i] + yr[i];
+    xr[i] = v;
+    ss += v * v;
+  }
+  ss = warp_sum(ss);
+  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  float* o = out + r * cols;
+  for (int64_t i = lane; i < cols; i += 32) o[i] = xr[i] * inv * load_weight(w, wt, i);
+}
+
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
                             int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -120,6 +141,14 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
       x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
   CORVID_CUDA_LAUNCHED("rms_norm_kernel");
+}
+
+void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
+  Context& ctx = context();
+  const int64_t rows = x.rows();
+  add_rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
+  CORVID_CUDA_LAUNCHED("add_rms_norm_kernel");
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
