@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "corvid/core/error.h"
 #include "corvid/models/rope_scaling.h"
@@ -39,6 +41,15 @@ Tensor fuse_rows(std::initializer_list<const Tensor*> parts) {
     expected += p->nbytes();
   }
   return Tensor(first->dtype, {rows, first->cols()}, first->data, first->device);
+}
+
+// CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
+bool fuse_projections() {
+  static const bool fuse = [] {
+    const char* off = std::getenv("CORVID_NO_FUSION");
+    return !(off && *off && std::string(off) != "0");
+  }();
+  return fuse;
 }
 
 }  // namespace
@@ -87,8 +98,10 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
     L.gate_proj = expect(weights, p + "mlp.gate_proj.weight", {I, H});
     L.up_proj = expect(weights, p + "mlp.up_proj.weight", {I, H});
     L.down_proj = expect(weights, p + "mlp.down_proj.weight", {H, I});
-    if (!L.q_bias && !L.k_bias && !L.v_bias) L.qkv_proj = fuse_rows({&L.q_proj, &L.k_proj, &L.v_proj});
-    L.gate_up_proj = fuse_rows({&L.gate_proj, &L.up_proj});
+    if (fuse_projections()) {
+      if (!L.q_bias && !L.k_bias && !L.v_bias) L.qkv_proj = fuse_rows({&L.q_proj, &L.k_proj, &L.v_proj});
+      L.gate_up_proj = fuse_rows({&L.gate_proj, &L.up_proj});
+    }
     layers_.push_back(L);
   }
 }

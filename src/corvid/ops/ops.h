@@ -56,7 +56,8 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
 
 // x += y, then out = rms_norm(x, weight, eps): the residual add and the next norm in
-// one pass (one launch instead of two on a GPU). Same result as add() then rms_norm().
+// one pass (one launch instead of two on a GPU). Same formula as add() then rms_norm()
+// (the GPU sums the squares in another order).
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 
 // Causal grouped-query attention of n new queries over a KV cache.

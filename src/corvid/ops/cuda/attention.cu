@@ -244,11 +244,12 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
     attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
     return;
   }
-  if (n < kPrefillMinQueries) {
-    // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
-    const int64_t group = n_heads / n_kv_heads;
-    const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-    const int splits = decode_splits(ctx, n * n_heads / heads_per_block, k_cache.dim(0));
+  // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
+  const int64_t group = n_heads / n_kv_heads;
+  const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, k_cache.dim(0)) : 1;
+  // A short cache gives one split: the one-block-per-head kernel below has more warps then.
+  if (splits > 1) {
     float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
     const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / heads_per_block),
                           static_cast<unsigned>(splits));

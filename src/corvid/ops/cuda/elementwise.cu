@@ -48,25 +48,45 @@ __global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float e
 }
 
 // One thread per (token, head, rotated pair).
-// x += y and the rms_norm of the sum, one warp per row; each lane sums and scales the
-// same elements in the same order as add_kernel + rms_norm_kernel, so the bits agree.
+// x += y and the rms_norm of the sum: one block per row, each thread keeping its
+// elements in registers between the two phases. A decode step has a single row, so a
+// whole block (not one warp) shares it; and since every thread reads all of its y
+// before writing out, out may alias y (the model passes the same buffer).
+constexpr int kNormThreads = 256;
+constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add + rms_norm
+
 __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
-                                    int64_t rows, int64_t cols) {
-  const int lane = threadIdx.x % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
-  if (r >= rows) return;
+                                    int64_t cols) {
+  __shared__ float warp_sums[kNormThreads / 32];
+  const int64_t r = blockIdx.x;
   float* xr = x + r * cols;
   const float* yr = y + r * cols;
+  float v[kNormPerThread];
   float ss = 0.0f;
-  for (int64_t i = lane; i < cols; i += 32) {
-    const float v = xr[i] + yr[i];
-    xr[i] = v;
-    ss += v * v;
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    v[e] = i < cols ? xr[i] + yr[i] : 0.0f;
+    ss += v[e] * v[e];
+  }
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    if (i < cols) xr[i] = v[e];
   }
   ss = warp_sum(ss);
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kNormThreads / 32; ++i) total += warp_sums[i];
+  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
   float* o = out + r * cols;
-  for (int64_t i = lane; i < cols; i += 32) o[i] = xr[i] * inv * load_weight(w, wt, i);
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    if (i < cols) o[i] = v[e] * inv * load_weight(w, wt, i);
+  }
 }
 
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
@@ -146,8 +166,13 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
   Context& ctx = context();
   const int64_t rows = x.rows();
-  add_rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
-      x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
+  if (x.cols() > int64_t{kNormThreads} * kNormPerThread) {
+    add(x, y);
+    rms_norm(x, weight, eps, out);
+    return;
+  }
+  add_rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
   CORVID_CUDA_LAUNCHED("add_rms_norm_kernel");
 }
 
