@@ -71,7 +71,8 @@ def hf_folder(tmp_path, template_name, special_tokens):
 def test_hf_folder_with_tools_and_kwargs(tmp_path):
     special = json.loads((TEMPLATES / "special_tokens.json").read_text(encoding="utf-8"))
     folder = hf_folder(tmp_path, "Qwen-Qwen3-0.6B", special["Qwen-Qwen3-0.6B"])
-    for name in ["tools_with_system", "parallel_tool_calls", "enable_thinking_false", "reasoning_in_history"]:
+    for name in ["tools_with_system", "tool_call_with_ids", "parallel_tool_calls_string_args", "tool_two_rounds",
+                 "enable_thinking_false", "reasoning_in_history"]:
         rc, out, err = corvid_template("-m", folder, *case_args(tmp_path, case(name)))
         assert rc == 0, err
         assert out == expected("Qwen-Qwen3-0.6B", name)["text"], name
