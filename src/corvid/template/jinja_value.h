@@ -45,10 +45,22 @@ struct Object {
 
 class Value {
  public:
+  // GCC's -Wshadow flags scoped enumerators named like the namespace-level
+  // Object/Function types although they cannot clash (they are only reached as Kind::X).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
   enum class Kind { Undefined, None, Bool, Int, Float, String, Array, Object, Function };
+#pragma GCC diagnostic pop
 
   Value() = default;  // Undefined
   static Value undefined(std::string name = {});  // name is kept for error messages
+  // The Undefined that obj.key / obj[key] yields when the member is missing;
+  // its message is jinja2's ("'dict object' has no attribute 'x'").
+  static Value undefined_member(const Value& obj, const Value& key);
+  // An Undefined whose use fails with exactly `message` (jinja2's hint, e.g.
+  // "No first item, sequence was empty.", or the sandbox's refusal
+  // "access to attribute 'append' of 'list' object is unsafe.").
+  static Value undefined_with_message(std::string message);
   static Value none();
   Value(bool b);
   Value(int v) : Value(static_cast<std::int64_t>(v)) {}
@@ -84,6 +96,9 @@ class Value {
   Object& mutable_object() const { return *o_; }  // namespace assignment only
   const Function& as_function() const { return *f_; }
   const std::string& name() const { return name_; }  // Undefined's variable or Function's name
+  // jinja2's UndefinedError text for using this Undefined: "'x' is undefined",
+  // "'dict object' has no attribute 'x'", "list object has no element 3".
+  std::string undefined_message() const;
 
   bool truthy() const;            // Python bool(): "", [], {}, 0, None, Undefined are false
   std::string str() const;        // Python str(): what {{ x }} prints (Undefined prints "")
@@ -106,6 +121,13 @@ class Value {
   std::shared_ptr<Object> o_;
   std::shared_ptr<const Function> f_;
   std::string name_;
+  std::string undefined_hint_;  // set by undefined_member
 };
+
+// Python's repr() of a float: shortest round-trip digits, "1.0", "1e+20", "inf".
+std::string python_float_repr(double d);
+// Python's repr() of a str: quotes chosen as Python does, escapes for
+// backslash, control and non-printable characters.
+std::string python_string_repr(std::string_view s);
 
 }  // namespace corvid::jinja
