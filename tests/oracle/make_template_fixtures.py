@@ -45,7 +45,7 @@ from template_conversations import CASES  # noqa: E402
 TEMPLATES = ROOT / "tests" / "data" / "chat-templates"
 PINNED_DATE = _dt.datetime(2026, 11, 30, 0, 0, 0)
 # Outputs longer than this are stored as length + hash only (the fixture budget is a few MB).
-MAX_STORED_CHARS = 6000
+MAX_STORED_CHARS = 20000
 
 
 class _PinnedDatetime(_dt.datetime):

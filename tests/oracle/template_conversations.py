@@ -309,6 +309,26 @@ CASES = [
         {"role": "user", "content": "Hi"}, assistant_calls([call("get_weather", WEATHER_ARGS)])],
      "tools": TOOLS, "add_generation_prompt": False, "continue_final_message": True},
     {"name": "empty_conversation", "messages": []},
+    # Values whose JSON form differs easily between implementations (tojson, string conversion).
+    {"name": "tool_call_numbers_and_key_order", "messages": [
+        {"role": "user", "content": "Compute."},
+        assistant_calls([call("search_web", {"zeta": 1.0, "alpha": 1e16, "tiny": 1e-07, "neg_zero": -0.0,
+                                             "big": 9007199254740993, "min": -9223372036854775807, "pi": 3.141592653589793, "n": -42,
+                                             "flag": False, "none": None, "list": [1, 2.5, "x", True, None],
+                                             "escaped": "S\u00e3o Paulo \"q\" \\ /", "empty": {}})],
+                        content=""),
+        tool('{"ok": 1}')], "tools": TOOLS},
+    {"name": "control_characters", "messages": [
+        {"role": "system", "content": "tab\there\x01\x1f\x7f bell\x07"},
+        {"role": "user", "content": "line\u2028sep\u2029para\ufeffbom \u200b zero-width </script>"}]},
+    {"name": "tool_result_object", "messages": [
+        ASK_WEATHER, assistant_calls([call("get_weather", WEATHER_ARGS)], content=""),
+        {"role": "tool", "content": {"temperature": 18.5, "unit": "celsius", "tags": ["mild", "cloudy"]}}],
+     "tools": TOOLS},
+    {"name": "assistant_content_and_reasoning_unicode", "messages": [
+        {"role": "user", "content": "¿Qué hora es?"},
+        {"role": "assistant", "content": "Son las 3 🕒.", "reasoning_content": "El usuario pregunta la hora — ∴ responder."},
+        {"role": "user", "content": "Gracias 🙏"}], "kwargs": {"enable_thinking": True}},
     # Extra template variables.
     {"name": "kwargs_llama_builtin_tools", "messages": [SYSTEM, HELLO],
      "kwargs": {"builtin_tools": ["brave_search", "wolfram_alpha"], "date_string": "26 Jul 2024",
