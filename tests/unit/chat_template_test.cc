@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "corvid/chat/chat_template.h"
@@ -190,6 +191,77 @@ struct TempDir {
     std::ofstream(path / name, std::ios::binary) << text;
   }
 };
+
+TEST(ChatTemplateRender, KwargsOverrideSpecialTokensAndDocumentsArePassed) {
+  const ChatTemplate t("{{ bos_token }}|{{ eos_token }}|{{ documents | length if documents else 'none' }}|"
+                       "{{ tools is none }}|{{ messages | length }}|{{ add_generation_prompt }}",
+                       Json::parse(R"({"bos_token": "<s>", "eos_token": "</s>"})"));
+  ChatRequest r;
+  r.messages = Json::parse(R"([{"role": "user", "content": "hi", "name": null}])");
+  EXPECT_EQ(t.render(r), "<s>|</s>|none|True|1|False");
+  r.kwargs = Json::parse(R"({"eos_token": "<end>", "documents": [{"title": "a", "text": "b"}]})");
+  r.add_generation_prompt = true;
+  EXPECT_EQ(t.render(r), "<s>|<end>|1|True|1|True");
+  r.kwargs = Json::parse(R"({"messages": []})");
+  EXPECT_THROW(t.render(r), Error);
+  r.kwargs = Json::parse(R"({"documents": ["not a dict"]})");
+  EXPECT_THROW(t.render(r), Error);
+}
+
+TEST(ChatTemplateRender, NoneValuedKeysAreDroppedAndReasoningAliased) {
+  const ChatTemplate t("{% for m in messages %}{{ m | tojson }};{% endfor %}", Json::object());
+  ChatRequest r;
+  r.messages = Json::parse(R"([{"role": "assistant", "content": null, "reasoning": "why"},
+                               {"role": "assistant", "thinking": "t", "content": "c", "reasoning_content": "rc"}])");
+  EXPECT_EQ(t.render(r),
+            R"({"thinking": "why", "role": "assistant", "reasoning": "why", "reasoning_content": "why"};)"
+            R"({"thinking": "t", "role": "assistant", "content": "c", "reasoning_content": "rc"};)");
+}
+
+TEST(ChatTemplateRender, PinnedDatesArePerRenderAndPerThread) {
+  const ChatTemplate t("{{ strftime_now('%Y-%m-%d %A') }}", Json::object());
+  const std::vector<std::string> dates = {"2024-02-29", "2026-11-30", "1999-12-31", "2030-01-01"};
+  std::vector<std::string> want;
+  for (const auto& d : dates) {
+    std::tm tm = ChatTemplate::parse_date(d);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %A", &tm);
+    want.emplace_back(buf);
+  }
+  std::vector<int> wrong(dates.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < dates.size(); ++i)
+    threads.emplace_back([&, i] {
+      ChatRequest r;
+      r.messages = Json::parse(R"([{"role": "user", "content": "x"}])");
+      r.now = ChatTemplate::parse_date(dates[i]);
+      for (int k = 0; k < 200; ++k)
+        if (t.render(r) != want[i]) ++wrong[i];
+    });
+  for (auto& th : threads) th.join();
+  for (size_t i = 0; i < dates.size(); ++i) EXPECT_EQ(wrong[i], 0) << dates[i];
+  EXPECT_EQ(want[0], "2024-02-29 Thursday");
+}
+
+TEST(ChatTemplateRender, ContinueFinalMessageTrimsAsTransformers) {
+  ChatRequest r;
+  r.messages = Json::parse(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Once upon "}])");
+  r.continue_final_message = "content";
+  // The template keeps the text whole: cut right before the tag, trailing space kept.
+  EXPECT_EQ(ChatTemplate("{% for m in messages %}[{{ m.content }}]{% endfor %}", Json::object()).render(r),
+            "[Hi][Once upon ");
+  // The template trims the text: the tag loses its space, so the cut is rstripped.
+  EXPECT_EQ(ChatTemplate("{% for m in messages %}[{{ m.content | trim }}]{% endfor %}", Json::object()).render(r),
+            "[Hi][Once upon");
+  // The template drops the text: transformers' error.
+  try {
+    ChatTemplate("{% for m in messages %}[{{ m.role }}]{% endfor %}{{ 'content' if false }}", Json::object()).render(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not appear in the chat after applying the chat template"),
+              std::string::npos) << e.what();
+  }
+}
 
 TEST(ChatTemplateLoading, PicksNamedTemplatesAsTransformers) {
   TempDir dir;
