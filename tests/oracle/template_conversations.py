@@ -242,6 +242,17 @@ CASES = [
     {"name": "tool_result_parts", "messages": [
         ASK_WEATHER, assistant_calls([call("get_weather", WEATHER_ARGS)]),
         {"role": "tool", "content": [{"type": "text", "text": WEATHER_RESULT}]}], "tools": TOOLS},
+    {"name": "tool_call_mistral_ids", "messages": [
+        SYSTEM, {"role": "user", "content": "Weather in Paris and Tokyo?"},
+        assistant_calls([call("get_weather", WEATHER_ARGS, "abcDEF123"),
+                         call("get_weather", {"location": "Tokyo, Japan"}, "xyz789QRS")], content=""),
+        tool(WEATHER_RESULT, "abcDEF123", "get_weather"), tool('{"temperature": 22}', "xyz789QRS", "get_weather"),
+        {"role": "assistant", "content": "Paris 18.5 °C, Tokyo 22 °C."},
+        {"role": "user", "content": "Thanks."}], "tools": TOOLS},
+    {"name": "tools_bare_functions", "messages": [SYSTEM, ASK_WEATHER],
+     "tools": [{**t["function"], "parameter_definitions": {
+         k: {"type": v["type"], "description": v.get("description", ""), "required": k in t["function"]["parameters"]["required"]}
+         for k, v in t["function"]["parameters"]["properties"].items()}} for t in TOOLS]},
     # Reasoning.
     {"name": "reasoning_last_assistant", "messages": [
         {"role": "user", "content": "What is 17 * 3?"},
