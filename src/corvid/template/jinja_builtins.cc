@@ -64,19 +64,11 @@ Value lookup_attribute_path(const Value& item, const Value& attribute) {
   return current;
 }
 
-}  // namespace detail
-
-namespace {
-
-using detail::iterate;
-
-[[noreturn]] void raise_undefined(const Value& v) { fail(v.undefined_message()); }
-
-bool comparable(const Value& a, const Value& b) {
+static bool comparable(const Value& a, const Value& b) {
   const bool a_num = a.is_number() || a.is_bool();
   const bool b_num = b.is_number() || b.is_bool();
   if (a_num || b_num) return a_num && b_num;
-  return a.kind() == b.kind() && (a.is_string() || a.is_array());
+  return (a.is_string() && b.is_string()) || (a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple());
 }
 
 // Python's rich comparison for `op` in < <= > >=.
@@ -89,6 +81,16 @@ bool compare(std::string_view op, const Value& a, const Value& b) {
   if (op == "<=") return Value::less(a, b) || a == b;
   return Value::less(b, a) || a == b;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::compare;
+
+using detail::iterate;
+
+[[noreturn]] void raise_undefined(const Value& v) { fail(v.undefined_message()); }
 
 // Python's % for the odd/even/divisibleby tests.
 Value python_modulo(const Value& a, const Value& b) {
@@ -174,9 +176,10 @@ const std::unordered_map<std::string_view, Test>& tests() {
     t["mapping"] = [](const Value& v, const CallArgs&) {
       return v.is_object() && !v.as_object().is_namespace;
     };
-    // Python: has __len__ and __getitem__ (str, list, dict; jinja2's Undefined too).
+    // Python: has __len__ and __getitem__ (str, list, tuple, dict; jinja2's Undefined too).
     t["sequence"] = [](const Value& v, const CallArgs&) {
-      return v.is_string() || v.is_array() || v.is_undefined() || (v.is_object() && !v.as_object().is_namespace);
+      return v.is_string() || v.is_list() || v.is_tuple() || v.is_undefined() ||
+             (v.is_object() && !v.as_object().is_namespace);
     };
     t["iterable"] = [](const Value& v, const CallArgs&) {
       return v.is_string() || v.is_array() || v.is_undefined() || (v.is_object() && !v.as_object().is_namespace);
@@ -276,7 +279,7 @@ void take_slice(const Seq& seq, const SliceRange& r, Out&& out) {
 bool apply_test(std::string_view name, const Value& target, const CallArgs& args) {
   const auto& table = tests();
   const auto it = table.find(name);
-  if (it == table.end()) fail("no test named '", name, "'");
+  if (it == table.end()) fail("No test named '", name, "'.");
   return it->second(target, args);
 }
 
@@ -315,6 +318,7 @@ Value get_item(const Value& obj, const Value& key) {
     case Value::Kind::Array:
     case Value::Kind::String: {
       if (!key.is_int() && !key.is_bool()) break;
+      if (obj.is_iterator() || obj.is_view()) break;  // not subscriptable
       std::int64_t i = detail::int_arg(key, "index");
       if (obj.is_array()) {
         const auto n = static_cast<std::int64_t>(obj.as_array().size());
@@ -340,12 +344,12 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) raise_undefined(obj);
-  if (obj.is_array()) {
+  if (obj.is_list() || obj.is_tuple()) {
     const auto& items = obj.as_array();
     const SliceRange r = slice_indices(static_cast<std::int64_t>(items.size()), start, stop, step);
     std::vector<Value> out;
     take_slice(items, r, [&](const Value& v) { out.push_back(v); });
-    return Value::array(std::move(out));
+    return obj.is_tuple() ? Value::tuple(std::move(out)) : Value::array(std::move(out));
   }
   if (obj.is_string()) {
     const std::u32string text = unicode::decode(obj.as_string());

@@ -46,6 +46,10 @@ std::string format_spec(const Value& v, std::string_view spec);
 // sandbox's SecurityError message.
 std::optional<Value> bound_method(const Value& obj, std::string_view name);
 
+// Python's a <op> b for op in < <= > >=, with Python's TypeError text for
+// unorderable operands ("'<' not supported between instances of 'str' and 'int'").
+bool compare(std::string_view op, const Value& a, const Value& b);
+
 // An int argument (bool counts), or fail with Python's message naming `what`.
 std::int64_t int_arg(const Value& v, std::string_view what);
 

@@ -34,7 +34,9 @@ std::int64_t int_param(const CallArgs& a, std::string_view name, std::size_t ind
 
 Value ignore_case(const Value& v) { return v.is_string() ? Value(unicode::lower(v.as_string())) : v; }
 
-Value pair(const std::string& key, const Value& value) { return Value::array({Value(key), value}); }
+Value pair(const std::string& key, const Value& value) { return Value::tuple({Value(key), value}); }
+
+Value generator(std::vector<Value> items) { return Value::iterator(std::move(items), "generator"); }
 
 // Python's a + b for sum().
 Value add(const Value& a, const Value& b) {
@@ -132,7 +134,7 @@ double python_round(double x, std::int64_t ndigits) {
 // jinja2's select/reject/selectattr/rejectattr.
 Value select_items(const Value& target, const CallArgs& args, bool keep_when, bool by_attribute) {
   std::vector<Value> out;
-  if (!target.truthy()) return Value::array({});
+  if (!target.truthy()) return generator({});
   std::size_t offset = 0;
   Value attribute;
   if (by_attribute) {
@@ -151,12 +153,12 @@ Value select_items(const Value& target, const CallArgs& args, bool keep_when, bo
     const bool passed = has_test ? apply_test(args.positional[offset].str(), subject, test_args) : subject.truthy();
     if (passed == keep_when) out.push_back(item);
   }
-  return Value::array(std::move(out));
+  return generator(std::move(out));
 }
 
 Value map_items(const Value& target, const CallArgs& args) {
   std::vector<Value> out;
-  if (!target.truthy()) return Value::array({});
+  if (!target.truthy()) return generator({});
   if (args.positional.empty()) {
     const Value* attribute = args.get("attribute", 99);
     if (!attribute) fail("map requires a filter argument");
@@ -169,14 +171,14 @@ Value map_items(const Value& target, const CallArgs& args) {
       if (fallback && !fallback->is_none() && v.is_undefined()) v = *fallback;
       out.push_back(v);
     }
-    return Value::array(std::move(out));
+    return generator(std::move(out));
   }
   const std::string filter = args.positional[0].str();
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + 1, args.positional.end());
   rest.keyword = args.keyword;
   for (const Value& item : iterate(target)) out.push_back(apply_filter(filter, item, rest));
-  return Value::array(std::move(out));
+  return generator(std::move(out));
 }
 
 // sort/min/max/unique's key: attribute lookup then, by default, lowercasing.
@@ -203,7 +205,8 @@ Value min_or_max(const Value& target, const CallArgs& args, bool want_max) {
   Value best_key = sort_key(items[0], attribute, case_sensitive, false);
   for (std::size_t i = 1; i < items.size(); ++i) {
     Value key = sort_key(items[i], attribute, case_sensitive, false);
-    if (want_max ? Value::less(best_key, key) : Value::less(key, best_key)) best = i, best_key = std::move(key);
+    // CPython's max/min test item > best / item < best.
+    if (detail::compare(want_max ? ">" : "<", key, best_key)) best = i, best_key = std::move(key);
   }
   return items[best];
 }
@@ -218,6 +221,7 @@ Value do_int(const Value& v, const CallArgs& args) {
   const Value* fallback = arg(args, "default", 0);
   const Value result_default = fallback ? *fallback : Value(0);
   const int base = static_cast<int>(int_param(args, "base", 1, 10));
+  if (v.is_undefined()) fail(v.undefined_message());  // int(Undefined) raises in jinja2
   if (v.is_int()) return v;
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
   if (v.is_float()) {
@@ -235,6 +239,7 @@ Value do_int(const Value& v, const CallArgs& args) {
 
 Value do_float(const Value& v, const CallArgs& args) {
   const Value* fallback = arg(args, "default", 0);
+  if (v.is_undefined()) fail(v.undefined_message());
   if (v.is_number()) return Value(v.as_float());
   if (v.is_bool()) return Value(v.as_bool() ? 1.0 : 0.0);
   if (v.is_string()) {
@@ -349,7 +354,15 @@ Value do_sort(const Value& v, const CallArgs& args) {
   const bool case_sensitive = bool_arg(args, "case_sensitive", 1, false);
   const Value* attribute = arg(args, "attribute", 2);
   std::vector<std::pair<Value, Value>> keyed;
-  for (Value& item : items) keyed.emplace_back(sort_key(item, attribute, case_sensitive, true), item);
+  // jinja2's multi-attrgetter makes every key a list, so equal keys never
+  // reach `<` (None items sort without a TypeError).
+  for (Value& item : items) {
+    Value key = sort_key(item, attribute, case_sensitive, true);
+    if (!key.is_array() || !(attribute && attribute->is_string() && attribute->as_string().find(',') != std::string::npos)) {
+      key = Value::array({key});
+    }
+    keyed.emplace_back(std::move(key), item);
+  }
   std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
     return reverse ? Value::less(b.first, a.first) : Value::less(a.first, b.first);
   });
@@ -390,7 +403,7 @@ Value do_unique(const Value& v, const CallArgs& args) {
     seen.push_back(key);
     out.push_back(item);
   }
-  return Value::array(std::move(out));
+  return generator(std::move(out));
 }
 
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
@@ -407,7 +420,7 @@ Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
       while (fill && static_cast<std::int64_t>(group.size()) < count) group.push_back(*fill);
       out.push_back(Value::array(std::move(group)));
     }
-    return Value::array(std::move(out));
+    return generator(std::move(out));
   }
   if (count <= 0) fail("integer division or modulo by zero");
   const auto n = static_cast<std::int64_t>(items.size());
@@ -422,7 +435,7 @@ Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
     if (fill && k >= extra) group.push_back(*fill);
     out.push_back(Value::array(std::move(group)));
   }
-  return Value::array(std::move(out));
+  return generator(std::move(out));
 }
 
 Value do_tojson(const Value& v, const CallArgs& args) {
@@ -470,25 +483,26 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     };
     f["d"] = f["default"];
     f["dictsort"] = do_dictsort;
-    f["escape"] = [](const Value& v, const CallArgs&) { return Value(html_escape(v.str())); };
+    f["escape"] = [](const Value& v, const CallArgs&) { return v.is_markup() ? v : Value::markup(html_escape(v.str())); };
     f["e"] = f["escape"];
-    f["forceescape"] = f["escape"];
+    f["forceescape"] = [](const Value& v, const CallArgs&) { return Value::markup(html_escape(v.str())); };
     f["first"] = [](const Value& v, const CallArgs&) {
       const std::vector<Value> items = iterate(v);
       return items.empty() ? Value::undefined_with_message("No first item, sequence was empty.") : items.front();
     };
     f["last"] = [](const Value& v, const CallArgs&) {
+      if (v.is_iterator()) fail("'", v.type_name(), "' object is not reversible");
       const std::vector<Value> items = iterate(v);
       return items.empty() ? Value::undefined_with_message("No last item, sequence was empty.") : items.back();
     };
     f["float"] = do_float;
     f["int"] = do_int;
     f["items"] = [](const Value& v, const CallArgs&) {
-      if (v.is_undefined()) return Value::array({});
+      if (v.is_undefined()) return generator({});
       if (!v.is_object() || v.as_object().is_namespace) fail("Can only get item pairs from a mapping.");
       std::vector<Value> out;
       for (const auto& [key, value] : v.as_object().entries) out.push_back(pair(key, *value));
-      return Value::array(std::move(out));
+      return generator(std::move(out));
     };
     f["join"] = [](const Value& v, const CallArgs& a) {
       const Value* sep = arg(a, "d", 0);
@@ -501,7 +515,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     };
     f["length"] = [](const Value& v, const CallArgs&) {
       if (v.is_string()) return Value(static_cast<std::int64_t>(unicode::length(v.as_string())));
-      if (v.is_array()) return Value(static_cast<std::int64_t>(v.as_array().size()));
+      if (v.is_array() && v.has_len()) return Value(static_cast<std::int64_t>(v.as_array().size()));
       if (v.is_object() && !v.as_object().is_namespace) {
         return Value(static_cast<std::int64_t>(v.as_object().entries.size()));
       }
@@ -535,12 +549,16 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       }
       std::vector<Value> items = iterate(v);
       std::reverse(items.begin(), items.end());
+      // Python's reversed() iterators; what cannot be reversed becomes a reversed list.
+      if (v.is_list()) return Value::iterator(std::move(items), "list_reverseiterator");
+      if (v.is_tuple()) return Value::iterator(std::move(items), "reversed");
+      if (v.is_object()) return Value::iterator(std::move(items), "dict_reversekeyiterator");
       return Value::array(std::move(items));
     };
     f["round"] = do_round;
-    f["safe"] = [](const Value& v, const CallArgs&) { return v.is_string() ? v : Value(v.str()); };
+    f["safe"] = [](const Value& v, const CallArgs&) { return v.is_markup() ? v : Value::markup(v.str()); };
     f["sort"] = do_sort;
-    f["string"] = [](const Value& v, const CallArgs&) { return Value(v.str()); };
+    f["string"] = [](const Value& v, const CallArgs&) { return v.is_markup() ? v : Value(v.str()); };
     f["sum"] = [](const Value& v, const CallArgs& a) {
       const Value* attribute = arg(a, "attribute", 0);
       const Value* start = arg(a, "start", 1);
@@ -639,6 +657,7 @@ struct JsonWriter {
       }
       case Value::Kind::String: json_string(out, v.as_string(), options.ensure_ascii); return;
       case Value::Kind::Array: {
+        if (v.is_iterator() || v.is_view()) break;
         const auto& items = v.as_array();
         if (items.empty()) {
           out += "[]";
@@ -703,7 +722,7 @@ std::string dump_json(const Value& value, const JsonDumpOptions& options) {
 Value apply_filter(std::string_view name, const Value& target, const CallArgs& args) {
   const auto& table = filters();
   const auto it = table.find(name);
-  if (it == table.end()) fail("no filter named '", name, "'");
+  if (it == table.end()) fail("No filter named '", name, "'.");
   return it->second(target, args);
 }
 

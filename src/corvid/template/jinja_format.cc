@@ -351,7 +351,7 @@ std::string python_format(std::string_view format, const CallArgs& args) {
         index = static_cast<std::size_t>(std::stoull(std::string(head)));
       }
       if (index >= args.positional.size()) {
-        fail("Replacement index ", index, " out of range for positional args tuple");
+        fail("tuple index out of range");  // jinja2's sandboxed formatter indexes args directly
       }
       value = args.positional[index];
     } else {

@@ -207,9 +207,10 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
     if (sep.empty()) fail("empty separator");
     const std::size_t pos = name == "partition" ? s.find(sep) : s.rfind(sep);
     if (pos == std::string::npos) {
-      return name == "partition" ? strings({s, "", ""}) : strings({"", "", s});
+      return name == "partition" ? Value::tuple({Value(s), Value(""), Value("")})
+                                 : Value::tuple({Value(""), Value(""), Value(s)});
     }
-    return strings({s.substr(0, pos), sep, s.substr(pos + sep.size())});
+    return Value::tuple({Value(s.substr(0, pos)), Value(sep), Value(s.substr(pos + sep.size()))});
   }
   fail("'str' object has no attribute '", name, "'");
 }
@@ -236,6 +237,7 @@ Value list_method(const Value& list, std::string_view name, const CallArgs& a) {
   for (std::size_t i = 0; i < items.size(); ++i) {  // index
     if (items[i] == *x) return Value(static_cast<std::int64_t>(i));
   }
+  if (list.is_tuple()) fail("tuple.index(x): x not in tuple");
   fail(x->repr(), " is not in list");
 }
 
@@ -256,9 +258,9 @@ Value dict_method(const Value& dict, std::string_view name, const CallArgs& a) {
   for (const auto& [key, value] : object.entries) {
     if (name == "keys") out.emplace_back(key);
     if (name == "values") out.push_back(*value);
-    if (name == "items") out.push_back(Value::array({Value(key), *value}));
+    if (name == "items") out.push_back(Value::tuple({Value(key), *value}));
   }
-  return Value::array(std::move(out));
+  return Value::view(std::move(out), "dict_" + std::string(name));
 }
 
 bool is_mutator(const Value& obj, std::string_view name) {
@@ -278,12 +280,17 @@ std::optional<Value> bound_method(const Value& obj, std::string_view name) {
     return Value::function(method, [obj, method](const CallArgs& a) { return str_method(obj.as_string(), method, a); });
   }
   const bool is_dict = obj.is_object() && !obj.as_object().is_namespace;
-  if (!obj.is_array() && !is_dict) return std::nullopt;
+  if (!obj.is_list() && !is_dict) {
+    if (obj.is_tuple() && (name == "index" || name == "count")) {
+      return Value::function(method, [obj, method](const CallArgs& a) { return list_method(obj, method, a); });
+    }
+    return std::nullopt;
+  }
   if (is_mutator(obj, name)) {
     return Value::undefined_with_message("access to attribute '" + method + "' of '" + obj.type_name() +
                                          "' object is unsafe.");
   }
-  if (obj.is_array() && (name == "index" || name == "count" || name == "copy")) {
+  if ((obj.is_list() && name == "copy") || ((obj.is_list() || obj.is_tuple()) && (name == "index" || name == "count"))) {
     return Value::function(method, [obj, method](const CallArgs& a) { return list_method(obj, method, a); });
   }
   if (is_dict && (name == "get" || name == "keys" || name == "values" || name == "items" || name == "copy")) {

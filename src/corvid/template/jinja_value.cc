@@ -92,6 +92,37 @@ Value Value::array(std::vector<Value> items) {
   return v;
 }
 
+Value Value::tuple(std::vector<Value> items) {
+  Value v = array(std::move(items));
+  v.flavor_ = Flavor::Tuple;
+  return v;
+}
+
+Value Value::iterator(std::vector<Value> items, std::string type_name) {
+  Value v = array(std::move(items));
+  v.flavor_ = Flavor::Iterator;
+  v.name_ = std::move(type_name);
+  return v;
+}
+
+Value Value::view(std::vector<Value> items, std::string type_name) {
+  Value v = array(std::move(items));
+  v.flavor_ = Flavor::View;
+  v.name_ = std::move(type_name);
+  return v;
+}
+
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+bool Value::has_len() const {
+  return kind_ == Kind::String || (kind_ == Kind::Array && flavor_ != Flavor::Iterator) ||
+         (kind_ == Kind::Object && !o_->is_namespace);
+}
+
 Value Value::object(std::shared_ptr<Object> object) {
   Value v;
   v.kind_ = Kind::Object;
@@ -159,6 +190,9 @@ Json Value::to_json() const {
     case Kind::String:
       return *s_;
     case Kind::Array: {
+      if (flavor_ == Flavor::Iterator || flavor_ == Flavor::View) {
+        fail("Object of type ", name_, " is not JSON serializable");
+      }
       Json out = Json::array();
       for (const auto& item : *a_) out.push_back(item.to_json());
       return out;
@@ -188,7 +222,7 @@ bool Value::truthy() const {
     case Kind::String:
       return !s_->empty();
     case Kind::Array:
-      return !a_->empty();
+      return flavor_ == Flavor::Iterator || !a_->empty();  // a generator is always true
     case Kind::Object:
       return o_->is_namespace || !o_->entries.empty();
     case Kind::Function:
@@ -306,13 +340,17 @@ std::string Value::repr() const {
     case Kind::Float:
       return python_float_repr(d_);
     case Kind::String:
-      return python_string_repr(*s_);
+      return markup_ ? "Markup(" + python_string_repr(*s_) + ")" : python_string_repr(*s_);
     case Kind::Array: {
-      std::string out = "[";
+      if (flavor_ == Flavor::Iterator) return "<" + name_ + " object>";
+      const bool tuple = flavor_ == Flavor::Tuple;
+      std::string out = tuple ? "(" : "[";
       for (std::size_t i = 0; i < a_->size(); ++i) {
         if (i) out += ", ";
         out += (*a_)[i].repr();
       }
+      if (tuple) return out + (a_->size() == 1 ? ",)" : ")");
+      if (flavor_ == Flavor::View) return name_ + "(" + out + "])";
       return out + "]";
     }
     case Kind::Object: {
@@ -347,7 +385,7 @@ std::string Value::type_name() const {
     case Kind::String:
       return "str";
     case Kind::Array:
-      return "list";
+      return flavor_ == Flavor::List ? "list" : flavor_ == Flavor::Tuple ? "tuple" : name_;
     case Kind::Object:
       return o_->is_namespace ? "Namespace" : "dict";
     case Kind::Function:
@@ -380,6 +418,7 @@ bool operator==(const Value& a, const Value& b) {
     case Kind::String:
       return a.as_string() == b.as_string();
     case Kind::Array: {
+      if (a.flavor_ != b.flavor_ || a.is_iterator()) return &a.as_array() == &b.as_array();
       const auto& x = a.as_array();
       const auto& y = b.as_array();
       if (x.size() != y.size()) return false;
@@ -412,7 +451,7 @@ bool Value::less(const Value& a, const Value& b) {
     return numeric(a) < numeric(b);
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 keeps code point order
-  if (a.is_array() && b.is_array()) {
+  if (a.is_array() && b.is_array() && a.flavor_ == b.flavor_ && (a.is_list() || a.is_tuple())) {
     const auto& x = a.as_array();
     const auto& y = b.as_array();
     for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {

@@ -69,6 +69,20 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   static Value array(std::vector<Value> items);
+  // Other Python sequences that templates meet, all Kind::Array so that they
+  // iterate like lists, but printing, ==, len() and tojson follow Python:
+  //   tuple: (1, 2) literals, dict.items() pairs, str.partition();
+  //   iterator: what jinja2's map/select/reject/items/unique/batch/slice filters
+  //     return (generators): always true, no len(), no indexing, not JSON
+  //     serializable; type_name is e.g. "generator" or "list_reverseiterator";
+  //   view: dict.keys()/values()/items() ("dict_items([...])"): len() and `in`
+  //     work, indexing and tojson do not.
+  static Value tuple(std::vector<Value> items);
+  static Value iterator(std::vector<Value> items, std::string type_name = "generator");
+  static Value view(std::vector<Value> items, std::string type_name);
+  // jinja2's Markup (from |safe, |escape): a str that `+`/`~` with a plain str
+  // HTML-escape the plain operand. Kind::String.
+  static Value markup(std::string s);
   static Value object(std::shared_ptr<Object> object);
   static Value function(std::string name, Function f);
 
@@ -86,6 +100,13 @@ class Value {
   bool is_array() const { return kind_ == Kind::Array; }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_function() const { return kind_ == Kind::Function; }
+  bool is_list() const { return kind_ == Kind::Array && flavor_ == Flavor::List; }
+  bool is_tuple() const { return kind_ == Kind::Array && flavor_ == Flavor::Tuple; }
+  bool is_iterator() const { return kind_ == Kind::Array && flavor_ == Flavor::Iterator; }
+  bool is_view() const { return kind_ == Kind::Array && flavor_ == Flavor::View; }
+  bool is_markup() const { return kind_ == Kind::String && markup_; }
+  // Python len() exists: str, list, tuple, dict, view (not an iterator).
+  bool has_len() const;
 
   bool as_bool() const { return b_; }
   std::int64_t as_int() const { return i_; }
@@ -122,6 +143,9 @@ class Value {
   std::shared_ptr<const Function> f_;
   std::string name_;
   std::string undefined_hint_;  // set by undefined_member
+  enum class Flavor : std::uint8_t { List, Tuple, Iterator, View };
+  Flavor flavor_ = Flavor::List;  // for Kind::Array
+  bool markup_ = false;           // for Kind::String
 };
 
 // Python's repr() of a float: shortest round-trip digits, "1.0", "1e+20", "inf".

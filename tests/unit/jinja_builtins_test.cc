@@ -1,0 +1,831 @@
+// jinja2's filters, tests, str/list/dict methods and member access, checked
+// against Python jinja2 3.1 with transformers' settings (ImmutableSandboxedEnvironment,
+// tojson = json.dumps(ensure_ascii=False, ...)). Each case names the Jinja
+// expression that produced its expected value; `[expr] (repr)` means the value
+// was read as Python's repr() of the element (print of a one-item list).
+// Where jinja2 yields a generator, the oracle expression adds |list.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "corvid/template/jinja_builtins.h"
+
+namespace {
+
+using corvid::jinja::CallArgs;
+using corvid::jinja::get_attribute;
+using corvid::jinja::get_item;
+using corvid::jinja::get_slice;
+using corvid::jinja::Object;
+using corvid::jinja::Value;
+using Kw = std::vector<std::pair<std::string, Value>>;
+
+Value S(std::string s) { return Value(std::move(s)); }
+Value I(std::int64_t i) { return Value(i); }
+Value Fl(double d) { return Value(d); }
+Value B(bool b) { return Value(b); }
+Value N() { return Value::none(); }
+Value U() { return Value::undefined("x"); }
+Value L(std::vector<Value> items) { return Value::array(std::move(items)); }
+Value D(Kw entries) {
+  auto object = std::make_shared<Object>();
+  for (auto& [key, value] : entries) object->set(key, std::move(value));
+  return Value::object(object);
+}
+
+Value filter(std::string_view name, const Value& target, std::vector<Value> args = {}, Kw kw = {}) {
+  return corvid::jinja::apply_filter(name, target, CallArgs{std::move(args), std::move(kw)});
+}
+
+bool test(std::string_view name, const Value& target, std::vector<Value> args = {}) {
+  return corvid::jinja::apply_test(name, target, CallArgs{std::move(args), {}});
+}
+
+// obj.name(args): calling an Undefined fails with its message, as jinja2's does.
+Value method(const Value& obj, std::string_view name, std::vector<Value> args = {}, Kw kw = {}) {
+  const Value m = get_attribute(obj, name);
+  if (!m.is_function()) throw corvid::Error(m.undefined_message());
+  return m.as_function()(CallArgs{std::move(args), std::move(kw)});
+}
+
+template <class F>
+void expect_error(F f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const corvid::Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+}  // namespace
+
+
+TEST(JinjaBuiltinsFilters, StringFilters) {
+  // ['  hi  '|trim] (repr)
+  EXPECT_EQ((filter("trim", S("  hi  "))).repr(), "'hi'");
+  // ['xxhixx'|trim('x')] (repr)
+  EXPECT_EQ((filter("trim", S("xxhixx"), {S("x")})).repr(), "'hi'");
+  // ['\u3000hi\n'|trim] (repr)
+  EXPECT_EQ((filter("trim", S("\u3000hi\n"))).repr(), "'hi'");
+  // ['hello World'|upper] (repr)
+  EXPECT_EQ((filter("upper", S("hello World"))).repr(), "'HELLO WORLD'");
+  // ['ÉCOLE Straße ΣΑΣ'|lower] (repr)
+  EXPECT_EQ((filter("lower", S("ÉCOLE Straße ΣΑΣ"))).repr(), "'\xc3""\xa9""cole stra\xc3""\x9f""e \xcf""\x83""\xce""\xb1""\xcf""\x82""'");
+  // ['straße éa'|upper] (repr)
+  EXPECT_EQ((filter("upper", S("straße éa"))).repr(), "'STRASSE \xc3""\x89""A'");
+  // ['привет'|upper] (repr)
+  EXPECT_EQ((filter("upper", S("привет"))).repr(), "'\xd0""\x9f""\xd0""\xa0""\xd0""\x98""\xd0""\x92""\xd0""\x95""\xd0""\xa2""'");
+  // ['hELLO wORLD'|capitalize] (repr)
+  EXPECT_EQ((filter("capitalize", S("hELLO wORLD"))).repr(), "'Hello world'");
+  // ['hello-world (foo) [bar] x_y o\'neil'|title] (repr)
+  EXPECT_EQ((filter("title", S("hello-world (foo) [bar] x_y o'neil"))).repr(), "\"Hello-World (Foo) [Bar] X_y O'neil\"");
+  // ['abc'|center(9)] (repr)
+  EXPECT_EQ((filter("center", S("abc"), {I(9)})).repr(), "'   abc   '");
+  // ['abc'|center(8)] (repr)
+  EXPECT_EQ((filter("center", S("abc"), {I(8)})).repr(), "'  abc   '");
+  // ['ab'|center(7)] (repr)
+  EXPECT_EQ((filter("center", S("ab"), {I(7)})).repr(), "'   ab  '");
+  // ['é'|center(4)] (repr)
+  EXPECT_EQ((filter("center", S("é"), {I(4)})).repr(), "' \xc3""\xa9""  '");
+  // ['a-b-c-d'|replace('-', '+')] (repr)
+  EXPECT_EQ((filter("replace", S("a-b-c-d"), {S("-"), S("+")})).repr(), "'a+b+c+d'");
+  // ['a-b-c-d'|replace('-', '+', 2)] (repr)
+  EXPECT_EQ((filter("replace", S("a-b-c-d"), {S("-"), S("+"), I(2)})).repr(), "'a+b+c-d'");
+  // ['ab'|replace('', '.')] (repr)
+  EXPECT_EQ((filter("replace", S("ab"), {S(""), S(".")})).repr(), "'.a.b.'");
+  // [42|replace('2', '3')] (repr)
+  EXPECT_EQ((filter("replace", I(42), {S("2"), S("3")})).repr(), "'43'");
+  // ['a<b>&"c\''|escape] (repr)
+  EXPECT_EQ((filter("escape", S("a<b>&\"c'"))).repr(), "Markup('a&lt;b&gt;&amp;&#34;c&#39;')");
+  // [none|e] (repr)
+  EXPECT_EQ((filter("e", N())).repr(), "Markup('None')");
+  // ['one two  three'|wordcount] (repr)
+  EXPECT_EQ((filter("wordcount", S("one two  three"))).repr(), "3");
+  // ['it\'s a_b, c3!'|wordcount] (repr)
+  EXPECT_EQ((filter("wordcount", S("it's a_b, c3!"))).repr(), "4");
+  // ['foo bar baz qux'|truncate(9)] (repr)
+  EXPECT_EQ((filter("truncate", S("foo bar baz qux"), {I(9)})).repr(), "'foo...'");
+  // ['foo bar baz qux'|truncate(9, true)] (repr)
+  EXPECT_EQ((filter("truncate", S("foo bar baz qux"), {I(9), B(true)})).repr(), "'foo ba...'");
+  // ['foo bar baz qux'|truncate(11, leeway=0, end='~')] (repr)
+  EXPECT_EQ((filter("truncate", S("foo bar baz qux"), {I(11)}, {{"leeway", I(0)}, {"end", S("~")}})).repr(), "'foo bar~'");
+  // ['foo bar baz'|truncate(8)] (repr)
+  EXPECT_EQ((filter("truncate", S("foo bar baz"), {I(8)})).repr(), "'foo bar baz'");
+  // {{ 'x'|truncate(2) }} raises
+  expect_error([&] { (void)(filter("truncate", S("x"), {I(2)})); }, "expected length >= 3, got 2");
+  // {{ 'abcdefgh'|truncate(2, leeway=0) }} raises
+  expect_error([&] { (void)(filter("truncate", S("abcdefgh"), {I(2)}, {{"leeway", I(0)}})); }, "expected length >= 3, got 2");
+  // ['a\nb\n\nc'|indent] (repr)
+  EXPECT_EQ((filter("indent", S("a\nb\n\nc"))).repr(), "'a\\n    b\\n\\n    c'");
+  // ['a\nb\n\nc'|indent(2, true)] (repr)
+  EXPECT_EQ((filter("indent", S("a\nb\n\nc"), {I(2), B(true)})).repr(), "'  a\\n  b\\n\\n  c'");
+  // ['a\nb\n\nc\n'|indent(2, blank=true)] (repr)
+  EXPECT_EQ((filter("indent", S("a\nb\n\nc\n"), {I(2)}, {{"blank", B(true)}})).repr(), "'a\\n  b\\n  \\n  c\\n  '");
+  // ['a\nb'|indent('> ', first=true)] (repr)
+  EXPECT_EQ((filter("indent", S("a\nb"), {S("> ")}, {{"first", B(true)}})).repr(), "'> a\\n> b'");
+  // ['{\n'|indent(4, first=true)] (repr)
+  EXPECT_EQ((filter("indent", S("{\n"), {I(4)}, {{"first", B(true)}})).repr(), "'    {\\n'");
+  // ['a\r\nb'|indent(1)] (repr)
+  EXPECT_EQ((filter("indent", S("a\r\nb"), {I(1)})).repr(), "'a\\n b'");
+  // ['%s-%d-%.2f-%r'|format('a', 3, 2.5, 'q')] (repr)
+  EXPECT_EQ((filter("format", S("%s-%d-%.2f-%r"), {S("a"), I(3), Fl(2.5), S("q")})).repr(), "\"a-3-2.50-'q'\"");
+  // ['%(x)s=%(y)05d'|format(x='k', y=42)] (repr)
+  EXPECT_EQ((filter("format", S("%(x)s=%(y)05d"), {}, {{"x", S("k")}, {"y", I(42)}})).repr(), "'k=00042'");
+  // ['%-5s|%5s|%x|%%'|format('ab', 'cd', 255)] (repr)
+  EXPECT_EQ((filter("format", S("%-5s|%5s|%x|%%"), {S("ab"), S("cd"), I(255)})).repr(), "'ab   |   cd|ff|%'");
+  // ['%s'|format([1, 'a'])] (repr)
+  EXPECT_EQ((filter("format", S("%s"), {L({I(1), S("a")})})).repr(), "\"[1, 'a']\"");
+  // {{ '%s %s'|format(1) }} raises
+  expect_error([&] { (void)(filter("format", S("%s %s"), {I(1)})); }, "not enough arguments for format string");
+  // {{ '%s'|format(1, 2) }} raises
+  expect_error([&] { (void)(filter("format", S("%s"), {I(1), I(2)})); }, "not all arguments converted during string formatting");
+  // {{ '%d'|format('x') }} raises
+  expect_error([&] { (void)(filter("format", S("%d"), {S("x")})); }, "%d format: a real number is required, not str");
+  // ['<p>a  <b>b</b><!-- c --> &amp; d</p>'|striptags] (repr)
+  EXPECT_EQ((filter("striptags", S("<p>a  <b>b</b><!-- c --> &amp; d</p>"))).repr(), "'a b & d'");
+  // ['abc'|reverse] (repr)
+  EXPECT_EQ((filter("reverse", S("abc"))).repr(), "'cba'");
+  // ['héllo'|length] (repr)
+  EXPECT_EQ((filter("length", S("héllo"))).repr(), "5");
+  // ['héllo'|count] (repr)
+  EXPECT_EQ((filter("count", S("héllo"))).repr(), "5");
+  // ['ab'|list] (repr)
+  EXPECT_EQ((filter("list", S("ab"))).repr(), "['a', 'b']");
+  // ['ab'|first] (repr)
+  EXPECT_EQ((filter("first", S("ab"))).repr(), "'a'");
+  // ['ab'|last] (repr)
+  EXPECT_EQ((filter("last", S("ab"))).repr(), "'b'");
+  // ['x'|safe] (repr)
+  EXPECT_EQ((filter("safe", S("x"))).repr(), "Markup('x')");
+  // [[1, 'a']|string] (repr)
+  EXPECT_EQ((filter("string", L({I(1), S("a")}))).repr(), "\"[1, 'a']\"");
+  // [none|string] (repr)
+  EXPECT_EQ((filter("string", N())).repr(), "'None'");
+  // [{'a': [1, 2]}|pprint] (repr)
+  EXPECT_EQ((filter("pprint", D({{"a", L({I(1), I(2)})}}))).repr(), "\"{'a': [1, 2]}\"");
+}
+
+TEST(JinjaBuiltinsFilters, NumberFilters) {
+  auto ns = std::make_shared<Object>();
+  ns->is_namespace = true;
+  // [-3|abs] (repr)
+  EXPECT_EQ((filter("abs", I(-3))).repr(), "3");
+  // [-2.5|abs] (repr)
+  EXPECT_EQ((filter("abs", Fl(-2.5))).repr(), "2.5");
+  // {{ 'x'|abs }} raises
+  expect_error([&] { (void)(filter("abs", S("x"))); }, "bad operand type for abs(): 'str'");
+  // ['42'|int] (repr)
+  EXPECT_EQ((filter("int", S("42"))).repr(), "42");
+  // [' -7 '|int] (repr)
+  EXPECT_EQ((filter("int", S(" -7 "))).repr(), "-7");
+  // ['1_000'|int] (repr)
+  EXPECT_EQ((filter("int", S("1_000"))).repr(), "1000");
+  // ['3.9'|int] (repr)
+  EXPECT_EQ((filter("int", S("3.9"))).repr(), "3");
+  // ['abc'|int] (repr)
+  EXPECT_EQ((filter("int", S("abc"))).repr(), "0");
+  // ['abc'|int(5)] (repr)
+  EXPECT_EQ((filter("int", S("abc"), {I(5)})).repr(), "5");
+  // ['ff'|int(base=16)] (repr)
+  EXPECT_EQ((filter("int", S("ff"), {}, {{"base", I(16)}})).repr(), "255");
+  // ['0x1F'|int(0, 16)] (repr)
+  EXPECT_EQ((filter("int", S("0x1F"), {I(0), I(16)})).repr(), "31");
+  // ['0b101'|int(0, 0)] (repr)
+  EXPECT_EQ((filter("int", S("0b101"), {I(0), I(0)})).repr(), "5");
+  // [3.99|int] (repr)
+  EXPECT_EQ((filter("int", Fl(3.99))).repr(), "3");
+  // [-3.99|int] (repr)
+  EXPECT_EQ((filter("int", Fl(-3.99))).repr(), "-3");
+  // [true|int] (repr)
+  EXPECT_EQ((filter("int", B(true))).repr(), "1");
+  // [none|int] (repr)
+  EXPECT_EQ((filter("int", N())).repr(), "0");
+  // {{ x|int }} raises
+  expect_error([&] { (void)(filter("int", U())); }, "'x' is undefined");
+  // {{ x|float }} raises
+  expect_error([&] { (void)(filter("float", U())); }, "'x' is undefined");
+  // ['1e3'|int] (repr)
+  EXPECT_EQ((filter("int", S("1e3"))).repr(), "1000");
+  // ['2.5'|float] (repr)
+  EXPECT_EQ((filter("float", S("2.5"))).repr(), "2.5");
+  // [' 1e3 '|float] (repr)
+  EXPECT_EQ((filter("float", S(" 1e3 "))).repr(), "1000.0");
+  // ['-inf'|float] (repr)
+  EXPECT_EQ((filter("float", S("-inf"))).repr(), "-inf");
+  // ['x'|float] (repr)
+  EXPECT_EQ((filter("float", S("x"))).repr(), "0.0");
+  // ['x'|float(1.5)] (repr)
+  EXPECT_EQ((filter("float", S("x"), {Fl(1.5)})).repr(), "1.5");
+  // ['.5'|float] (repr)
+  EXPECT_EQ((filter("float", S(".5"))).repr(), "0.5");
+  // ['5.'|float] (repr)
+  EXPECT_EQ((filter("float", S("5."))).repr(), "5.0");
+  // ['.'|float] (repr)
+  EXPECT_EQ((filter("float", S("."))).repr(), "0.0");
+  // [3|float] (repr)
+  EXPECT_EQ((filter("float", I(3))).repr(), "3.0");
+  // [2.5|round] (repr)
+  EXPECT_EQ((filter("round", Fl(2.5))).repr(), "2.0");
+  // [3.5|round] (repr)
+  EXPECT_EQ((filter("round", Fl(3.5))).repr(), "4.0");
+  // [2.675|round(2)] (repr)
+  EXPECT_EQ((filter("round", Fl(2.675), {I(2)})).repr(), "2.67");
+  // [7|round] (repr)
+  EXPECT_EQ((filter("round", I(7))).repr(), "7");
+  // [1234.5678|round(-2)] (repr)
+  EXPECT_EQ((filter("round", Fl(1234.5678), {I(-2)})).repr(), "1200.0");
+  // [2.1|round(0, 'ceil')] (repr)
+  EXPECT_EQ((filter("round", Fl(2.1), {I(0), S("ceil")})).repr(), "3.0");
+  // [2.19|round(1, 'floor')] (repr)
+  EXPECT_EQ((filter("round", Fl(2.19), {I(1), S("floor")})).repr(), "2.1");
+  // [2|round(0, 'ceil')] (repr)
+  EXPECT_EQ((filter("round", I(2), {I(0), S("ceil")})).repr(), "2.0");
+  // [[1, 2.5, true]|sum] (repr)
+  EXPECT_EQ((filter("sum", L({I(1), Fl(2.5), B(true)}))).repr(), "4.5");
+  // [[1, 2]|sum(start=10)] (repr)
+  EXPECT_EQ((filter("sum", L({I(1), I(2)}), {}, {{"start", I(10)}})).repr(), "13");
+  // [[{'n': 1}, {'n': 4}]|sum(attribute='n')] (repr)
+  EXPECT_EQ((filter("sum", L({D({{"n", I(1)}}), D({{"n", I(4)}})}), {}, {{"attribute", S("n")}})).repr(), "5");
+  // {{ ['a']|sum }} raises
+  expect_error([&] { (void)(filter("sum", L({S("a")}))); }, "unsupported operand type(s) for +: 'int' and 'str'");
+  // [[3, 1, 2]|max] (repr)
+  EXPECT_EQ((filter("max", L({I(3), I(1), I(2)}))).repr(), "3");
+  // [[3, 1, 2]|min] (repr)
+  EXPECT_EQ((filter("min", L({I(3), I(1), I(2)}))).repr(), "1");
+  // [['b', 'A', 'c']|max] (repr)
+  EXPECT_EQ((filter("max", L({S("b"), S("A"), S("c")}))).repr(), "'c'");
+  // [['b', 'A', 'C']|max(case_sensitive=true)] (repr)
+  EXPECT_EQ((filter("max", L({S("b"), S("A"), S("C")}), {}, {{"case_sensitive", B(true)}})).repr(), "'b'");
+  // [[{'a': 2}, {'a': 5}]|max(attribute='a')] (repr)
+  EXPECT_EQ((filter("max", L({D({{"a", I(2)}}), D({{"a", I(5)}})}), {}, {{"attribute", S("a")}})).repr(), "{'a': 5}");
+  // {{ []|max is undefined }}
+  EXPECT_TRUE((filter("max", L({}))).is_undefined());
+  // {{ [1, 'a']|max }} raises
+  expect_error([&] { (void)(filter("max", L({I(1), S("a")}))); }, "'>' not supported between instances of 'str' and 'int'");
+}
+
+TEST(JinjaBuiltinsFilters, SequenceFilters) {
+  auto ns = std::make_shared<Object>();
+  ns->is_namespace = true;
+  // [[1, 2, 3]|length] (repr)
+  EXPECT_EQ((filter("length", L({I(1), I(2), I(3)}))).repr(), "3");
+  // [{'a': 1}|length] (repr)
+  EXPECT_EQ((filter("length", D({{"a", I(1)}}))).repr(), "1");
+  // [x|length] (repr)
+  EXPECT_EQ((filter("length", U())).repr(), "0");
+  // {{ 5|length }} raises
+  expect_error([&] { (void)(filter("length", I(5))); }, "object of type 'int' has no len()");
+  // [[1, 2]|first] (repr)
+  EXPECT_EQ((filter("first", L({I(1), I(2)}))).repr(), "1");
+  // [[1, 2]|last] (repr)
+  EXPECT_EQ((filter("last", L({I(1), I(2)}))).repr(), "2");
+  // [{'k': 1, 'j': 2}|first] (repr)
+  EXPECT_EQ((filter("first", D({{"k", I(1)}, {"j", I(2)}}))).repr(), "'k'");
+  // {{ []|first is undefined }}
+  EXPECT_TRUE((filter("first", L({}))).is_undefined());
+  // {{ x|first is undefined }}
+  EXPECT_TRUE((filter("first", U())).is_undefined());
+  // [[1, 'a', none]|join] (repr)
+  EXPECT_EQ((filter("join", L({I(1), S("a"), N()}))).repr(), "'1aNone'");
+  // [[1, 'a', none]|join(', ')] (repr)
+  EXPECT_EQ((filter("join", L({I(1), S("a"), N()}), {S(", ")})).repr(), "'1, a, None'");
+  // [[{'n': 'x'}, {'n': 'y'}]|join('|', attribute='n')] (repr)
+  EXPECT_EQ((filter("join", L({D({{"n", S("x")}}), D({{"n", S("y")}})}), {S("|")}, {{"attribute", S("n")}})).repr(), "'x|y'");
+  // [x|join(',')] (repr)
+  EXPECT_EQ((filter("join", U(), {S(",")})).repr(), "''");
+  // [{'a': 1, 'b': [2]}|list] (repr)
+  EXPECT_EQ((filter("list", D({{"a", I(1)}, {"b", L({I(2)})}}))).repr(), "['a', 'b']");
+  // [x|list] (repr)
+  EXPECT_EQ((filter("list", U())).repr(), "[]");
+  // {{ 1|list }} raises
+  expect_error([&] { (void)(filter("list", I(1))); }, "'int' object is not iterable");
+  // [{'a': 1, 'b': [2]}|items|list] (repr)
+  EXPECT_EQ((filter("list", filter("items", D({{"a", I(1)}, {"b", L({I(2)})}})))).repr(), "[('a', 1), ('b', [2])]");
+  // [x|items|list] (repr)
+  EXPECT_EQ((filter("list", filter("items", U()))).repr(), "[]");
+  // {{ [1]|items|list }} raises
+  expect_error([&] { (void)(filter("list", filter("items", L({I(1)})))); }, "Can only get item pairs from a mapping.");
+  // [[1, 2, 3]|reverse|list] (repr)
+  EXPECT_EQ((filter("list", filter("reverse", L({I(1), I(2), I(3)})))).repr(), "[3, 2, 1]");
+  // [['b', 'A', 'c', 'a']|sort] (repr)
+  EXPECT_EQ((filter("sort", L({S("b"), S("A"), S("c"), S("a")}))).repr(), "['A', 'a', 'b', 'c']");
+  // [['b', 'A', 'c', 'a']|sort(case_sensitive=true)] (repr)
+  EXPECT_EQ((filter("sort", L({S("b"), S("A"), S("c"), S("a")}), {}, {{"case_sensitive", B(true)}})).repr(), "['A', 'a', 'b', 'c']");
+  // [[3, 1.5, true, 2]|sort(reverse=true)] (repr)
+  EXPECT_EQ((filter("sort", L({I(3), Fl(1.5), B(true), I(2)}), {}, {{"reverse", B(true)}})).repr(), "[3, 2, 1.5, True]");
+  // [[{'t': 'b', 'i': 1}, {'t': 'a', 'i': 2}, {'t': 'b', 'i': 0}]|sort(attribute='t')] (repr)
+  EXPECT_EQ((filter("sort", L({D({{"t", S("b")}, {"i", I(1)}}), D({{"t", S("a")}, {"i", I(2)}}), D({{"t", S("b")}, {"i", I(0)}})}), {}, {{"attribute", S("t")}})).repr(), "[{'t': 'a', 'i': 2}, {'t': 'b', 'i': 1}, {'t': 'b', 'i': 0}]");
+  // [[{'t': 'b', 'i': 1}, {'t': 'a', 'i': 2}, {'t': 'b', 'i': 0}]|sort(attribute='t,i')] (repr)
+  EXPECT_EQ((filter("sort", L({D({{"t", S("b")}, {"i", I(1)}}), D({{"t", S("a")}, {"i", I(2)}}), D({{"t", S("b")}, {"i", I(0)}})}), {}, {{"attribute", S("t,i")}})).repr(), "[{'t': 'a', 'i': 2}, {'t': 'b', 'i': 0}, {'t': 'b', 'i': 1}]");
+  // [[[2, 'a'], [1, 'b'], [2, 'A']]|sort] (repr)
+  EXPECT_EQ((filter("sort", L({L({I(2), S("a")}), L({I(1), S("b")}), L({I(2), S("A")})}))).repr(), "[[1, 'b'], [2, 'A'], [2, 'a']]");
+  // {{ [3, 'a']|sort }} raises
+  expect_error([&] { (void)(filter("sort", L({I(3), S("a")}))); }, "'<' not supported between instances of 'str' and 'int'");
+  // [[none, none]|sort] (repr)
+  EXPECT_EQ((filter("sort", L({N(), N()}))).repr(), "[None, None]");
+  // {{ [none, 1]|sort }} raises
+  expect_error([&] { (void)(filter("sort", L({N(), I(1)}))); }, "'<' not supported between instances of 'int' and 'NoneType'");
+  // [{'b': 1, 'A': 3, 'c': 2}|dictsort] (repr)
+  EXPECT_EQ((filter("dictsort", D({{"b", I(1)}, {"A", I(3)}, {"c", I(2)}}))).repr(), "[('A', 3), ('b', 1), ('c', 2)]");
+  // [{'b': 1, 'A': 3, 'c': 2}|dictsort(true)] (repr)
+  EXPECT_EQ((filter("dictsort", D({{"b", I(1)}, {"A", I(3)}, {"c", I(2)}}), {B(true)})).repr(), "[('A', 3), ('b', 1), ('c', 2)]");
+  // [{'b': 1, 'A': 3, 'c': 2}|dictsort(by='value', reverse=true)] (repr)
+  EXPECT_EQ((filter("dictsort", D({{"b", I(1)}, {"A", I(3)}, {"c", I(2)}}), {}, {{"by", S("value")}, {"reverse", B(true)}})).repr(), "[('A', 3), ('c', 2), ('b', 1)]");
+  // {{ {'a': 1}|dictsort(by='x') }} raises
+  expect_error([&] { (void)(filter("dictsort", D({{"a", I(1)}}), {}, {{"by", S("x")}})); }, "You can only sort by either \"key\" or \"value\"");
+  // [['a', 'A', 'b', 'a', 1, 1.0, true]|unique|list] (repr)
+  EXPECT_EQ((filter("list", filter("unique", L({S("a"), S("A"), S("b"), S("a"), I(1), Fl(1.0), B(true)})))).repr(), "['a', 'b', 1]");
+  // [['a', 'A']|unique(case_sensitive=true)|list] (repr)
+  EXPECT_EQ((filter("list", filter("unique", L({S("a"), S("A")}), {}, {{"case_sensitive", B(true)}}))).repr(), "['a', 'A']");
+  // [[{'n': 1}, {'n': 1}, {'n': 2}]|unique(attribute='n')|list] (repr)
+  EXPECT_EQ((filter("list", filter("unique", L({D({{"n", I(1)}}), D({{"n", I(1)}}), D({{"n", I(2)}})}), {}, {{"attribute", S("n")}}))).repr(), "[{'n': 1}, {'n': 2}]");
+  // {{ [[1], [1]]|unique|list }} raises
+  expect_error([&] { (void)(filter("list", filter("unique", L({L({I(1)}), L({I(1)})})))); }, "unhashable type: 'list'");
+  // [[1, 2, 3, 4, 5]|batch(2)|list] (repr)
+  EXPECT_EQ((filter("list", filter("batch", L({I(1), I(2), I(3), I(4), I(5)}), {I(2)}))).repr(), "[[1, 2], [3, 4], [5]]");
+  // [[1, 2, 3, 4, 5]|batch(2, 0)|list] (repr)
+  EXPECT_EQ((filter("list", filter("batch", L({I(1), I(2), I(3), I(4), I(5)}), {I(2), I(0)}))).repr(), "[[1, 2], [3, 4], [5, 0]]");
+  // [[1, 2, 3, 4, 5]|slice(3)|list] (repr)
+  EXPECT_EQ((filter("list", filter("slice", L({I(1), I(2), I(3), I(4), I(5)}), {I(3)}))).repr(), "[[1, 2], [3, 4], [5]]");
+  // [[1, 2, 3, 4, 5]|slice(3, 'x')|list] (repr)
+  EXPECT_EQ((filter("list", filter("slice", L({I(1), I(2), I(3), I(4), I(5)}), {I(3), S("x")}))).repr(), "[[1, 2], [3, 4], [5, 'x']]");
+  // [x|default('d')] (repr)
+  EXPECT_EQ((filter("default", U(), {S("d")})).repr(), "'d'");
+  // [x|d] (repr)
+  EXPECT_EQ((filter("d", U())).repr(), "''");
+  // [none|default('d')] (repr)
+  EXPECT_EQ((filter("default", N(), {S("d")})).repr(), "None");
+  // [''|default('d', true)] (repr)
+  EXPECT_EQ((filter("default", S(""), {S("d"), B(true)})).repr(), "'d'");
+  // [0|default(64, boolean=true)] (repr)
+  EXPECT_EQ((filter("default", I(0), {I(64)}, {{"boolean", B(true)}})).repr(), "64");
+  // ['v'|default('d', true)] (repr)
+  EXPECT_EQ((filter("default", S("v"), {S("d"), B(true)})).repr(), "'v'");
+  // [x|default([])|length] (repr)
+  EXPECT_EQ((filter("length", filter("default", U(), {L({})}))).repr(), "0");
+}
+
+TEST(JinjaBuiltinsFilters, MapSelect) {
+  // [['a', 'b']|map('upper')|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({S("a"), S("b")}), {S("upper")}))).repr(), "['A', 'B']");
+  // [['a,b', 'c']|map('replace', ',', ';')|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({S("a,b"), S("c")}), {S("replace"), S(","), S(";")}))).repr(), "['a;b', 'c']");
+  // [[{'f': {'n': 1}}, {'f': {'n': 2}}]|map(attribute='f.n')|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({D({{"f", D({{"n", I(1)}})}}), D({{"f", D({{"n", I(2)}})}})}), {}, {{"attribute", S("f.n")}}))).repr(), "[1, 2]");
+  // [[{'a': 1}, {}]|map(attribute='a', default=0)|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({D({{"a", I(1)}}), D({})}), {}, {{"attribute", S("a")}, {"default", I(0)}}))).repr(), "[1, 0]");
+  // [[[1, 2], [3, 4]]|map(attribute='1')|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({L({I(1), I(2)}), L({I(3), I(4)})}), {}, {{"attribute", S("1")}}))).repr(), "[2, 4]");
+  // [[[1, 2], [3, 4]]|map(attribute=0)|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", L({L({I(1), I(2)}), L({I(3), I(4)})}), {}, {{"attribute", I(0)}}))).repr(), "[1, 3]");
+  // [[1, 0, 'a', '', none]|select|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({I(1), I(0), S("a"), S(""), N()})))).repr(), "[1, 'a']");
+  // [[1, 2, 3, 4]|select('odd')|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({I(1), I(2), I(3), I(4)}), {S("odd")}))).repr(), "[1, 3]");
+  // [[1, 2, 3, 4]|reject('divisibleby', 2)|list] (repr)
+  EXPECT_EQ((filter("list", filter("reject", L({I(1), I(2), I(3), I(4)}), {S("divisibleby"), I(2)}))).repr(), "[1, 3]");
+  // [['a', 'code_interpreter']|reject('equalto', 'code_interpreter')|list] (repr)
+  EXPECT_EQ((filter("list", filter("reject", L({S("a"), S("code_interpreter")}), {S("equalto"), S("code_interpreter")}))).repr(), "['a']");
+  // [[1, 5, 9]|select('>', 3)|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({I(1), I(5), I(9)}), {S(">"), I(3)}))).repr(), "[5, 9]");
+  // [['a', 1, none]|select('string')|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({S("a"), I(1), N()}), {S("string")}))).repr(), "['a']");
+  // [[{'role': 'user'}, {'role': 'system'}]|selectattr('role', 'equalto', 'system')|list] (repr)
+  EXPECT_EQ((filter("list", filter("selectattr", L({D({{"role", S("user")}}), D({{"role", S("system")}})}), {S("role"), S("equalto"), S("system")}))).repr(), "[{'role': 'system'}]");
+  // [[{'type': 'a'}, {}]|selectattr('type', 'defined')|list] (repr)
+  EXPECT_EQ((filter("list", filter("selectattr", L({D({{"type", S("a")}}), D({})}), {S("type"), S("defined")}))).repr(), "[{'type': 'a'}]");
+  // [[{'ok': true}, {'ok': false}]|selectattr('ok')|list] (repr)
+  EXPECT_EQ((filter("list", filter("selectattr", L({D({{"ok", B(true)}}), D({{"ok", B(false)}})}), {S("ok")}))).repr(), "[{'ok': True}]");
+  // [[{'type': 'code_interpreter'}, {'type': 'f'}]|rejectattr('type', 'equalto', 'code_interpreter')|list] (repr)
+  EXPECT_EQ((filter("list", filter("rejectattr", L({D({{"type", S("code_interpreter")}}), D({{"type", S("f")}})}), {S("type"), S("equalto"), S("code_interpreter")}))).repr(), "[{'type': 'f'}]");
+  // {{ [1]|select('nosuchtest')|list }} raises
+  expect_error([&] { (void)(filter("list", filter("select", L({I(1)}), {S("nosuchtest")}))); }, "No test named 'nosuchtest'.");
+  // [x|select('odd')|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", U(), {S("odd")}))).repr(), "[]");
+  // {{ [1]|map|list }} raises
+  expect_error([&] { (void)(filter("list", filter("map", L({I(1)})))); }, "map requires a filter argument");
+  // {{ 'x'|nosuchfilter }} raises
+  expect_error([&] { (void)(filter("nosuchfilter", S("x"))); }, "No filter named 'nosuchfilter'.");
+  // {{ {'a': 1}|attr('items') is callable }}
+  EXPECT_TRUE(test("callable", filter("attr", D({{"a", I(1)}}), {S("items")})));
+  // {{ {'a': 1}|attr('a') is undefined }}
+  EXPECT_TRUE((filter("attr", D({{"a", I(1)}}), {S("a")})).is_undefined());
+}
+
+TEST(JinjaBuiltinsFilters, ToJson) {
+  auto ns = std::make_shared<Object>();
+  ns->is_namespace = true;
+  // [{'b': 1, 'a': [1, 2.0, none, true, 'x']}|tojson] (repr)
+  EXPECT_EQ((filter("tojson", D({{"b", I(1)}, {"a", L({I(1), Fl(2.0), N(), B(true), S("x")})}}))).repr(), "'{\"b\": 1, \"a\": [1, 2.0, null, true, \"x\"]}'");
+  // [{'b': 1, 'a': [1, {'c': none}], 'e': [], 'f': {}}|tojson(indent=2)] (repr)
+  EXPECT_EQ((filter("tojson", D({{"b", I(1)}, {"a", L({I(1), D({{"c", N()}})})}, {"e", L({})}, {"f", D({})}}), {}, {{"indent", I(2)}})).repr(), "'{\\n  \"b\": 1,\\n  \"a\": [\\n    1,\\n    {\\n      \"c\": null\\n    }\\n  ],\\n  \"e\": [],\\n  \"f\": {}\\n}'");
+  // [{'b': 1, 'a': [1]}|tojson(indent='\t', sort_keys=true)] (repr)
+  EXPECT_EQ((filter("tojson", D({{"b", I(1)}, {"a", L({I(1)})}}), {}, {{"indent", S("\t")}, {"sort_keys", B(true)}})).repr(), "'{\\n\\t\"a\": [\\n\\t\\t1\\n\\t],\\n\\t\"b\": 1\\n}'");
+  // [[1, {'a': 2}]|tojson(separators=(',', ':'))] (repr)
+  EXPECT_EQ((filter("tojson", L({I(1), D({{"a", I(2)}})}), {}, {{"separators", L({S(","), S(":")})}})).repr(), "'[1,{\"a\":2}]'");
+  // [[1, [2]]|tojson(indent=0)] (repr)
+  EXPECT_EQ((filter("tojson", L({I(1), L({I(2)})}), {}, {{"indent", I(0)}})).repr(), "'[\\n1,\\n[\\n2\\n]\\n]'");
+  // ['é😀 "q" \\ \n\t\x01\x7f </script> & \u2028'|tojson] (repr)
+  EXPECT_EQ((filter("tojson", S("é😀 \"q\" \\ \n\t\x01\x7f </script> & \u2028"))).repr(), "'\"\xc3""\xa9""\xf0""\x9f""\x98""\x80"" \\\\\"q\\\\\" \\\\\\\\ \\\\n\\\\t\\\\u0001\\x7f </script> & \\u2028\"'");
+  // ['é😀\x7f'|tojson(ensure_ascii=true)] (repr)
+  EXPECT_EQ((filter("tojson", S("é😀\x7f"), {}, {{"ensure_ascii", B(true)}})).repr(), "'\"\\\\u00e9\\\\ud83d\\\\ude00\\\\u007f\"'");
+  // [[1e20, 0.1, -0.0, 1e-7, 100.0, 1.5e300]|tojson] (repr)
+  EXPECT_EQ((filter("tojson", L({Fl(1e20), Fl(0.1), Fl(-0.0), Fl(1e-7), Fl(100.0), Fl(1.5e300)}))).repr(), "'[1e+20, 0.1, -0.0, 1e-07, 100.0, 1.5e+300]'");
+  // {{ {'a': x}|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", D({{"a", U()}}))); }, "Object of type Undefined is not JSON serializable");
+  // {{ namespace(a=1)|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", Value::object(ns))); }, "Object of type Namespace is not JSON serializable");
+}
+
+TEST(JinjaBuiltinsTests, Tests) {
+  auto ns = std::make_shared<Object>();
+  ns->is_namespace = true;
+  // {{ x is defined }}
+  EXPECT_FALSE(test("defined", U()));
+  // {{ none is defined }}
+  EXPECT_TRUE(test("defined", N()));
+  // {{ x is undefined }}
+  EXPECT_TRUE(test("undefined", U()));
+  // {{ none is none }}
+  EXPECT_TRUE(test("none", N()));
+  // {{ 0 is none }}
+  EXPECT_FALSE(test("none", I(0)));
+  // {{ false is boolean }}
+  EXPECT_TRUE(test("boolean", B(false)));
+  // {{ 0 is boolean }}
+  EXPECT_FALSE(test("boolean", I(0)));
+  // {{ true is true }}
+  EXPECT_TRUE(test("true", B(true)));
+  // {{ 1 is true }}
+  EXPECT_FALSE(test("true", I(1)));
+  // {{ false is false }}
+  EXPECT_TRUE(test("false", B(false)));
+  // {{ 0 is false }}
+  EXPECT_FALSE(test("false", I(0)));
+  // {{ 1 is integer }}
+  EXPECT_TRUE(test("integer", I(1)));
+  // {{ true is integer }}
+  EXPECT_FALSE(test("integer", B(true)));
+  // {{ 1.0 is integer }}
+  EXPECT_FALSE(test("integer", Fl(1.0)));
+  // {{ 1.0 is float }}
+  EXPECT_TRUE(test("float", Fl(1.0)));
+  // {{ 1 is number }}
+  EXPECT_TRUE(test("number", I(1)));
+  // {{ true is number }}
+  EXPECT_TRUE(test("number", B(true)));
+  // {{ '1' is number }}
+  EXPECT_FALSE(test("number", S("1")));
+  // {{ '' is string }}
+  EXPECT_TRUE(test("string", S("")));
+  // {{ x is string }}
+  EXPECT_FALSE(test("string", U()));
+  // {{ {} is mapping }}
+  EXPECT_TRUE(test("mapping", D({})));
+  // {{ [] is mapping }}
+  EXPECT_FALSE(test("mapping", L({})));
+  // {{ namespace() is mapping }}
+  EXPECT_FALSE(test("mapping", Value::object(ns)));
+  // {{ '' is sequence }}
+  EXPECT_TRUE(test("sequence", S("")));
+  // {{ {} is sequence }}
+  EXPECT_TRUE(test("sequence", D({})));
+  // {{ 1 is sequence }}
+  EXPECT_FALSE(test("sequence", I(1)));
+  // {{ x is sequence }}
+  EXPECT_TRUE(test("sequence", U()));
+  // {{ none is iterable }}
+  EXPECT_FALSE(test("iterable", N()));
+  // {{ 'a' is iterable }}
+  EXPECT_TRUE(test("iterable", S("a")));
+  // {{ x is iterable }}
+  EXPECT_TRUE(test("iterable", U()));
+  // {{ 'a'.upper is callable }}
+  EXPECT_TRUE(test("callable", get_attribute(S("a"), "upper")));
+  // {{ 'a' is callable }}
+  EXPECT_FALSE(test("callable", S("a")));
+  // {{ none is sameas none }}
+  EXPECT_TRUE(test("sameas", N(), {N()}));
+  // {{ false is sameas 0 }}
+  EXPECT_FALSE(test("sameas", B(false), {I(0)}));
+  // {{ 1 is equalto 1.0 }}
+  EXPECT_TRUE(test("equalto", I(1), {Fl(1.0)}));
+  // {{ 1 is eq true }}
+  EXPECT_TRUE(test("eq", I(1), {B(true)}));
+  // [['a', 'b']|select('==', 'a')|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({S("a"), S("b")}), {S("=="), S("a")}))).repr(), "['a']");
+  // {{ [1, {'a': 'b'}] is eq [1.0, {'a': 'b'}] }}
+  EXPECT_TRUE(test("eq", L({I(1), D({{"a", S("b")}})}), {L({Fl(1.0), D({{"a", S("b")}})})}));
+  // {{ 1 is ne '1' }}
+  EXPECT_TRUE(test("ne", I(1), {S("1")}));
+  // {{ 2 is lt 2.5 }}
+  EXPECT_TRUE(test("lt", I(2), {Fl(2.5)}));
+  // {{ 'b' is lt 'a' }}
+  EXPECT_FALSE(test("lt", S("b"), {S("a")}));
+  // {{ 2 is le 2 }}
+  EXPECT_TRUE(test("le", I(2), {I(2)}));
+  // {{ 2 is gt 1 }}
+  EXPECT_TRUE(test("gt", I(2), {I(1)}));
+  // {{ 2 is ge 3 }}
+  EXPECT_FALSE(test("ge", I(2), {I(3)}));
+  // [[1, 2, 3]|select('>=', 2.0)|list] (repr)
+  EXPECT_EQ((filter("list", filter("select", L({I(1), I(2), I(3)}), {S(">="), Fl(2.0)}))).repr(), "[2, 3]");
+  // {{ [1, 2] is lt [1, 3] }}
+  EXPECT_TRUE(test("<", L({I(1), I(2)}), {L({I(1), I(3)})}));
+  // {{ none is lt 1 }} raises
+  expect_error([&] { (void)(test("lt", N(), {I(1)})); }, "'<' not supported between instances of 'NoneType' and 'int'");
+  // {{ 'a' is le 1 }} raises
+  expect_error([&] { (void)(test("le", S("a"), {I(1)})); }, "'<=' not supported between instances of 'str' and 'int'");
+  // {{ 'b' is in 'abc' }}
+  EXPECT_TRUE(test("in", S("b"), {S("abc")}));
+  // {{ 1 is in [1.0, 2] }}
+  EXPECT_TRUE(test("in", I(1), {L({Fl(1.0), I(2)})}));
+  // {{ 'k' is in {'k': 1} }}
+  EXPECT_TRUE(test("in", S("k"), {D({{"k", I(1)}})}));
+  // {{ 'a' is in x }}
+  EXPECT_FALSE(test("in", S("a"), {U()}));
+  // {{ 1 is in 'abc' }} raises
+  expect_error([&] { (void)(test("in", I(1), {S("abc")})); }, "'in <string>' requires string as left operand, not int");
+  // {{ 3 is odd }}
+  EXPECT_TRUE(test("odd", I(3)));
+  // {{ -3 is odd }}
+  EXPECT_TRUE(test("odd", I(-3)));
+  // {{ 3.0 is odd }}
+  EXPECT_TRUE(test("odd", Fl(3.0)));
+  // {{ 4 is even }}
+  EXPECT_TRUE(test("even", I(4)));
+  // {{ 'a' is even }} raises
+  expect_error([&] { (void)(test("even", S("a"))); }, "not all arguments converted during string formatting");
+  // {{ 9 is divisibleby 3 }}
+  EXPECT_TRUE(test("divisibleby", I(9), {I(3)}));
+  // {{ 9 is divisibleby 0 }} raises
+  expect_error([&] { (void)(test("divisibleby", I(9), {I(0)})); }, "integer modulo by zero");
+  // {{ 'abc d' is lower }}
+  EXPECT_TRUE(test("lower", S("abc d")));
+  // {{ 'Abc' is lower }}
+  EXPECT_FALSE(test("lower", S("Abc")));
+  // {{ '123' is lower }}
+  EXPECT_FALSE(test("lower", S("123")));
+  // {{ 'ÉCOLE' is upper }}
+  EXPECT_TRUE(test("upper", S("ÉCOLE")));
+  // {{ 'x' is escaped }}
+  EXPECT_FALSE(test("escaped", S("x")));
+  // {{ 1 is nosuchtest }} raises
+  expect_error([&] { (void)(test("nosuchtest", I(1))); }, "No test named 'nosuchtest'.");
+}
+
+TEST(JinjaBuiltinsMethods, StrMethods) {
+  // ['hello'.startswith('he')] (repr)
+  EXPECT_EQ((method(S("hello"), "startswith", {S("he")})).repr(), "True");
+  // ['hello'.startswith(('x', 'hel'))] (repr)
+  EXPECT_EQ((method(S("hello"), "startswith", {L({S("x"), S("hel")})})).repr(), "True");
+  // ['hello'.startswith('l', 2)] (repr)
+  EXPECT_EQ((method(S("hello"), "startswith", {S("l"), I(2)})).repr(), "True");
+  // ['hello'.endswith('lo')] (repr)
+  EXPECT_EQ((method(S("hello"), "endswith", {S("lo")})).repr(), "True");
+  // ['hello'.endswith(('x', 'y'))] (repr)
+  EXPECT_EQ((method(S("hello"), "endswith", {L({S("x"), S("y")})})).repr(), "False");
+  // {{ 'hello'.startswith(1) }} raises
+  expect_error([&] { (void)(method(S("hello"), "startswith", {I(1)})); }, "startswith first arg must be str or a tuple of str, not int");
+  // ['a,b,,c'.split(',')] (repr)
+  EXPECT_EQ((method(S("a,b,,c"), "split", {S(",")})).repr(), "['a', 'b', '', 'c']");
+  // ['a,b,,c'.split(',', 1)] (repr)
+  EXPECT_EQ((method(S("a,b,,c"), "split", {S(","), I(1)})).repr(), "['a', 'b,,c']");
+  // ['  a  b\n c '.split()] (repr)
+  EXPECT_EQ((method(S("  a  b\n c "), "split")).repr(), "['a', 'b', 'c']");
+  // ['  a  b\n c '.split(none, 1)] (repr)
+  EXPECT_EQ((method(S("  a  b\n c "), "split", {N(), I(1)})).repr(), "['a', 'b\\n c ']");
+  // [''.split()] (repr)
+  EXPECT_EQ((method(S(""), "split")).repr(), "[]");
+  // [''.split(',')] (repr)
+  EXPECT_EQ((method(S(""), "split", {S(",")})).repr(), "['']");
+  // ['a<sep>b'.split('<sep>')] (repr)
+  EXPECT_EQ((method(S("a<sep>b"), "split", {S("<sep>")})).repr(), "['a', 'b']");
+  // ['a,b,c'.rsplit(',', 1)] (repr)
+  EXPECT_EQ((method(S("a,b,c"), "rsplit", {S(","), I(1)})).repr(), "['a,b', 'c']");
+  // ['  a b  c  '.rsplit(none, 1)] (repr)
+  EXPECT_EQ((method(S("  a b  c  "), "rsplit", {N(), I(1)})).repr(), "['  a b', 'c']");
+  // {{ 'a'.split('') }} raises
+  expect_error([&] { (void)(method(S("a"), "split", {S("")})); }, "empty separator");
+  // ['a b'.split(maxsplit=0)] (repr)
+  EXPECT_EQ((method(S("a b"), "split", {}, {{"maxsplit", I(0)}})).repr(), "['a b']");
+  // ['\n x \t'.strip()] (repr)
+  EXPECT_EQ((method(S("\n x \t"), "strip")).repr(), "'x'");
+  // ['xyhixy'.strip('xy')] (repr)
+  EXPECT_EQ((method(S("xyhixy"), "strip", {S("xy")})).repr(), "'hi'");
+  // ['  hi  '.lstrip()] (repr)
+  EXPECT_EQ((method(S("  hi  "), "lstrip")).repr(), "'hi  '");
+  // ['  hi  '.rstrip()] (repr)
+  EXPECT_EQ((method(S("  hi  "), "rstrip")).repr(), "'  hi'");
+  // ['<think>x'.lstrip('<think>')] (repr)
+  EXPECT_EQ((method(S("<think>x"), "lstrip", {S("<think>")})).repr(), "'x'");
+  // ['ab\n\n'.rstrip('\n')] (repr)
+  EXPECT_EQ((method(S("ab\n\n"), "rstrip", {S("\n")})).repr(), "'ab'");
+  // ['aBc'.upper()] (repr)
+  EXPECT_EQ((method(S("aBc"), "upper")).repr(), "'ABC'");
+  // ['aBc'.lower()] (repr)
+  EXPECT_EQ((method(S("aBc"), "lower")).repr(), "'abc'");
+  // ['hello wORLD 3rd'.title()] (repr)
+  EXPECT_EQ((method(S("hello wORLD 3rd"), "title")).repr(), "'Hello World 3Rd'");
+  // ['ΣΑΣ ΟΔΟΣ'.title()] (repr)
+  EXPECT_EQ((method(S("ΣΑΣ ΟΔΟΣ"), "title")).repr(), "'\xce""\xa3""\xce""\xb1""\xcf""\x82"" \xce""\x9f""\xce""\xb4""\xce""\xbf""\xcf""\x82""'");
+  // ['ßa'.capitalize()] (repr)
+  EXPECT_EQ((method(S("ßa"), "capitalize")).repr(), "'Ssa'");
+  // ['aaa'.replace('a', 'b', 2)] (repr)
+  EXPECT_EQ((method(S("aaa"), "replace", {S("a"), S("b"), I(2)})).repr(), "'bba'");
+  // ['héllo'.find('l')] (repr)
+  EXPECT_EQ((method(S("héllo"), "find", {S("l")})).repr(), "2");
+  // ['héllo'.rfind('l')] (repr)
+  EXPECT_EQ((method(S("héllo"), "rfind", {S("l")})).repr(), "3");
+  // ['hello'.find('z')] (repr)
+  EXPECT_EQ((method(S("hello"), "find", {S("z")})).repr(), "-1");
+  // ['hello'.find('l', 3)] (repr)
+  EXPECT_EQ((method(S("hello"), "find", {S("l"), I(3)})).repr(), "3");
+  // ['hello'.index('e')] (repr)
+  EXPECT_EQ((method(S("hello"), "index", {S("e")})).repr(), "1");
+  // {{ 'hello'.index('z') }} raises
+  expect_error([&] { (void)(method(S("hello"), "index", {S("z")})); }, "substring not found");
+  // ['abab'.count('ab')] (repr)
+  EXPECT_EQ((method(S("abab"), "count", {S("ab")})).repr(), "2");
+  // ['abc'.count('')] (repr)
+  EXPECT_EQ((method(S("abc"), "count", {S("")})).repr(), "4");
+  // [', '.join(['a', 'b'])] (repr)
+  EXPECT_EQ((method(S(", "), "join", {L({S("a"), S("b")})})).repr(), "'a, b'");
+  // ['-'.join('abc')] (repr)
+  EXPECT_EQ((method(S("-"), "join", {S("abc")})).repr(), "'a-b-c'");
+  // {{ ', '.join(['a', 1]) }} raises
+  expect_error([&] { (void)(method(S(", "), "join", {L({S("a"), I(1)})})); }, "sequence item 1: expected str instance, int found");
+  // ['{} and {}'.format('a', 1)] (repr)
+  EXPECT_EQ((method(S("{} and {}"), "format", {S("a"), I(1)})).repr(), "'a and 1'");
+  // ['{1}{0}{1}'.format('a', 'b')] (repr)
+  EXPECT_EQ((method(S("{1}{0}{1}"), "format", {S("a"), S("b")})).repr(), "'bab'");
+  // ['{name}: {v!r} {{x}}'.format(name='k', v='q')] (repr)
+  EXPECT_EQ((method(S("{name}: {v!r} {{x}}"), "format", {}, {{"name", S("k")}, {"v", S("q")}})).repr(), "\"k: 'q' {x}\"");
+  // ['[{:>5}|{:<4}|{:^6}|{:*^7}]'.format('a', 'b', 'c', 'd')] (repr)
+  EXPECT_EQ((method(S("[{:>5}|{:<4}|{:^6}|{:*^7}]"), "format", {S("a"), S("b"), S("c"), S("d")})).repr(), "'[    a|b   |  c   |***d***]'");
+  // ['{:.2f} {:5d} {:05d} {:,} {:x} {:+d} {:.1%} {:e} {:g}'.format(3.14159, 42, -42, 1234567, 255, 5, 0.256, 12345.678, 0.00001234)] (repr)
+  EXPECT_EQ((method(S("{:.2f} {:5d} {:05d} {:,} {:x} {:+d} {:.1%} {:e} {:g}"), "format", {Fl(3.14159), I(42), I(-42), I(1234567), I(255), I(5), Fl(0.256), Fl(12345.678), Fl(0.00001234)})).repr(), "'3.14    42 -0042 1,234,567 ff +5 25.6% 1.234568e+04 1.234e-05'");
+  // ['{} {} {}'.format(1.0, none, [1, 'a'])] (repr)
+  EXPECT_EQ((method(S("{} {} {}"), "format", {Fl(1.0), N(), L({I(1), S("a")})})).repr(), "\"1.0 None [1, 'a']\"");
+  // ['{0[a]} {1[1]} {0.a}'.format({'a': 'x'}, [1, 2])] (repr)
+  EXPECT_EQ((method(S("{0[a]} {1[1]} {0.a}"), "format", {D({{"a", S("x")}}), L({I(1), I(2)})})).repr(), "'x 2 x'");
+  // ['{:.3}'.format('abcdef')] (repr)
+  EXPECT_EQ((method(S("{:.3}"), "format", {S("abcdef")})).repr(), "'abc'");
+  // ['{:{w}}|'.format('a', w=4)] (repr)
+  EXPECT_EQ((method(S("{:{w}}|"), "format", {S("a")}, {{"w", I(4)}})).repr(), "'a   |'");
+  // {{ '{}'.format() }} raises
+  expect_error([&] { (void)(method(S("{}"), "format")); }, "tuple index out of range");
+  // {{ '{x}'.format() }} raises
+  expect_error([&] { (void)(method(S("{x}"), "format")); }, "'x'");
+  // {{ '{0}{}'.format(1, 2) }} raises
+  expect_error([&] { (void)(method(S("{0}{}"), "format", {I(1), I(2)})); }, "cannot switch from manual field specification to automatic field numbering");
+  // {{ '}'.format() }} raises
+  expect_error([&] { (void)(method(S("}"), "format")); }, "Single '}' encountered in format string");
+  // ['123'.isdigit()] (repr)
+  EXPECT_EQ((method(S("123"), "isdigit")).repr(), "True");
+  // [''.isdigit()] (repr)
+  EXPECT_EQ((method(S(""), "isdigit")).repr(), "False");
+  // ['12a'.isdigit()] (repr)
+  EXPECT_EQ((method(S("12a"), "isdigit")).repr(), "False");
+  // ['héllo'.isalpha()] (repr)
+  EXPECT_EQ((method(S("héllo"), "isalpha")).repr(), "True");
+  // [' \t\n'.isspace()] (repr)
+  EXPECT_EQ((method(S(" \t\n"), "isspace")).repr(), "True");
+  // ['ab12'.isalnum()] (repr)
+  EXPECT_EQ((method(S("ab12"), "isalnum")).repr(), "True");
+  // ['AB1'.isupper()] (repr)
+  EXPECT_EQ((method(S("AB1"), "isupper")).repr(), "True");
+  // ['ab1'.islower()] (repr)
+  EXPECT_EQ((method(S("ab1"), "islower")).repr(), "True");
+  // ['1'.islower()] (repr)
+  EXPECT_EQ((method(S("1"), "islower")).repr(), "False");
+  // ['a\nb\r\nc\rd\n'.splitlines()] (repr)
+  EXPECT_EQ((method(S("a\nb\r\nc\rd\n"), "splitlines")).repr(), "['a', 'b', 'c', 'd']");
+  // ['a\nb\r\n'.splitlines(true)] (repr)
+  EXPECT_EQ((method(S("a\nb\r\n"), "splitlines", {B(true)})).repr(), "['a\\n', 'b\\r\\n']");
+  // ['42'.zfill(5)] (repr)
+  EXPECT_EQ((method(S("42"), "zfill", {I(5)})).repr(), "'00042'");
+  // ['-42'.zfill(5)] (repr)
+  EXPECT_EQ((method(S("-42"), "zfill", {I(5)})).repr(), "'-0042'");
+  // ['ab'.center(6, '*')] (repr)
+  EXPECT_EQ((method(S("ab"), "center", {I(6), S("*")})).repr(), "'**ab**'");
+  // ['ab'.ljust(4)] (repr)
+  EXPECT_EQ((method(S("ab"), "ljust", {I(4)})).repr(), "'ab  '");
+  // ['ab'.rjust(4, '0')] (repr)
+  EXPECT_EQ((method(S("ab"), "rjust", {I(4), S("0")})).repr(), "'00ab'");
+  // ['a=b=c'.partition('=')] (repr)
+  EXPECT_EQ((method(S("a=b=c"), "partition", {S("=")})).repr(), "('a', '=', 'b=c')");
+  // ['a=b=c'.rpartition('=')] (repr)
+  EXPECT_EQ((method(S("a=b=c"), "rpartition", {S("=")})).repr(), "('a=b', '=', 'c')");
+  // ['prefix-x'.removeprefix('prefix-')] (repr)
+  EXPECT_EQ((method(S("prefix-x"), "removeprefix", {S("prefix-")})).repr(), "'x'");
+}
+
+TEST(JinjaBuiltinsMethods, ListAndDictMethods) {
+  // [[1, 2, 1].count(1)] (repr)
+  EXPECT_EQ((method(L({I(1), I(2), I(1)}), "count", {I(1)})).repr(), "2");
+  // [['a', 'b'].index('b')] (repr)
+  EXPECT_EQ((method(L({S("a"), S("b")}), "index", {S("b")})).repr(), "1");
+  // {{ ['a', 'b'].index('z') }} raises
+  expect_error([&] { (void)(method(L({S("a"), S("b")}), "index", {S("z")})); }, "'z' is not in list");
+  // [{'a': 1, 'b': 2}.items()|list] (repr)
+  EXPECT_EQ((filter("list", method(D({{"a", I(1)}, {"b", I(2)}}), "items"))).repr(), "[('a', 1), ('b', 2)]");
+  // [{'a': 1, 'b': 2}.keys()|list] (repr)
+  EXPECT_EQ((filter("list", method(D({{"a", I(1)}, {"b", I(2)}}), "keys"))).repr(), "['a', 'b']");
+  // [{'a': 1, 'b': 2}.values()|list] (repr)
+  EXPECT_EQ((filter("list", method(D({{"a", I(1)}, {"b", I(2)}}), "values"))).repr(), "[1, 2]");
+  // [{'a': 1}.get('a')] (repr)
+  EXPECT_EQ((method(D({{"a", I(1)}}), "get", {S("a")})).repr(), "1");
+  // [{'a': 1}.get('z')] (repr)
+  EXPECT_EQ((method(D({{"a", I(1)}}), "get", {S("z")})).repr(), "None");
+  // [{'a': 1}.get('z', 'd')] (repr)
+  EXPECT_EQ((method(D({{"a", I(1)}}), "get", {S("z"), S("d")})).repr(), "'d'");
+  // [{'a': none}.get('a', 'd')] (repr)
+  EXPECT_EQ((method(D({{"a", N()}}), "get", {S("a"), S("d")})).repr(), "None");
+  // {{ [1].append(2) }} raises
+  expect_error([&] { (void)(method(L({I(1)}), "append", {I(2)})); }, "access to attribute 'append' of 'list' object is unsafe.");
+  // {{ [1].pop(0) }} raises
+  expect_error([&] { (void)(method(L({I(1)}), "pop", {I(0)})); }, "access to attribute 'pop' of 'list' object is unsafe.");
+  // {{ [1].sort() }} raises
+  expect_error([&] { (void)(method(L({I(1)}), "sort")); }, "access to attribute 'sort' of 'list' object is unsafe.");
+  // {{ {'a': 1}.update({}) }} raises
+  expect_error([&] { (void)(method(D({{"a", I(1)}}), "update", {D({})})); }, "access to attribute 'update' of 'dict' object is unsafe.");
+  // {{ {'a': 1}.pop('a') }} raises
+  expect_error([&] { (void)(method(D({{"a", I(1)}}), "pop", {S("a")})); }, "access to attribute 'pop' of 'dict' object is unsafe.");
+  // {{ {'a': 1}.setdefault('a') }} raises
+  expect_error([&] { (void)(method(D({{"a", I(1)}}), "setdefault", {S("a")})); }, "access to attribute 'setdefault' of 'dict' object is unsafe.");
+}
+
+TEST(JinjaBuiltinsAccess, AttributesItemsSlices) {
+  // [{'a': 1}.a] (repr)
+  EXPECT_EQ((get_attribute(D({{"a", I(1)}}), "a")).repr(), "1");
+  // [{'items': 1}['items']] (repr)
+  EXPECT_EQ((get_item(D({{"items", I(1)}}), S("items"))).repr(), "1");
+  // {{ {'items': 1}.items is callable }}
+  EXPECT_TRUE(test("callable", get_attribute(D({{"items", I(1)}}), "items")));
+  // {{ {'get': 1}['keys'] is callable }}
+  EXPECT_TRUE(test("callable", get_item(D({{"get", I(1)}}), S("keys"))));
+  // {{ {'a': 1}.b is undefined }}
+  EXPECT_TRUE((get_attribute(D({{"a", I(1)}}), "b")).is_undefined());
+  // {{ {'a': 1}['b'] is undefined }}
+  EXPECT_TRUE((get_item(D({{"a", I(1)}}), S("b"))).is_undefined());
+  // [[10, 20, 30][-1]] (repr)
+  EXPECT_EQ((get_item(L({I(10), I(20), I(30)}), I(-1))).repr(), "30");
+  // {{ [10, 20, 30][3] is undefined }}
+  EXPECT_TRUE((get_item(L({I(10), I(20), I(30)}), I(3))).is_undefined());
+  // [[10, 20][true]] (repr)
+  EXPECT_EQ((get_item(L({I(10), I(20)}), B(true))).repr(), "20");
+  // ['héllo'[1]] (repr)
+  EXPECT_EQ((get_item(S("héllo"), I(1))).repr(), "'\xc3""\xa9""'");
+  // ['héllo'[-1]] (repr)
+  EXPECT_EQ((get_item(S("héllo"), I(-1))).repr(), "'o'");
+  // {{ 'abc'.nosuch is undefined }}
+  EXPECT_TRUE((get_attribute(S("abc"), "nosuch")).is_undefined());
+  // {{ none.a is undefined }}
+  EXPECT_TRUE((get_attribute(N(), "a")).is_undefined());
+  // [[1, 2, 3, 4, 5][1:3]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), I(1), I(3), U())).repr(), "[2, 3]");
+  // [[1, 2, 3, 4, 5][::-1]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), U(), U(), I(-1))).repr(), "[5, 4, 3, 2, 1]");
+  // [[1, 2, 3, 4, 5][-2:]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), I(-2), U(), U())).repr(), "[4, 5]");
+  // [[1, 2, 3, 4, 5][:-2]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), U(), I(-2), U())).repr(), "[1, 2, 3]");
+  // [[1, 2, 3, 4, 5][::2]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), U(), U(), I(2))).repr(), "[1, 3, 5]");
+  // [[1, 2, 3, 4, 5][4:1:-2]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3), I(4), I(5)}), I(4), I(1), I(-2))).repr(), "[5, 3]");
+  // [[1, 2, 3][10:]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3)}), I(10), U(), U())).repr(), "[]");
+  // [[1, 2, 3][-10:2]] (repr)
+  EXPECT_EQ((get_slice(L({I(1), I(2), I(3)}), I(-10), I(2), U())).repr(), "[1, 2]");
+  // ['héllo wörld'[1:7]] (repr)
+  EXPECT_EQ((get_slice(S("héllo wörld"), I(1), I(7), U())).repr(), "'\xc3""\xa9""llo w'");
+  // ['héllo'[::-1]] (repr)
+  EXPECT_EQ((get_slice(S("héllo"), U(), U(), I(-1))).repr(), "'oll\xc3""\xa9""h'");
+  // {{ 'abc'[::0] }} raises
+  expect_error([&] { (void)(get_slice(S("abc"), U(), U(), I(0))); }, "slice step cannot be zero");
+}
+
+TEST(JinjaBuiltinsAccess, UndefinedMessages) {
+  // {{ x.y }} raises
+  expect_error([&] { (void)(get_attribute(Value::undefined("x"), "y")); }, "'x' is undefined");
+  // {{ x['y'] }} raises
+  expect_error([&] { (void)(get_item(Value::undefined("x"), S("y"))); }, "'x' is undefined");
+  // {{ {}.a.b }} raises
+  expect_error([&] { (void)(get_attribute(get_attribute(D({}), "a"), "b")); }, "'dict object' has no attribute 'a'");
+  // {{ [1][3].b }} raises
+  expect_error([&] { (void)(get_attribute(get_item(L({I(1)}), I(3)), "b")); }, "list object has no element 3");
+  // {{ none.a.b }} raises
+  expect_error([&] { (void)(get_attribute(get_attribute(N(), "a"), "b")); }, "'None' has no attribute 'a'");
+  // {{ ([]|first).x }} raises
+  expect_error([&] { (void)(get_attribute(filter("first", L({})), "x")); }, "No first item, sequence was empty.");
+  // {{ 's'.nope.x }} raises
+  expect_error([&] { (void)(get_attribute(get_attribute(S("s"), "nope"), "x")); }, "'str object' has no attribute 'nope'");
+  // {{ [1].append.x }} raises
+  expect_error([&] { (void)(get_attribute(get_attribute(L({I(1)}), "append"), "x")); }, "access to attribute 'append' of 'list' object is unsafe.");
+}
