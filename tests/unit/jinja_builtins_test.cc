@@ -441,6 +441,65 @@ TEST(JinjaBuiltinsFilters, ToJson) {
   expect_error([&] { (void)(filter("tojson", Value::object(ns))); }, "Object of type Namespace is not JSON serializable");
 }
 
+TEST(JinjaBuiltinsFilters, PythonSequenceKinds) {
+  // {{ [1]|map('string')|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", filter("map", L({I(1)}), {S("string")}))); }, "Object of type generator is not JSON serializable");
+  // {{ [1]|select|length }} raises
+  expect_error([&] { (void)(filter("length", filter("select", L({I(1)})))); }, "object of type 'generator' has no len()");
+  // {{ 'yes' if []|select else 'no' }}
+  EXPECT_EQ((Value(filter("select", L({})).truthy() ? "yes" : "no")).str(), "yes");
+  // {{ 'yes' if []|select|list else 'no' }}
+  EXPECT_EQ((Value(filter("list", filter("select", L({}))).truthy() ? "yes" : "no")).str(), "no");
+  // {{ ([1, 2]|select)[0] is undefined }}
+  EXPECT_TRUE((get_item(filter("select", L({I(1), I(2)})), I(0))).is_undefined());
+  // {{ [1, 2]|reverse|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", filter("reverse", L({I(1), I(2)})))); }, "Object of type list_reverseiterator is not JSON serializable");
+  // {{ [1, 2]|select|last }} raises
+  expect_error([&] { (void)(filter("last", filter("select", L({I(1), I(2)})))); }, "'generator' object is not reversible");
+  // [[1, 2]|select|first] (repr)
+  EXPECT_EQ((filter("first", filter("select", L({I(1), I(2)})))).repr(), "1");
+  // {{ [1, 2]|select is sequence }}
+  EXPECT_FALSE(test("sequence", filter("select", L({I(1), I(2)}))));
+  // {{ [1, 2]|select is iterable }}
+  EXPECT_TRUE(test("iterable", filter("select", L({I(1), I(2)}))));
+  // [{'a': 1}.items()] (repr)
+  EXPECT_EQ((method(D({{"a", I(1)}}), "items")).repr(), "dict_items([('a', 1)])");
+  // [{'a': 1}.keys()] (repr)
+  EXPECT_EQ((method(D({{"a", I(1)}}), "keys")).repr(), "dict_keys(['a'])");
+  // [{'a': 1}.values()|length] (repr)
+  EXPECT_EQ((filter("length", method(D({{"a", I(1)}}), "values"))).repr(), "1");
+  // {{ {'a': 1}.keys()|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", method(D({{"a", I(1)}}), "keys"))); }, "Object of type dict_keys is not JSON serializable");
+  // [{'a': 1}.items()|first] (repr)
+  EXPECT_EQ((filter("first", method(D({{"a", I(1)}}), "items"))).repr(), "('a', 1)");
+  // [{'b': 1, 'a': 2}|dictsort|first] (repr)
+  EXPECT_EQ((filter("first", filter("dictsort", D({{"b", I(1)}, {"a", I(2)}})))).repr(), "('a', 2)");
+  // [(1, 'a')|tojson] (repr)
+  EXPECT_EQ((filter("tojson", Value::tuple({I(1), S("a")}))).repr(), "'[1, \"a\"]'");
+  // [(1, 2)[1:]] (repr)
+  EXPECT_EQ((get_slice(Value::tuple({I(1), I(2)}), I(1), U(), U())).repr(), "(2,)");
+  // {{ (1, 2) is sequence }}
+  EXPECT_TRUE(test("sequence", Value::tuple({I(1), I(2)})));
+  // {{ (1, 2) is eq [1, 2] }}
+  EXPECT_FALSE(test("eq", Value::tuple({I(1), I(2)}), {L({I(1), I(2)})}));
+  // [(1, 2).index(2)] (repr)
+  EXPECT_EQ((method(Value::tuple({I(1), I(2)}), "index", {I(2)})).repr(), "1");
+  // {{ (1, 2).index(3) }} raises
+  expect_error([&] { (void)(method(Value::tuple({I(1), I(2)}), "index", {I(3)})); }, "tuple.index(x): x not in tuple");
+  // {{ (1, 2).append is undefined }}
+  EXPECT_TRUE((get_attribute(Value::tuple({I(1), I(2)}), "append")).is_undefined());
+  // ['<a>'|safe] (repr)
+  EXPECT_EQ((filter("safe", S("<a>"))).repr(), "Markup('<a>')");
+  // ['<a>'|safe|string] (repr)
+  EXPECT_EQ((filter("string", filter("safe", S("<a>")))).repr(), "Markup('<a>')");
+  // ['<a>'|e|e] (repr)
+  EXPECT_EQ((filter("e", filter("e", S("<a>")))).repr(), "Markup('&lt;a&gt;')");
+  // ['<a>'|e|forceescape] (repr)
+  EXPECT_EQ((filter("forceescape", filter("e", S("<a>")))).repr(), "Markup('&amp;lt;a&amp;gt;')");
+  // ['%s & %d'|safe|format('<', 3)] (repr)
+  EXPECT_EQ((filter("format", filter("safe", S("%s & %d")), {S("<"), I(3)})).repr(), "Markup('&lt; & 3')");
+}
+
 TEST(JinjaBuiltinsTests, Tests) {
   auto ns = std::make_shared<Object>();
   ns->is_namespace = true;

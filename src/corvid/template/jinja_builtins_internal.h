@@ -50,6 +50,9 @@ std::optional<Value> bound_method(const Value& obj, std::string_view name);
 // unorderable operands ("'<' not supported between instances of 'str' and 'int'").
 bool compare(std::string_view op, const Value& a, const Value& b);
 
+// markupsafe's escape: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
+
 // An int argument (bool counts), or fail with Python's message naming `what`.
 std::int64_t int_arg(const Value& v, std::string_view what);
 

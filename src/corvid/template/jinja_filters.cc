@@ -56,7 +56,9 @@ Value add(const Value& a, const Value& b) {
   fail("unsupported operand type(s) for +: '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
-std::string html_escape(const std::string& s) {
+}  // namespace
+
+std::string detail::html_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -70,6 +72,10 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+using detail::html_escape;
 
 // html.unescape for the entities markup commonly carries.
 std::string html_unescape(const std::string& s) {
@@ -588,10 +594,15 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       if (!a.positional.empty() && !a.keyword.empty()) {
         fail("can't handle positional and keyword arguments at the same time");
       }
-      if (a.keyword.empty()) return Value(percent_format(Value(v.str()), Value::array(a.positional)));
-      auto object = std::make_shared<Object>();
-      for (const auto& [key, value] : a.keyword) object->set(key, value);
-      return Value(percent_format(Value(v.str()), Value::object(object)));
+      const Value format = v.is_string() ? v : Value(v.str());
+      Value args = Value::tuple(a.positional);
+      if (!a.keyword.empty()) {
+        auto object = std::make_shared<Object>();
+        for (const auto& [key, value] : a.keyword) object->set(key, value);
+        args = Value::object(object);
+      }
+      std::string text = percent_format(format, args);
+      return format.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
     };
     f["pprint"] = [](const Value& v, const CallArgs&) { return Value(v.repr()); };
     f["striptags"] = [](const Value& v, const CallArgs&) { return do_striptags(v); };
