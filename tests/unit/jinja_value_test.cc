@@ -4,60 +4,10 @@
 // expression that produced its expected value; `[expr] (repr)` means the value
 // was read as Python's repr() of the element (print of a one-item list).
 // Where jinja2 yields a generator, the oracle expression adds |list.
-#include <gtest/gtest.h>
+#include "jinja_value_test_util.h"
 
-#include <memory>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "corvid/template/jinja_builtins.h"
-
-namespace {
-
-using corvid::jinja::CallArgs;
-using corvid::jinja::get_attribute;
-using corvid::jinja::get_item;
-using corvid::jinja::get_slice;
-using corvid::jinja::Object;
-using corvid::jinja::Value;
-using Kw = std::vector<std::pair<std::string, Value>>;
-
-Value S(std::string s) { return Value(std::move(s)); }
-Value I(std::int64_t i) { return Value(i); }
-Value Fl(double d) { return Value(d); }
-Value B(bool b) { return Value(b); }
-Value N() { return Value::none(); }
-Value U() { return Value::undefined("x"); }
-Value L(std::vector<Value> items) { return Value::array(std::move(items)); }
-Value D(Kw entries) {
-  auto object = std::make_shared<Object>();
-  for (auto& [key, value] : entries) object->set(key, std::move(value));
-  return Value::object(object);
-}
-
-Value filter(std::string_view name, const Value& target, std::vector<Value> args = {}, Kw kw = {}) {
-  return corvid::jinja::apply_filter(name, target, CallArgs{std::move(args), std::move(kw)});
-}
-
-// obj.name(args): calling an Undefined fails with its message, as jinja2's does.
-Value method(const Value& obj, std::string_view name, std::vector<Value> args = {}, Kw kw = {}) {
-  const Value m = get_attribute(obj, name);
-  if (!m.is_function()) throw corvid::Error(m.undefined_message());
-  return m.as_function()(CallArgs{std::move(args), std::move(kw)});
-}
-
-template <class F>
-void expect_error(F f, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << message;
-  } catch (const corvid::Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-  }
-}
-
-}  // namespace
+using namespace corvid::jinja;          // NOLINT: test shorthand
+using namespace corvid::jinja::testing;  // NOLINT
 
 
 TEST(JinjaValue, FloatRepr) {
