@@ -445,3 +445,64 @@ TEST(JinjaBuiltinsFilters, PythonSequenceKinds) {
   // ['%s & %d'|safe|format('<', 3)] (repr)
   EXPECT_EQ((filter("format", filter("safe", S("%s & %d")), {S("<"), I(3)})).repr(), "Markup('&lt; & 3')");
 }
+
+TEST(JinjaBuiltinsFilters, UndefinedInput) {
+  // {{ x|dictsort }} raises
+  expect_error([&] { (void)(filter("dictsort", U())); }, "'x' is undefined");
+  // {{ x|abs }} raises
+  expect_error([&] { (void)(filter("abs", U())); }, "bad operand type for abs(): 'Undefined'");
+  // {{ x|round }} raises
+  expect_error([&] { (void)(filter("round", U())); }, "type Undefined doesn't define __round__ method");
+  // [x|sum] (repr)
+  EXPECT_EQ((filter("sum", U())).repr(), "0");
+  // {{ x|max is undefined }}
+  EXPECT_TRUE((filter("max", U())).is_undefined());
+  // [x|unique|list] (repr)
+  EXPECT_EQ((filter("list", filter("unique", U()))).repr(), "[]");
+  // [x|map('upper')|list] (repr)
+  EXPECT_EQ((filter("list", filter("map", U(), {S("upper")}))).repr(), "[]");
+  // [x|batch(2)|list] (repr)
+  EXPECT_EQ((filter("list", filter("batch", U(), {I(2)}))).repr(), "[]");
+  // [x|slice(2)|list] (repr)
+  EXPECT_EQ((filter("list", filter("slice", U(), {I(2)}))).repr(), "[[], []]");
+  // [x|center(5)] (repr)
+  EXPECT_EQ((filter("center", U(), {I(5)})).repr(), "'     '");
+  // {{ x|indent }} raises
+  expect_error([&] { (void)(filter("indent", U())); }, "'x' is undefined");
+  // [x|title] (repr)
+  EXPECT_EQ((filter("title", U())).repr(), "''");
+  // [x|wordcount] (repr)
+  EXPECT_EQ((filter("wordcount", U())).repr(), "0");
+  // [x|escape] (repr)
+  EXPECT_EQ((filter("escape", U())).repr(), "Markup('')");
+  // [x|safe] (repr)
+  EXPECT_EQ((filter("safe", U())).repr(), "Markup('')");
+  // [x|reverse|list] (repr)
+  EXPECT_EQ((filter("list", filter("reverse", U()))).repr(), "[]");
+  // [x|striptags] (repr)
+  EXPECT_EQ((filter("striptags", U())).repr(), "''");
+  // [x|truncate(5)] (repr)
+  EXPECT_EQ((filter("truncate", U(), {I(5)})).repr(), "Undefined");
+  // [x|capitalize] (repr)
+  EXPECT_EQ((filter("capitalize", U())).repr(), "''");
+  // [x|upper] (repr)
+  EXPECT_EQ((filter("upper", U())).repr(), "''");
+  // [x|trim] (repr)
+  EXPECT_EQ((filter("trim", U())).repr(), "''");
+  // [x|replace('a', 'b')] (repr)
+  EXPECT_EQ((filter("replace", U(), {S("a"), S("b")})).repr(), "''");
+  // [x|string] (repr)
+  EXPECT_EQ((filter("string", U())).repr(), "''");
+  // {{ x|format(1) }} raises
+  expect_error([&] { (void)(filter("format", U(), {I(1)})); }, "not all arguments converted during string formatting");
+  // [x|pprint] (repr)
+  EXPECT_EQ((filter("pprint", U())).repr(), "'Undefined'");
+  // {{ x|last is undefined }}
+  EXPECT_TRUE((filter("last", U())).is_undefined());
+  // [x|count] (repr)
+  EXPECT_EQ((filter("count", U())).repr(), "0");
+  // {{ x|tojson }} raises
+  expect_error([&] { (void)(filter("tojson", U())); }, "Object of type Undefined is not JSON serializable");
+  // {{ x|attr('a') }} raises
+  expect_error([&] { (void)(filter("attr", U(), {S("a")})); }, "'x' is undefined");
+}

@@ -175,6 +175,7 @@ Value do_round(const Value& v, const CallArgs& args) {
 }
 
 Value do_indent(const Value& v, const CallArgs& args) {
+  if (v.is_undefined()) fail(v.undefined_message());  // jinja2 appends "\n" to it, which raises
   const Value* width = optional_arg(args, "width", 0);
   std::string indention = "    ";
   if (width && width->is_string()) {
@@ -200,6 +201,9 @@ Value do_indent(const Value& v, const CallArgs& args) {
 }
 
 Value do_truncate(const Value& v, const CallArgs& args) {
+  if (!v.is_string() && !v.is_undefined() && !v.has_len()) {
+    fail("object of type '", v.type_name(), "' has no len()");
+  }
   const std::string s = v.str();
   const std::int64_t length = int_param(args, "length", 0, 255);
   const bool killwords = bool_param(args, "killwords", 1, false);
@@ -210,7 +214,7 @@ Value do_truncate(const Value& v, const CallArgs& args) {
   if (length < end_len) fail("expected length >= ", end_len, ", got ", length);
   if (leeway < 0) fail("expected leeway >= 0, got ", leeway);
   const std::u32string text = unicode::decode(s);
-  if (static_cast<std::int64_t>(text.size()) <= length + leeway) return Value(s);
+  if (static_cast<std::int64_t>(text.size()) <= length + leeway) return v;  // unchanged, even an Undefined
   const std::string head = unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(length - end_len)));
   if (killwords) return Value(head + end);
   const std::size_t space = head.rfind(' ');
@@ -283,6 +287,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     f["attr"] = [](const Value& v, const CallArgs& a) {
       const Value* name = optional_arg(a, "name", 0);
       if (!name) fail("do_attr() missing 1 required positional argument: 'name'");
+      if (v.is_undefined()) fail(v.undefined_message());
       if (v.is_object() && v.as_object().is_namespace) return get_attribute(v, name->str());
       if (auto method = detail::bound_method(v, name->str())) return *method;
       return Value::undefined_member(v, *name);

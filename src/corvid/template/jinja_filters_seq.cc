@@ -121,6 +121,7 @@ Value do_sort(const Value& v, const CallArgs& args) {
 }
 
 Value do_dictsort(const Value& v, const CallArgs& args) {
+  if (v.is_undefined()) fail(v.undefined_message());  // Undefined.items raises
   if (!v.is_object() || v.as_object().is_namespace) fail("'", v.type_name(), "' object has no attribute 'items'");
   const bool case_sensitive = bool_param(args, "case_sensitive", 0, false);
   const Value* by = optional_arg(args, "by", 1);
