@@ -192,6 +192,7 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
 }
 
 Value Renderer::eval(const Expr& e, const FramePtr& frame) {
+  DepthGuard guard(nesting_, e.line, kMaxNestedEvaluation);
   try {
     return eval_node(e, frame);
   } catch (const TemplateError&) {
