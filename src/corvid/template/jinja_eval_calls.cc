@@ -75,7 +75,7 @@ Value Renderer::call_macro(const Stmt& s, const std::string& name, const FramePt
     inner->set(p.name, p.default_value ? eval(*p.default_value, inner)
                                        : Value::undefined_with_message("parameter '" + p.name + "' was not provided"));
   }
-  if (s.uses_varargs) inner->set("varargs", Value::array(std::move(varargs)));
+  if (s.uses_varargs) inner->set("varargs", Value::tuple(std::move(varargs)));
   if (s.uses_kwargs) inner->set("kwargs", Value::object(kwargs));
   if (caller) inner->set("caller", *caller);
   return Value(capture(s.body, inner));
