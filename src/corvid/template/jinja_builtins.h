@@ -32,6 +32,7 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
 
 // Python's printf-style `format % args` (the `format` filter and the `%`
 // operator on a str): args is one value, a list (tuple) or a dict for %(key)s.
+// A Markup format escapes the text it inserts (the result is then Markup too).
 std::string percent_format(const Value& format, const Value& args);
 
 // json.dumps(value, ensure_ascii, indent, separators, sort_keys) as

@@ -50,6 +50,34 @@ std::optional<Value> bound_method(const Value& obj, std::string_view name);
 // unorderable operands ("'<' not supported between instances of 'str' and 'int'").
 bool compare(std::string_view op, const Value& a, const Value& b);
 
+// A filter/method argument: keyword `name` or positional `index`; an
+// Undefined argument counts as absent.
+inline const Value* optional_arg(const CallArgs& a, std::string_view name, std::size_t index) {
+  const Value* v = a.get(name, index);
+  return v && !v->is_undefined() ? v : nullptr;
+}
+inline bool bool_param(const CallArgs& a, std::string_view name, std::size_t index, bool fallback) {
+  const Value* v = optional_arg(a, name, index);
+  return v ? v->truthy() : fallback;
+}
+std::int64_t int_param(const CallArgs& a, std::string_view name, std::size_t index, std::int64_t fallback);
+// jinja2's ignore_case: lowercases strings, leaves other values alone.
+Value ignore_case(const Value& v);
+inline Value tuple_pair(const std::string& key, const Value& value) { return Value::tuple({Value(key), value}); }
+inline Value generator(std::vector<Value> items) { return Value::iterator(std::move(items), "generator"); }
+
+// Filters over sequences (jinja_filters_seq.cc).
+Value select_items(const Value& target, const CallArgs& args, bool keep_when, bool by_attribute);
+Value map_items(const Value& target, const CallArgs& args);
+Value min_or_max(const Value& target, const CallArgs& args, bool want_max);
+Value do_sort(const Value& v, const CallArgs& args);
+Value do_dictsort(const Value& v, const CallArgs& args);
+Value do_unique(const Value& v, const CallArgs& args);
+Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch);
+
+// markupsafe's escape: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
+
 // An int argument (bool counts), or fail with Python's message naming `what`.
 std::int64_t int_arg(const Value& v, std::string_view what);
 

@@ -8,9 +8,6 @@
 namespace corvid::jinja {
 namespace {
 
-// Bounds the C++ stack however the template nests calls and blocks.
-constexpr int kMaxNestedExecution = 2000;
-
 // jinja2's sandbox refuses larger ranges (MAX_RANGE).
 constexpr std::int64_t kMaxRange = 100000;
 
@@ -75,13 +72,13 @@ void Frame::set(const std::string& name, Value value) {
   vars.emplace_back(name, std::move(value));
 }
 
-DepthGuard::DepthGuard(Renderer& r, int line, int limit) : renderer(r) {
-  if (++renderer.depth_ > limit) {
-    --renderer.depth_;
+DepthGuard::DepthGuard(int& c, int line, int limit) : counter(c) {
+  if (++counter > limit) {
+    --counter;
     throw TemplateError(line, "maximum recursion depth exceeded");
   }
 }
-DepthGuard::~DepthGuard() { --renderer.depth_; }
+DepthGuard::~DepthGuard() { --counter; }
 
 void Renderer::write(std::string_view text) {
   out_->append(text);
@@ -178,7 +175,7 @@ void Renderer::assign(const Expr& target, const Value& value, const FramePtr& fr
 
 Renderer::Flow Renderer::exec(const Stmt& s, const FramePtr& frame) {
   step(s.line);
-  DepthGuard guard(*this, s.line, kMaxNestedExecution);
+  DepthGuard guard(nesting_, s.line, kMaxNestedEvaluation);
   try {
     switch (s.kind) {
       case Stmt::Kind::Text: write(s.text); return Flow::Normal;

@@ -28,11 +28,15 @@ using FramePtr = std::shared_ptr<Frame>;
 
 class Renderer;
 
-// Counts nested executions/calls; throws TemplateError past `limit`.
+// Bounds the C++ stack whatever the template does: statements and
+// expressions being evaluated inside one another, across macro calls.
+constexpr int kMaxNestedEvaluation = 1500;
+
+// Counts one level of nesting in `counter`; throws TemplateError past `limit`.
 struct DepthGuard {
-  DepthGuard(Renderer& r, int line, int limit);
+  DepthGuard(int& counter, int line, int limit);
   ~DepthGuard();
-  Renderer& renderer;
+  int& counter;
 };
 
 class Renderer {
@@ -42,7 +46,6 @@ class Renderer {
 
  private:
   enum class Flow { Normal, Break, Continue };
-  friend struct DepthGuard;
 
   // statements (jinja_eval.cc)
   Flow exec_body(const Body& body, const FramePtr& frame);
@@ -68,7 +71,8 @@ class Renderer {
   const Options& options_;
   std::string* out_ = nullptr;  // where output goes now (a capture buffer inside macros and blocks)
   std::uint64_t steps_ = 0;
-  int depth_ = 0;               // nested macro/caller/recursive-loop calls
+  int call_depth_ = 0;          // nested macro/caller/recursive-loop calls
+  int nesting_ = 0;             // statements and expressions being evaluated
   const Value* block_value_ = nullptr;
   std::vector<FramePtr> keep_alive_;  // scopes that macros and callers close over
 };

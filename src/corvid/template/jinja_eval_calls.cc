@@ -37,7 +37,7 @@ Value Renderer::make_caller(const Stmt& s, const FramePtr& frame) {
 }
 
 Value Renderer::call_macro(const Stmt& s, const std::string& name, const FramePtr& closure, const CallArgs& args) {
-  DepthGuard guard(*this, s.line, options_.max_recursion_depth);
+  DepthGuard guard(call_depth_, s.line, options_.max_recursion_depth);
   auto inner = std::make_shared<Frame>();
   inner->parent = closure;
   std::vector<bool> bound(s.params.size(), false);
@@ -75,7 +75,7 @@ Value Renderer::call_macro(const Stmt& s, const std::string& name, const FramePt
     inner->set(p.name, p.default_value ? eval(*p.default_value, inner)
                                        : Value::undefined_with_message("parameter '" + p.name + "' was not provided"));
   }
-  if (s.uses_varargs) inner->set("varargs", Value::array(std::move(varargs)));
+  if (s.uses_varargs) inner->set("varargs", Value::tuple(std::move(varargs)));
   if (s.uses_kwargs) inner->set("kwargs", Value::object(kwargs));
   if (caller) inner->set("caller", *caller);
   return Value(capture(s.body, inner));
@@ -90,7 +90,7 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& frame) {
 // Renders one loop over `items` (a recursive loop's loop(children) renders
 // a nested one at depth + 1) and returns its output.
 std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vector<Value> items, int depth) {
-  DepthGuard guard(*this, s.line, depth > 1 ? options_.max_recursion_depth : 1 << 30);
+  DepthGuard guard(call_depth_, s.line, depth > 1 ? options_.max_recursion_depth : 1 << 30);
   if (s.condition) {  // `for x in items if cond`: filtered before loop.* counts
     std::vector<Value> kept;
     for (Value& item : items) {
@@ -131,28 +131,30 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
   const auto length = static_cast<std::int64_t>(items.size());
   for (std::int64_t i = 0; i < length; ++i) {
     step(s.line);
-    auto loop = std::make_shared<Object>();
-    loop->set("index", Value(i + 1));
-    loop->set("index0", Value(i));
-    loop->set("revindex", Value(length - i));
-    loop->set("revindex0", Value(length - i - 1));
-    loop->set("first", Value(i == 0));
-    loop->set("last", Value(i == length - 1));
-    loop->set("length", Value(length));
-    loop->set("depth", Value(static_cast<std::int64_t>(depth)));
-    loop->set("depth0", Value(static_cast<std::int64_t>(depth - 1)));
-    loop->set("previtem", i > 0 ? items[i - 1] : Value::undefined_with_message("there is no previous item"));
-    loop->set("nextitem", i + 1 < length ? items[i + 1] : Value::undefined_with_message("there is no next item"));
-    loop->set("cycle", cycle_function(static_cast<std::size_t>(i)));
-    loop->set("changed", Value::function("changed", [last_changed](const CallArgs& args) {
-      if (*last_changed && **last_changed == args.positional) return Value(false);
-      *last_changed = args.positional;
-      return Value(true);
-    }));
-    if (s.recursive) loop->set("__call__", recurse);
     auto inner = std::make_shared<Frame>();
     inner->parent = frame;
-    inner->set("loop", Value::object(std::move(loop)));
+    if (s.uses_loop) {
+      auto loop = std::make_shared<Object>();
+      loop->set("index", Value(i + 1));
+      loop->set("index0", Value(i));
+      loop->set("revindex", Value(length - i));
+      loop->set("revindex0", Value(length - i - 1));
+      loop->set("first", Value(i == 0));
+      loop->set("last", Value(i == length - 1));
+      loop->set("length", Value(length));
+      loop->set("depth", Value(static_cast<std::int64_t>(depth)));
+      loop->set("depth0", Value(static_cast<std::int64_t>(depth - 1)));
+      loop->set("previtem", i > 0 ? items[i - 1] : Value::undefined_with_message("there is no previous item"));
+      loop->set("nextitem", i + 1 < length ? items[i + 1] : Value::undefined_with_message("there is no next item"));
+      loop->set("cycle", cycle_function(static_cast<std::size_t>(i)));
+      loop->set("changed", Value::function("changed", [last_changed](const CallArgs& args) {
+        if (*last_changed && **last_changed == args.positional) return Value(false);
+        *last_changed = args.positional;
+        return Value(true);
+      }));
+      if (s.recursive) loop->set("__call__", recurse);
+      inner->set("loop", Value::object(std::move(loop)));
+    }
     assign(*s.target, items[i], inner);
     if (exec_body(s.body, inner) == Flow::Break) break;
   }

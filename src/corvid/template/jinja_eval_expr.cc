@@ -30,7 +30,7 @@ std::int64_t int_op(char op, std::int64_t a, std::int64_t b) {
 }
 
 Value repeat(const Value& seq, std::int64_t times, std::size_t max_bytes) {
-  if (times <= 0) return seq.is_string() ? Value(std::string()) : Value::array({});
+  if (times <= 0) return seq.is_string() ? Value(std::string()) : seq.is_tuple() ? Value::tuple({}) : Value::array({});
   if (seq.is_string()) {
     if (seq.as_string().size() * static_cast<std::size_t>(times) > max_bytes) fail("string repetition too large");
     std::string out;
@@ -40,38 +40,13 @@ Value repeat(const Value& seq, std::int64_t times, std::size_t max_bytes) {
   if (seq.as_array().size() * static_cast<std::size_t>(times) > max_bytes) fail("list repetition too large");
   std::vector<Value> out;
   for (std::int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.as_array().begin(), seq.as_array().end());
-  return Value::array(std::move(out));
+  return seq.is_tuple() ? Value::tuple(std::move(out)) : Value::array(std::move(out));
 }
 
-// Python's printf-style `text % args` for the conversions templates use.
-Value percent_format(const std::string& format, const Value& args) {
-  std::vector<Value> values = args.is_array() ? args.as_array() : std::vector<Value>{args};
-  std::size_t next = 0;
-  std::string out;
-  for (std::size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      out += format[i];
-      continue;
-    }
-    if (++i >= format.size()) fail("incomplete format");
-    char conv = format[i];
-    if (conv == '%') {
-      out += '%';
-      continue;
-    }
-    if (next >= values.size()) fail("not enough arguments for format string");
-    const Value& v = values[next++];
-    if (conv == 's') out += v.str();
-    else if (conv == 'r') out += v.repr();
-    else if (conv == 'd' || conv == 'i') {
-      if (!is_numeric(v)) fail("%", conv, " format: a real number is required, not ", v.type_name());
-      out += std::to_string(is_integral(v) ? integral(v) : static_cast<std::int64_t>(v.as_float()));
-    } else {
-      fail("unsupported format character '", std::string(1, conv), "'");
-    }
-  }
-  if (next < values.size()) fail("not all arguments converted during string formatting");
-  return Value(std::move(out));
+// jinja2's Markup + str escapes the plain operand; the result stays Markup.
+Value markup_concat(const Value& a, const Value& b) {
+  auto escaped = [](const Value& v) { return v.is_markup() ? v.as_string() : apply_filter("escape", v, {}).as_string(); };
+  return Value::markup(escaped(a) + escaped(b));
 }
 
 }  // namespace
@@ -127,13 +102,16 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
   if (op == "+") {
     if (is_integral(a) && is_integral(b)) return Value(int_op('+', integral(a), integral(b)));
     if (is_numeric(a) && is_numeric(b)) return Value(numeric(a) + numeric(b));
-    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-    if (a.is_array() && b.is_array()) {
+    if (a.is_string() && b.is_string()) {
+      if (a.is_markup() || b.is_markup()) return markup_concat(a, b);
+      return Value(a.as_string() + b.as_string());
+    }
+    if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
       std::vector<Value> joined = a.as_array();
       joined.insert(joined.end(), b.as_array().begin(), b.as_array().end());
-      return Value::array(std::move(joined));
+      return a.is_tuple() ? Value::tuple(std::move(joined)) : Value::array(std::move(joined));
     }
-    if (a.is_string() || a.is_array())
+    if (a.is_string() || a.is_list() || a.is_tuple())
       fail("can only concatenate ", a.type_name(), " (not \"", b.type_name(), "\") to ", a.type_name());
     unsupported(op, a, b);
   }
@@ -145,13 +123,17 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
   if (op == "*") {
     if (is_integral(a) && is_integral(b)) return Value(int_op('*', integral(a), integral(b)));
     if (is_numeric(a) && is_numeric(b)) return Value(numeric(a) * numeric(b));
-    if ((a.is_string() || a.is_array()) && is_integral(b)) return repeat(a, integral(b), max_bytes);
-    if ((b.is_string() || b.is_array()) && is_integral(a)) return repeat(b, integral(a), max_bytes);
-    if (a.is_string() || a.is_array() || b.is_string() || b.is_array())
+    auto sequence = [](const Value& v) { return v.is_string() || v.is_list() || v.is_tuple(); };
+    if (sequence(a) && is_integral(b)) return repeat(a, integral(b), max_bytes);
+    if (sequence(b) && is_integral(a)) return repeat(b, integral(a), max_bytes);
+    if (sequence(a) || sequence(b))
       fail("can't multiply sequence by non-int of type '", (a.is_string() || a.is_array() ? b : a).type_name(), "'");
     unsupported(op, a, b);
   }
-  if (op == "%" && a.is_string()) return percent_format(a.as_string(), b);
+  if (op == "%" && a.is_string()) {
+    std::string text = percent_format(a, b);
+    return a.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
+  }
   if (!is_numeric(a) || !is_numeric(b)) unsupported(op, a, b);
   bool ints = is_integral(a) && is_integral(b);
   if (op == "/") {
@@ -192,6 +174,7 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
 }
 
 Value Renderer::eval(const Expr& e, const FramePtr& frame) {
+  DepthGuard guard(nesting_, e.line, kMaxNestedEvaluation);
   try {
     return eval_node(e, frame);
   } catch (const TemplateError&) {
@@ -269,7 +252,7 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       std::vector<Value> items;
       items.reserve(e.items.size());
       for (const auto& item : e.items) items.push_back(eval(*item, frame));
-      return Value::array(std::move(items));
+      return e.kind == K::Tuple ? Value::tuple(std::move(items)) : Value::array(std::move(items));
     }
     case K::Dict: {
       auto object = std::make_shared<Object>();

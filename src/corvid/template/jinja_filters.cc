@@ -1,6 +1,7 @@
 // jinja2's built-in filters (jinja2/filters.py), with transformers' tojson.
 // Where jinja2 returns a generator (map, select, items, ...) these return a
-// list, which prints differently but iterates, joins and counts the same.
+// Value::iterator, which behaves as one. Sequence filters: jinja_filters_seq.cc;
+// tojson's serializer: jinja_json.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,32 +12,18 @@
 #include "corvid/template/jinja_unicode.h"
 
 namespace corvid::jinja {
-namespace {
 
-using detail::int_arg;
-using detail::iterate;
-
-// A filter argument: keyword `name` or positional `index`; Undefined counts as absent.
-const Value* arg(const CallArgs& a, std::string_view name, std::size_t index) {
-  const Value* v = a.get(name, index);
-  return v && !v->is_undefined() ? v : nullptr;
-}
-
-bool bool_arg(const CallArgs& a, std::string_view name, std::size_t index, bool fallback) {
-  const Value* v = arg(a, name, index);
-  return v ? v->truthy() : fallback;
-}
-
-std::int64_t int_param(const CallArgs& a, std::string_view name, std::size_t index, std::int64_t fallback) {
-  const Value* v = arg(a, name, index);
+std::int64_t detail::int_param(const CallArgs& a, std::string_view name, std::size_t index, std::int64_t fallback) {
+  const Value* v = optional_arg(a, name, index);
   return v ? int_arg(*v, name) : fallback;
 }
 
-Value ignore_case(const Value& v) { return v.is_string() ? Value(unicode::lower(v.as_string())) : v; }
+Value detail::ignore_case(const Value& v) { return v.is_string() ? Value(unicode::lower(v.as_string())) : v; }
 
-Value pair(const std::string& key, const Value& value) { return Value::tuple({Value(key), value}); }
+namespace {
 
-Value generator(std::vector<Value> items) { return Value::iterator(std::move(items), "generator"); }
+using namespace detail;
+
 
 // Python's a + b for sum().
 Value add(const Value& a, const Value& b) {
@@ -56,7 +43,9 @@ Value add(const Value& a, const Value& b) {
   fail("unsupported operand type(s) for +: '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
-std::string html_escape(const std::string& s) {
+}  // namespace
+
+std::string detail::html_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -70,6 +59,10 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+using detail::html_escape;
 
 // html.unescape for the entities markup commonly carries.
 std::string html_unescape(const std::string& s) {
@@ -131,94 +124,8 @@ double python_round(double x, std::int64_t ndigits) {
   return std::nearbyint(x / scale) * scale;
 }
 
-// jinja2's select/reject/selectattr/rejectattr.
-Value select_items(const Value& target, const CallArgs& args, bool keep_when, bool by_attribute) {
-  std::vector<Value> out;
-  if (!target.truthy()) return generator({});
-  std::size_t offset = 0;
-  Value attribute;
-  if (by_attribute) {
-    if (args.positional.empty()) fail("Missing parameter for attribute name");
-    attribute = args.positional[0];
-    offset = 1;
-  }
-  const bool has_test = args.positional.size() > offset;
-  CallArgs test_args;
-  if (has_test) {
-    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(offset) + 1, args.positional.end());
-    test_args.keyword = args.keyword;
-  }
-  for (const Value& item : iterate(target)) {
-    const Value subject = by_attribute ? detail::lookup_attribute_path(item, attribute) : item;
-    const bool passed = has_test ? apply_test(args.positional[offset].str(), subject, test_args) : subject.truthy();
-    if (passed == keep_when) out.push_back(item);
-  }
-  return generator(std::move(out));
-}
-
-Value map_items(const Value& target, const CallArgs& args) {
-  std::vector<Value> out;
-  if (!target.truthy()) return generator({});
-  if (args.positional.empty()) {
-    const Value* attribute = args.get("attribute", 99);
-    if (!attribute) fail("map requires a filter argument");
-    const Value* fallback = args.get("default", 99);
-    for (const auto& [key, value] : args.keyword) {
-      if (key != "attribute" && key != "default") fail("Unexpected keyword argument ", python_string_repr(key));
-    }
-    for (const Value& item : iterate(target)) {
-      Value v = detail::lookup_attribute_path(item, *attribute);
-      if (fallback && !fallback->is_none() && v.is_undefined()) v = *fallback;
-      out.push_back(v);
-    }
-    return generator(std::move(out));
-  }
-  const std::string filter = args.positional[0].str();
-  CallArgs rest;
-  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
-  rest.keyword = args.keyword;
-  for (const Value& item : iterate(target)) out.push_back(apply_filter(filter, item, rest));
-  return generator(std::move(out));
-}
-
-// sort/min/max/unique's key: attribute lookup then, by default, lowercasing.
-Value sort_key(const Value& item, const Value* attribute, bool case_sensitive, bool multi) {
-  auto post = [&](const Value& v) { return case_sensitive ? v : ignore_case(v); };
-  if (!attribute || attribute->is_none()) return post(item);
-  if (multi && attribute->is_string() && attribute->as_string().find(',') != std::string::npos) {
-    std::vector<Value> keys;
-    const Value comma(",");
-    for (const std::string& part : detail::split(attribute->as_string(), &comma, -1, false)) {
-      keys.push_back(post(detail::lookup_attribute_path(item, Value(part))));
-    }
-    return Value::array(std::move(keys));
-  }
-  return post(detail::lookup_attribute_path(item, *attribute));
-}
-
-Value min_or_max(const Value& target, const CallArgs& args, bool want_max) {
-  const std::vector<Value> items = iterate(target);
-  if (items.empty()) return Value::undefined_with_message("No aggregated item, sequence was empty.");
-  const bool case_sensitive = bool_arg(args, "case_sensitive", 0, false);
-  const Value* attribute = arg(args, "attribute", 1);
-  std::size_t best = 0;
-  Value best_key = sort_key(items[0], attribute, case_sensitive, false);
-  for (std::size_t i = 1; i < items.size(); ++i) {
-    Value key = sort_key(items[i], attribute, case_sensitive, false);
-    // CPython's max/min test item > best / item < best.
-    if (detail::compare(want_max ? ">" : "<", key, best_key)) best = i, best_key = std::move(key);
-  }
-  return items[best];
-}
-
-void check_hashable(const Value& v) {
-  if (v.is_array() || (v.is_object() && !v.as_object().is_namespace)) {
-    fail("unhashable type: '", v.type_name(), "'");
-  }
-}
-
 Value do_int(const Value& v, const CallArgs& args) {
-  const Value* fallback = arg(args, "default", 0);
+  const Value* fallback = optional_arg(args, "default", 0);
   const Value result_default = fallback ? *fallback : Value(0);
   const int base = static_cast<int>(int_param(args, "base", 1, 10));
   if (v.is_undefined()) fail(v.undefined_message());  // int(Undefined) raises in jinja2
@@ -238,7 +145,7 @@ Value do_int(const Value& v, const CallArgs& args) {
 }
 
 Value do_float(const Value& v, const CallArgs& args) {
-  const Value* fallback = arg(args, "default", 0);
+  const Value* fallback = optional_arg(args, "default", 0);
   if (v.is_undefined()) fail(v.undefined_message());
   if (v.is_number()) return Value(v.as_float());
   if (v.is_bool()) return Value(v.as_bool() ? 1.0 : 0.0);
@@ -250,7 +157,7 @@ Value do_float(const Value& v, const CallArgs& args) {
 
 Value do_round(const Value& v, const CallArgs& args) {
   const std::int64_t precision = int_param(args, "precision", 0, 0);
-  const Value* method_arg = arg(args, "method", 1);
+  const Value* method_arg = optional_arg(args, "method", 1);
   const std::string method = method_arg ? method_arg->str() : "common";
   if (method != "common" && method != "ceil" && method != "floor") fail("method must be common, ceil or floor");
   if (!v.is_number() && !v.is_bool()) fail("type ", v.type_name(), " doesn't define __round__ method");
@@ -268,15 +175,16 @@ Value do_round(const Value& v, const CallArgs& args) {
 }
 
 Value do_indent(const Value& v, const CallArgs& args) {
-  const Value* width = arg(args, "width", 0);
+  if (v.is_undefined()) fail(v.undefined_message());  // jinja2 appends "\n" to it, which raises
+  const Value* width = optional_arg(args, "width", 0);
   std::string indention = "    ";
   if (width && width->is_string()) {
     indention = width->as_string();
   } else if (width) {
     indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, int_arg(*width, "width"))), ' ');
   }
-  const bool first = bool_arg(args, "first", 1, false);
-  const bool blank = bool_arg(args, "blank", 2, false);
+  const bool first = bool_param(args, "first", 1, false);
+  const bool blank = bool_param(args, "blank", 2, false);
   std::vector<std::string> lines = detail::splitlines(v.str() + "\n", false);
   std::string out;
   if (blank) {
@@ -293,17 +201,20 @@ Value do_indent(const Value& v, const CallArgs& args) {
 }
 
 Value do_truncate(const Value& v, const CallArgs& args) {
+  if (!v.is_string() && !v.is_undefined() && !v.has_len()) {
+    fail("object of type '", v.type_name(), "' has no len()");
+  }
   const std::string s = v.str();
   const std::int64_t length = int_param(args, "length", 0, 255);
-  const bool killwords = bool_arg(args, "killwords", 1, false);
-  const Value* end_arg = arg(args, "end", 2);
+  const bool killwords = bool_param(args, "killwords", 1, false);
+  const Value* end_arg = optional_arg(args, "end", 2);
   const std::string end = end_arg ? end_arg->str() : "...";
   const std::int64_t leeway = int_param(args, "leeway", 3, 5);
   const auto end_len = static_cast<std::int64_t>(unicode::length(end));
   if (length < end_len) fail("expected length >= ", end_len, ", got ", length);
   if (leeway < 0) fail("expected leeway >= 0, got ", leeway);
   const std::u32string text = unicode::decode(s);
-  if (static_cast<std::int64_t>(text.size()) <= length + leeway) return Value(s);
+  if (static_cast<std::int64_t>(text.size()) <= length + leeway) return v;  // unchanged, even an Undefined
   const std::string head = unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(length - end_len)));
   if (killwords) return Value(head + end);
   const std::size_t space = head.rfind(' ');
@@ -348,108 +259,18 @@ Value do_striptags(const Value& v) {
   return Value(html_unescape(join_strings(detail::split(s, nullptr, -1, false), " ")));
 }
 
-Value do_sort(const Value& v, const CallArgs& args) {
-  std::vector<Value> items = iterate(v);
-  const bool reverse = bool_arg(args, "reverse", 0, false);
-  const bool case_sensitive = bool_arg(args, "case_sensitive", 1, false);
-  const Value* attribute = arg(args, "attribute", 2);
-  std::vector<std::pair<Value, Value>> keyed;
-  // jinja2's multi-attrgetter makes every key a list, so equal keys never
-  // reach `<` (None items sort without a TypeError).
-  for (Value& item : items) {
-    Value key = sort_key(item, attribute, case_sensitive, true);
-    if (!key.is_array() || !(attribute && attribute->is_string() && attribute->as_string().find(',') != std::string::npos)) {
-      key = Value::array({key});
-    }
-    keyed.emplace_back(std::move(key), item);
-  }
-  std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
-    return reverse ? Value::less(b.first, a.first) : Value::less(a.first, b.first);
-  });
-  std::vector<Value> out;
-  for (auto& [key, item] : keyed) out.push_back(std::move(item));
-  return Value::array(std::move(out));
-}
-
-Value do_dictsort(const Value& v, const CallArgs& args) {
-  if (!v.is_object() || v.as_object().is_namespace) fail("'", v.type_name(), "' object has no attribute 'items'");
-  const bool case_sensitive = bool_arg(args, "case_sensitive", 0, false);
-  const Value* by = arg(args, "by", 1);
-  const std::string by_text = by ? by->str() : "key";
-  if (by_text != "key" && by_text != "value") fail("You can only sort by either \"key\" or \"value\"");
-  const bool reverse = bool_arg(args, "reverse", 2, false);
-  std::vector<std::pair<Value, Value>> keyed;
-  for (const auto& [key, value] : v.as_object().entries) {
-    const Value k = by_text == "key" ? Value(key) : *value;
-    keyed.emplace_back(case_sensitive ? k : ignore_case(k), pair(key, *value));
-  }
-  std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
-    return reverse ? Value::less(b.first, a.first) : Value::less(a.first, b.first);
-  });
-  std::vector<Value> out;
-  for (auto& [key, item] : keyed) out.push_back(std::move(item));
-  return Value::array(std::move(out));
-}
-
-Value do_unique(const Value& v, const CallArgs& args) {
-  const bool case_sensitive = bool_arg(args, "case_sensitive", 0, false);
-  const Value* attribute = arg(args, "attribute", 1);
-  std::vector<Value> seen;
-  std::vector<Value> out;
-  for (const Value& item : iterate(v)) {
-    const Value key = sort_key(item, attribute, case_sensitive, false);
-    check_hashable(key);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
-    out.push_back(item);
-  }
-  return generator(std::move(out));
-}
-
-Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
-  const std::vector<Value> items = iterate(v);
-  const std::int64_t count = int_param(args, batch ? "linecount" : "slices", 0, 0);
-  const Value* fill = arg(args, "fill_with", 1);
-  if (fill && fill->is_none()) fill = nullptr;
-  std::vector<Value> out;
-  if (batch) {
-    if (count <= 0 && !items.empty()) fail("batch size must be positive");
-    for (std::size_t i = 0; i < items.size(); i += static_cast<std::size_t>(count)) {
-      std::vector<Value> group(items.begin() + static_cast<std::ptrdiff_t>(i),
-                               items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), i + static_cast<std::size_t>(count))));
-      while (fill && static_cast<std::int64_t>(group.size()) < count) group.push_back(*fill);
-      out.push_back(Value::array(std::move(group)));
-    }
-    return generator(std::move(out));
-  }
-  if (count <= 0) fail("integer division or modulo by zero");
-  const auto n = static_cast<std::int64_t>(items.size());
-  const std::int64_t per = n / count;
-  const std::int64_t extra = n % count;
-  std::int64_t offset = 0;
-  for (std::int64_t k = 0; k < count; ++k) {
-    const std::int64_t start = offset + k * per;
-    if (k < extra) ++offset;
-    const std::int64_t end = offset + (k + 1) * per;
-    std::vector<Value> group(items.begin() + start, items.begin() + end);
-    if (fill && k >= extra) group.push_back(*fill);
-    out.push_back(Value::array(std::move(group)));
-  }
-  return generator(std::move(out));
-}
-
 Value do_tojson(const Value& v, const CallArgs& args) {
   JsonDumpOptions options;
-  options.ensure_ascii = bool_arg(args, "ensure_ascii", 0, false);
-  if (const Value* indent = arg(args, "indent", 1)) options.indent = *indent;
-  if (const Value* separators = arg(args, "separators", 2); separators && !separators->is_none()) {
+  options.ensure_ascii = bool_param(args, "ensure_ascii", 0, false);
+  if (const Value* indent = optional_arg(args, "indent", 1)) options.indent = *indent;
+  if (const Value* separators = optional_arg(args, "separators", 2); separators && !separators->is_none()) {
     if (!separators->is_array() || separators->as_array().size() != 2) {
       fail("not enough values to unpack (expected 2)");
     }
     options.item_separator = separators->as_array()[0].str();
     options.key_separator = separators->as_array()[1].str();
   }
-  options.sort_keys = bool_arg(args, "sort_keys", 3, false);
+  options.sort_keys = bool_param(args, "sort_keys", 3, false);
   return Value(dump_json(v, options));
 }
 
@@ -464,8 +285,9 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       fail("bad operand type for abs(): '", v.type_name(), "'");
     };
     f["attr"] = [](const Value& v, const CallArgs& a) {
-      const Value* name = arg(a, "name", 0);
+      const Value* name = optional_arg(a, "name", 0);
       if (!name) fail("do_attr() missing 1 required positional argument: 'name'");
+      if (v.is_undefined()) fail(v.undefined_message());
       if (v.is_object() && v.as_object().is_namespace) return get_attribute(v, name->str());
       if (auto method = detail::bound_method(v, name->str())) return *method;
       return Value::undefined_member(v, *name);
@@ -478,7 +300,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     };
     f["default"] = [](const Value& v, const CallArgs& a) {
       const Value* fallback = a.get("default_value", 0);
-      if (v.is_undefined() || (bool_arg(a, "boolean", 1, false) && !v.truthy())) return fallback ? *fallback : Value("");
+      if (v.is_undefined() || (bool_param(a, "boolean", 1, false) && !v.truthy())) return fallback ? *fallback : Value("");
       return v;
     };
     f["d"] = f["default"];
@@ -501,12 +323,12 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       if (v.is_undefined()) return generator({});
       if (!v.is_object() || v.as_object().is_namespace) fail("Can only get item pairs from a mapping.");
       std::vector<Value> out;
-      for (const auto& [key, value] : v.as_object().entries) out.push_back(pair(key, *value));
+      for (const auto& [key, value] : v.as_object().entries) out.push_back(tuple_pair(key, *value));
       return generator(std::move(out));
     };
     f["join"] = [](const Value& v, const CallArgs& a) {
-      const Value* sep = arg(a, "d", 0);
-      const Value* attribute = arg(a, "attribute", 1);
+      const Value* sep = optional_arg(a, "d", 0);
+      const Value* attribute = optional_arg(a, "attribute", 1);
       std::vector<std::string> parts;
       for (const Value& item : iterate(v)) {
         parts.push_back((attribute ? detail::lookup_attribute_path(item, *attribute) : item).str());
@@ -534,10 +356,10 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     f["selectattr"] = [](const Value& v, const CallArgs& a) { return select_items(v, a, true, true); };
     f["rejectattr"] = [](const Value& v, const CallArgs& a) { return select_items(v, a, false, true); };
     f["replace"] = [](const Value& v, const CallArgs& a) {
-      const Value* old_text = arg(a, "old", 0);
-      const Value* new_text = arg(a, "new", 1);
+      const Value* old_text = optional_arg(a, "old", 0);
+      const Value* new_text = optional_arg(a, "new", 1);
       if (!old_text || !new_text) fail("do_replace() missing required positional arguments: 'old' and 'new'");
-      const Value* count = arg(a, "count", 2);
+      const Value* count = optional_arg(a, "count", 2);
       return Value(detail::replace(v.str(), old_text->str(), new_text->str(),
                                    count && !count->is_none() ? int_arg(*count, "count") : -1));
     };
@@ -560,8 +382,8 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     f["sort"] = do_sort;
     f["string"] = [](const Value& v, const CallArgs&) { return v.is_markup() ? v : Value(v.str()); };
     f["sum"] = [](const Value& v, const CallArgs& a) {
-      const Value* attribute = arg(a, "attribute", 0);
-      const Value* start = arg(a, "start", 1);
+      const Value* attribute = optional_arg(a, "attribute", 0);
+      const Value* start = optional_arg(a, "start", 1);
       Value total = start ? *start : Value(0);
       for (const Value& item : iterate(v)) {
         total = add(total, attribute ? detail::lookup_attribute_path(item, *attribute) : item);
@@ -570,7 +392,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     };
     f["title"] = [](const Value& v, const CallArgs&) { return do_title(v); };
     f["tojson"] = do_tojson;
-    f["trim"] = [](const Value& v, const CallArgs& a) { return Value(detail::strip(v.str(), arg(a, "chars", 0), true, true)); };
+    f["trim"] = [](const Value& v, const CallArgs& a) { return Value(detail::strip(v.str(), optional_arg(a, "chars", 0), true, true)); };
     f["truncate"] = do_truncate;
     f["unique"] = do_unique;
     f["wordcount"] = [](const Value& v, const CallArgs&) {
@@ -588,10 +410,15 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       if (!a.positional.empty() && !a.keyword.empty()) {
         fail("can't handle positional and keyword arguments at the same time");
       }
-      if (a.keyword.empty()) return Value(percent_format(Value(v.str()), Value::array(a.positional)));
-      auto object = std::make_shared<Object>();
-      for (const auto& [key, value] : a.keyword) object->set(key, value);
-      return Value(percent_format(Value(v.str()), Value::object(object)));
+      const Value format = v.is_string() ? v : Value(v.str());
+      Value args = Value::tuple(a.positional);
+      if (!a.keyword.empty()) {
+        auto object = std::make_shared<Object>();
+        for (const auto& [key, value] : a.keyword) object->set(key, value);
+        args = Value::object(object);
+      }
+      std::string text = percent_format(format, args);
+      return format.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
     };
     f["pprint"] = [](const Value& v, const CallArgs&) { return Value(v.repr()); };
     f["striptags"] = [](const Value& v, const CallArgs&) { return do_striptags(v); };
@@ -600,124 +427,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
   return table;
 }
 
-void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
-  out.push_back('"');
-  for (char32_t c : unicode::decode(s)) {
-    char esc[16];
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    if (c < 0x20 || (ensure_ascii && c > 0x7E)) {
-      if (c >= 0x10000) {
-        const char32_t v = c - 0x10000;
-        std::snprintf(esc, sizeof esc, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
-                      static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
-      } else {
-        std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
-      }
-      out += esc;
-    } else {
-      unicode::append(out, c);
-    }
-  }
-  out.push_back('"');
-}
-
-struct JsonWriter {
-  const JsonDumpOptions& options;
-  std::string indent_unit;
-  bool indented = false;
-  std::string item_sep;
-  std::string key_sep;
-  std::string out;
-
-  void newline(int level) {
-    out.push_back('\n');
-    for (int i = 0; i < level; ++i) out += indent_unit;
-  }
-
-  void write(const Value& v, int level) {
-    switch (v.kind()) {
-      case Value::Kind::None: out += "null"; return;
-      case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-      case Value::Kind::Int: out += std::to_string(v.as_int()); return;
-      case Value::Kind::Float: {
-        const double d = v.as_float();
-        if (std::isnan(d)) out += "NaN";
-        else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-        else out += python_float_repr(d);
-        return;
-      }
-      case Value::Kind::String: json_string(out, v.as_string(), options.ensure_ascii); return;
-      case Value::Kind::Array: {
-        if (v.is_iterator() || v.is_view()) break;
-        const auto& items = v.as_array();
-        if (items.empty()) {
-          out += "[]";
-          return;
-        }
-        out.push_back('[');
-        for (std::size_t i = 0; i < items.size(); ++i) {
-          if (i) out += item_sep;
-          if (indented) newline(level + 1);
-          write(items[i], level + 1);
-        }
-        if (indented) newline(level);
-        out.push_back(']');
-        return;
-      }
-      case Value::Kind::Object: {
-        if (v.as_object().is_namespace) break;
-        auto entries = v.as_object().entries;
-        if (entries.empty()) {
-          out += "{}";
-          return;
-        }
-        if (options.sort_keys) {
-          std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        }
-        out.push_back('{');
-        for (std::size_t i = 0; i < entries.size(); ++i) {
-          if (i) out += item_sep;
-          if (indented) newline(level + 1);
-          json_string(out, entries[i].first, options.ensure_ascii);
-          out += key_sep;
-          write(*entries[i].second, level + 1);
-        }
-        if (indented) newline(level);
-        out.push_back('}');
-        return;
-      }
-      default:
-        break;
-    }
-    fail("Object of type ", v.type_name(), " is not JSON serializable");
-  }
-};
-
 }  // namespace
-
-std::string dump_json(const Value& value, const JsonDumpOptions& options) {
-  JsonWriter writer{options, {}, false, {}, {}, {}};
-  if (options.indent.is_string()) {
-    writer.indented = true;
-    writer.indent_unit = options.indent.as_string();
-  } else if (!options.indent.is_none() && !options.indent.is_undefined()) {
-    writer.indented = true;
-    writer.indent_unit = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, int_arg(options.indent, "indent"))), ' ');
-  }
-  writer.item_sep = options.item_separator.value_or(writer.indented ? "," : ", ");
-  writer.key_sep = options.key_separator.value_or(": ");
-  writer.write(value, 0);
-  return writer.out;
-}
 
 Value apply_filter(std::string_view name, const Value& target, const CallArgs& args) {
   const auto& table = filters();

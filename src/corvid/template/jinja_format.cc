@@ -455,6 +455,7 @@ std::string percent_format(const Value& format, const Value& args) {
       case 'r':
       case 'a': {
         body = type == 's' ? value.str() : value.repr();
+        if (format.is_markup() && !value.is_markup()) body = detail::html_escape(body);  // Markup.__mod__
         if (has_precision) {
           body = unicode::encode(std::u32string_view(unicode::decode(body)).substr(
               0, static_cast<std::size_t>(precision.empty() ? 0 : std::stoll(precision))));

@@ -10,6 +10,7 @@ namespace {
 
 // Bounds the parser's (and so the evaluator's) recursion on nested input.
 constexpr int kMaxNesting = 100;
+constexpr int kMaxExpressionDepth = 200;
 
 std::string describe(const Token& t) {
   switch (t.kind) {
@@ -219,6 +220,7 @@ class Parser {
     ++loop_depth_;
     s->body = parse_body({"endfor", "else"}, end);
     --loop_depth_;
+    s->uses_loop = s->recursive || mentions(s->body, "loop");
     if (end == "else") {
       expect_block_end();
       s->else_body = parse_body({"endfor"}, end);
@@ -271,29 +273,32 @@ class Parser {
     next();
   }
 
-  static void scan_names(const Expr* e, Stmt& macro) {
-    if (!e) return;
-    if (e->kind == Expr::Kind::Name) {
-      macro.uses_varargs |= e->name == "varargs";
-      macro.uses_kwargs |= e->name == "kwargs";
-      macro.uses_caller |= e->name == "caller";
-    }
-    for (const auto& i : e->items) scan_names(i.get(), macro);
-    for (const auto& k : e->keywords) scan_names(k.second.get(), macro);
-    scan_names(e->star_args.get(), macro);
-    scan_names(e->star_kwargs.get(), macro);
+  // Whether `name` is read anywhere in the expression or body (macros bind
+  // varargs/kwargs/caller, and loops build `loop`, only when used).
+  static bool mentions(const Expr* e, std::string_view name) {
+    if (!e) return false;
+    if (e->kind == Expr::Kind::Name && e->name == name) return true;
+    for (const auto& i : e->items)
+      if (mentions(i.get(), name)) return true;
+    for (const auto& k : e->keywords)
+      if (mentions(k.second.get(), name)) return true;
+    return mentions(e->star_args.get(), name) || mentions(e->star_kwargs.get(), name);
   }
-  static void scan_names(const Body& body, Stmt& macro) {
+  static bool mentions(const Body& body, std::string_view name) {
     for (const auto& s : body) {
-      scan_names(s->expr.get(), macro);
-      scan_names(s->condition.get(), macro);
-      for (const auto& c : s->conditions) scan_names(c.get(), macro);
-      for (const auto& v : s->values) scan_names(v.get(), macro);
-      for (const auto& p : s->params) scan_names(p.default_value.get(), macro);
-      for (const auto& b : s->bodies) scan_names(b, macro);
-      scan_names(s->body, macro);
-      scan_names(s->else_body, macro);
+      if (mentions(s->expr.get(), name) || mentions(s->condition.get(), name) || mentions(s->body, name) ||
+          mentions(s->else_body, name))
+        return true;
+      for (const auto& c : s->conditions)
+        if (mentions(c.get(), name)) return true;
+      for (const auto& v : s->values)
+        if (mentions(v.get(), name)) return true;
+      for (const auto& p : s->params)
+        if (mentions(p.default_value.get(), name)) return true;
+      for (const auto& b : s->bodies)
+        if (mentions(b, name)) return true;
     }
+    return false;
   }
 
   std::unique_ptr<Stmt> parse_macro(int line) {
@@ -307,7 +312,9 @@ class Parser {
     s->body = parse_body({"endmacro"}, end);
     loop_depth_ = saved_loop_depth;
     expect_block_end();
-    scan_names(s->body, *s);
+    s->uses_varargs = mentions(s->body, "varargs");
+    s->uses_kwargs = mentions(s->body, "kwargs");
+    s->uses_caller = mentions(s->body, "caller");
     return s;
   }
 
@@ -350,6 +357,20 @@ class Parser {
 
   // ---- expressions (precedence as jinja2/parser.py) ----
 
+  // Records a finished node's depth; bounds the tree so that evaluating and
+  // destroying it cannot exhaust the stack (`a.b.c...`, `1+1+1...` nest without recursion here).
+  ExprPtr seal(ExprPtr e) const {
+    int depth = 0;
+    for (const auto& i : e->items)
+      if (i) depth = std::max(depth, i->depth);
+    for (const auto& k : e->keywords) depth = std::max(depth, k.second->depth);
+    if (e->star_args) depth = std::max(depth, e->star_args->depth);
+    if (e->star_kwargs) depth = std::max(depth, e->star_kwargs->depth);
+    e->depth = depth + 1;
+    if (e->depth > kMaxExpressionDepth) fail_at(cur(), "expression nesting too deep");
+    return e;
+  }
+
   bool is_tuple_end(std::initializer_list<std::string_view> extra_ends) const {
     if (cur().kind == TokenKind::PrintEnd || cur().kind == TokenKind::BlockEnd || cur().kind == TokenKind::End) return true;
     if (is_op(")")) return true;
@@ -375,7 +396,7 @@ class Parser {
     }
     auto t = make(Expr::Kind::Tuple, line);
     t->items = std::move(items);
-    return t;
+    return seal(std::move(t));
   }
 
   ExprPtr parse_expression(bool with_conditional) {
@@ -391,7 +412,7 @@ class Parser {
       c->items.push_back(parse_or());
       c->items.push_back(std::move(expr));
       c->items.push_back(skip_name("else") ? parse_expression(true) : nullptr);
-      expr = std::move(c);
+      expr = seal(std::move(c));
     }
     return expr;
   }
@@ -401,7 +422,7 @@ class Parser {
     b->name = std::move(op);
     b->items.push_back(std::move(left));
     b->items.push_back(std::move(right));
-    return b;
+    return seal(std::move(b));
   }
 
   ExprPtr parse_or() {
@@ -427,7 +448,7 @@ class Parser {
       NestingGuard guard(*this);
       auto n = make(Expr::Kind::Not, next().line);
       n->items.push_back(parse_not());
-      return n;
+      return seal(std::move(n));
     }
     return parse_compare();
   }
@@ -459,7 +480,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->items.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? seal(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr parse_math1() {
@@ -477,7 +498,7 @@ class Parser {
     auto c = make(Expr::Kind::Concat, cur().line);
     c->items.push_back(std::move(first));
     while (skip_op("~")) c->items.push_back(parse_math2());
-    return c;
+    return seal(std::move(c));
   }
 
   ExprPtr parse_math2() {
@@ -505,6 +526,7 @@ class Parser {
       const Token& t = next();
       node = make(t.text == "-" ? Expr::Kind::Negate : Expr::Kind::Plus, t.line);
       node->items.push_back(parse_unary(false));
+      node = seal(std::move(node));
     } else {
       node = parse_primary();
     }
@@ -567,7 +589,7 @@ class Parser {
             list->items.push_back(parse_expression(true));
           }
           next();
-          return list;
+          return seal(std::move(list));
         }
         if (t.text == "{") {
           auto dict = make(Expr::Kind::Dict, next().line);
@@ -579,7 +601,7 @@ class Parser {
             dict->items.push_back(parse_expression(true));
           }
           next();
-          return dict;
+          return seal(std::move(dict));
         }
         break;
       default:
@@ -613,7 +635,7 @@ class Parser {
         auto a = make(Expr::Kind::Attribute, t.line);
         a->name = next().text;
         a->items.push_back(std::move(node));
-        return a;
+        return seal(std::move(a));
       }
       if (cur().kind == TokenKind::Int) {
         auto item = make(Expr::Kind::Item, t.line);
@@ -621,7 +643,7 @@ class Parser {
         auto key = make(Expr::Kind::Literal, t.line);
         key->value = Value(next().int_value);
         item->items.push_back(std::move(key));
-        return item;
+        return seal(std::move(item));
       }
       unexpected("a name or number after '.'");
     }
@@ -646,12 +668,12 @@ class Parser {
       auto item = make(Expr::Kind::Item, t.line);
       item->items.push_back(std::move(node));
       item->items.push_back(std::move(parts[0]));
-      return item;
+      return seal(std::move(item));
     }
     auto slice = make(Expr::Kind::Slice, t.line);
     slice->items.push_back(std::move(node));
     for (auto& p : parts) slice->items.push_back(std::move(p));
-    return slice;
+    return seal(std::move(slice));
   }
 
   // (positional..., name=value..., *args, **kwargs) into `call`.
@@ -686,7 +708,7 @@ class Parser {
     auto call = make(Expr::Kind::Call, cur().line);
     call->items.push_back(std::move(callee));
     parse_call_args(*call);
-    return call;
+    return seal(std::move(call));
   }
 
   std::string dotted_name() {
@@ -707,7 +729,7 @@ class Parser {
       f->name = dotted_name();
       f->items.push_back(std::move(node));
       if (is_op("(")) parse_call_args(*f);
-      node = std::move(f);
+      node = seal(std::move(f));
     }
     return node;
   }
@@ -726,7 +748,7 @@ class Parser {
       if (is_name("is")) fail_at(cur(), "You cannot chain multiple tests with is");
       test->items.push_back(parse_postfix(parse_primary()));  // `x is divisibleby 3`
     }
-    return test;
+    return seal(std::move(test));
   }
 
   std::vector<Token> tokens_;

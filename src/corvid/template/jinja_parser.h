@@ -43,6 +43,7 @@ struct Expr {
   };
   Kind kind;
   int line = 0;
+  int depth = 1;  // of the subtree, bounded by the parser
   Value value;
   std::string name;  // Name, Attribute, Filter, Test; the operator of Binary
   std::vector<ExprPtr> items;
@@ -88,6 +89,7 @@ struct Stmt {
   Body body, else_body;
   std::vector<Param> params;        // Macro, CallBlock
   bool recursive = false;           // For
+  bool uses_loop = false;           // For: the body reads `loop`
   bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro
 };
 

@@ -398,9 +398,28 @@ namespace {
 
 bool is_numeric_like(const Value& v) { return v.is_number() || v.is_bool(); }
 
-double numeric(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_float(); }
-
 std::int64_t integral(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int(); }
+
+// Python compares an int with a float exactly (2**53 + 1 != 2.0**53).
+constexpr double kTwo63 = 9223372036854775808.0;
+
+bool int_equals_float(std::int64_t i, double d) {
+  if (!(d >= -kTwo63 && d < kTwo63) || d != std::floor(d)) return false;
+  return static_cast<std::int64_t>(d) == i;
+}
+
+bool int_less_than_float(std::int64_t i, double d) {
+  if (std::isnan(d)) return false;
+  if (d >= kTwo63) return true;
+  if (d < -kTwo63) return false;
+  const double f = std::floor(d);
+  const auto fi = static_cast<std::int64_t>(f);
+  return i < fi || (i == fi && d > f);
+}
+
+bool float_less_than_int(double d, std::int64_t i) {
+  return !std::isnan(d) && !int_less_than_float(i, d) && !int_equals_float(i, d);
+}
 
 }  // namespace
 
@@ -408,7 +427,8 @@ bool operator==(const Value& a, const Value& b) {
   using Kind = Value::Kind;
   if (is_numeric_like(a) && is_numeric_like(b)) {
     if (!a.is_float() && !b.is_float()) return integral(a) == integral(b);
-    return numeric(a) == numeric(b);
+    if (a.is_float() && b.is_float()) return a.as_float() == b.as_float();
+    return a.is_float() ? int_equals_float(integral(b), a.as_float()) : int_equals_float(integral(a), b.as_float());
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
@@ -448,7 +468,8 @@ bool operator==(const Value& a, const Value& b) {
 bool Value::less(const Value& a, const Value& b) {
   if (is_numeric_like(a) && is_numeric_like(b)) {
     if (!a.is_float() && !b.is_float()) return integral(a) < integral(b);
-    return numeric(a) < numeric(b);
+    if (a.is_float() && b.is_float()) return a.as_float() < b.as_float();
+    return a.is_float() ? float_less_than_int(a.as_float(), integral(b)) : int_less_than_float(integral(a), b.as_float());
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 keeps code point order
   if (a.is_array() && b.is_array() && a.flavor_ == b.flavor_ && (a.is_list() || a.is_tuple())) {
