@@ -72,8 +72,9 @@ ToolFormat detect_tool_format(std::string_view source) {
   if (contains(source, "to=functions.") || (contains(source, "<|call|>") && contains(source, "<|channel|>")))
     return ToolFormat::kHarmony;
   if (contains(source, "<tool_call>")) return ToolFormat::kHermes;
-  if (contains(source, "<|start_header_id|>") && contains(source, "tool_call") && contains(source, "parameters"))
-    return ToolFormat::kLlama3;
+  // Llama 3.x renders a call as '{"name": "' + name + '", "parameters": ' + args; the
+  // functionary templates share the header tokens but not this.
+  if (contains(source, "<|start_header_id|>") && contains(source, "\"parameters\": ")) return ToolFormat::kLlama3;
   return ToolFormat::kNone;
 }
 
@@ -152,6 +153,7 @@ void ToolCallParser::process(bool at_end, std::vector<OutputEvent>& events) {
 
 void ToolCallParser::emit_content(std::string_view text, std::vector<OutputEvent>& events) {
   std::string_view body = trim_trailing_spaces(text);
+  std::string_view trailing_space = text.substr(body.size());
   if (!body.empty()) {
     std::string delta = std::move(held_space_);
     held_space_.clear();
@@ -167,7 +169,7 @@ void ToolCallParser::emit_content(std::string_view text, std::vector<OutputEvent
     output_started_ = true;
     last_was_call_ = false;
   }
-  held_space_ += text.substr(body.size());
+  held_space_ += trailing_space;
 }
 
 void ToolCallParser::emit_call(ParsedCall call, std::vector<OutputEvent>& events) {

@@ -68,27 +68,36 @@ class HermesSyntax final : public ToolCallSyntax {
 
   RegionScan scan(std::string_view text, bool at_end) const override {
     std::size_t body = skip_spaces(text, kOpen.size());
+    if (body == text.size()) return at_end ? malformed(text.size()) : need_more();
     // Prose that merely mentions the tag: release the tag and keep reading as content.
-    if (body < text.size() && text[body] != '{') return malformed(kOpen.size());
-    std::size_t close = text.find(kClose, kOpen.size());
-    if (close == std::string_view::npos) {
+    if (text[body] != '{') return malformed(kOpen.size());
+    // The call ends where its JSON object does, so a "</tool_call>" inside a string
+    // value does not cut it short.
+    std::optional<std::size_t> json_end = json_value_end(text, body);
+    if (!json_end) return at_end ? malformed(text.size()) : need_more();
+    std::size_t after = skip_spaces(text, *json_end);
+    std::string_view rest = text.substr(after);
+    std::size_t length;
+    if (rest.starts_with(kClose)) {
+      length = after + kClose.size();
+    } else if (is_marker_prefix(rest, kClose)) {
+      // The output ended before </tool_call> (a stop string may have eaten it): the
+      // call is complete without it.
       if (!at_end) return need_more();
-      // The output ended before </tool_call> (a stop string may have eaten it): accept
-      // the call if what is there is complete.
-      return single(text.substr(kOpen.size()), text.size());
+      length = text.size();
+    } else {
+      std::size_t close = text.find(kClose, after);
+      if (close == std::string_view::npos) return at_end ? malformed(text.size()) : need_more();
+      return malformed(close + kClose.size());
     }
-    return single(text.substr(kOpen.size(), close - kOpen.size()), close + kClose.size());
-  }
-
- private:
-  static RegionScan single(std::string_view body, std::size_t length) {
-    std::optional<nlohmann::ordered_json> value = try_parse_json(body);
+    std::optional<nlohmann::ordered_json> value = try_parse_json(text.substr(body, *json_end - body));
     if (!value) return malformed(length);
     std::optional<ParsedCall> call = call_from_json(*value);
     if (!call) return malformed(length);
     return parsed(length, {std::move(*call)});
   }
 
+ private:
   static constexpr std::string_view kOpen = "<tool_call>";
   static constexpr std::string_view kClose = "</tool_call>";
   static constexpr std::array<std::string_view, 1> kMarkers{kOpen};
