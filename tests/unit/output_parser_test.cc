@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "corvid/chat/output_parser.h"
@@ -105,6 +106,51 @@ TEST(OutputParser, ResultEqualsNonStreamingParse) {
   ASSERT_EQ(whole.tool_calls.size(), 1u);
   EXPECT_EQ(whole.tool_calls[0].id, ToolCallIdGenerator(5).next());
   EXPECT_EQ(whole.tool_calls[0].arguments, "{}");
+}
+
+// ---- random marker soup: whatever the text, every split gives the whole-text result ---
+
+TEST(OutputParser, RandomMarkerSoupKeepsStreamingInvariant) {
+  const std::vector<std::string> fragments = {
+      "<tool_call>", "</tool_call>", "<tool_", "</tool", "<function=", "</function>", "<parameter=", "</parameter>",
+      "get_weather>", "location>", "<function name=\"f\">", "<param name=\"location\">", "</param>", "<![CDATA[",
+      "]]>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[TOOL", "get_weather", "<|python_tag|>", "<|tool_call>",
+      "call:", "<tool_call|>", "<|\"|>", "<|tool_response>", "<think>", "</think>", "<thi", "[THINK]", "[/THINK]",
+      "<|channel>thought", "<channel|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.f",
+      "<|message|>", "<|end|>", "<|start|>assistant", "<|call|>", "<|return|>", "<|constrain|>json",
+      "{", "}", "[", "]", "\"", "\\", ":", ",", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
+      "{\"name\": \"f\", \"parameters\": {}}", "{\"location\": \"Zürich\"}", "location:<|\"|>x<|\"|>", "3", "true",
+      " ", "\n", "\n\n", "text", "é東🌍", "<", "|", ">"};
+  const std::vector<std::pair<ReasoningFormat, ToolFormat>> combos = {
+      {ReasoningFormat::kThinkTags, ToolFormat::kHermes},   {ReasoningFormat::kThinkTags, ToolFormat::kXmlFunction},
+      {ReasoningFormat::kThinkTags, ToolFormat::kMiniCpm},  {ReasoningFormat::kNone, ToolFormat::kLlama3},
+      {ReasoningFormat::kMistral, ToolFormat::kMistral},    {ReasoningFormat::kGemma4, ToolFormat::kGemma4},
+      {ReasoningFormat::kHarmony, ToolFormat::kHarmony},    {ReasoningFormat::kThinkTags, ToolFormat::kNone},
+  };
+  std::mt19937 rng(1234);
+  for (const auto& [reasoning, tools] : combos) {
+    for (bool starts_in_reasoning : {false, true}) {
+      OutputParserOptions opts = options(reasoning, tools, starts_in_reasoning);
+      for (int sample = 0; sample < 150; ++sample) {
+        std::string text;
+        int count = 1 + static_cast<int>(rng() % 14);
+        for (int i = 0; i < count; ++i) text += fragments[rng() % fragments.size()];
+        ParsedOutput whole;
+        try {
+          whole = parse_output(text, opts, ToolCallIdGenerator(testing::kIdSeed));
+        } catch (const std::exception& e) {
+          FAIL() << "threw " << e.what() << " on " << text;
+        }
+        std::vector<std::size_t> every;
+        for (std::size_t i = 1; i < text.size(); ++i) every.push_back(i);
+        std::string problem = testing::check_split(opts, text, every, whole);
+        for (std::size_t cut = 0; problem.empty() && cut <= text.size(); ++cut)
+          problem = testing::check_split(opts, text, {cut}, whole);
+        ASSERT_TRUE(problem.empty()) << reasoning_format_name(reasoning) << "/" << tool_format_name(tools)
+                                     << " on [" << text << "]: " << problem;
+      }
+    }
+  }
 }
 
 // ---- detection from the real templates ------------------------------------------------
