@@ -155,6 +155,12 @@ TEST(ToolCallParserXml, ToolCallTagWithoutFunctionIsContent) {
   expect_every_split(tool_options(ToolFormat::kXmlFunction), text, Expected{text, "", {}});
 }
 
+TEST(ToolCallParserXml, InvalidUtf8InAValueIsReplacedNotThrown) {
+  expect_every_split(tool_options(ToolFormat::kXmlFunction, kWeatherTools),
+                     "<function=get_weather>\n<parameter=location>\nZ\xC3\n</parameter>\n</function>",
+                     Expected{"", "", {{"get_weather", "{\"location\":\"Z\xEF\xBF\xBD\"}"}}});
+}
+
 // ---- MiniCPM5 ------------------------------------------------------------------------
 
 TEST(ToolCallParserMiniCpm, ContentThenParallelCallsAsTemplateRendersThem) {

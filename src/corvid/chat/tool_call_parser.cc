@@ -173,7 +173,10 @@ void ToolCallParser::emit_content(std::string_view text, std::vector<OutputEvent
 }
 
 void ToolCallParser::emit_call(ParsedCall call, std::vector<OutputEvent>& events) {
-  ToolCall done{ids_.next(), std::move(call.name), call.arguments.dump()};
+  // Compact JSON; text values come from the model (XML/Gemma formats) and may hold
+  // invalid UTF-8, which dump() would throw on: replace it instead.
+  std::string arguments = call.arguments.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  ToolCall done{ids_.next(), std::move(call.name), std::move(arguments)};
   std::size_t index = calls_.size();
   events.push_back({OutputEvent::Kind::kToolCallStart, {}, index, done.id, done.name});
   events.push_back({OutputEvent::Kind::kToolCallArguments, done.arguments, index, {}, {}});
