@@ -26,6 +26,13 @@ TEST(ReasoningParserThink, GenerationStartsInsideReasoning) {
                      Expected{"**4**", "Two plus two is four.\n  \nCheck: yes.", {}});
 }
 
+TEST(ReasoningParserThink, RepeatedOpenTagAfterPromptOpenedReasoningIsDropped) {
+  expect_every_split(reasoning_options(ReasoningFormat::kThinkTags, true), "<think>\nHmm.\n</think>\n\nOK",
+                     Expected{"OK", "Hmm.", {}});
+  expect_every_split(reasoning_options(ReasoningFormat::kThinkTags, true), "<thin",
+                     Expected{"", "<thin", {}});
+}
+
 TEST(ReasoningParserThink, EmptyReasoningAndNoReasoning) {
   expect_every_split(reasoning_options(ReasoningFormat::kThinkTags), "<think>\n\n</think>\n\nHi.",
                      Expected{"Hi.", "", {}});

@@ -142,6 +142,15 @@ bool ReasoningParser::step_tags(bool at_end, std::vector<OutputEvent>& events) {
       std::size_t spaces = pending_.size() - trim_leading_spaces(pending_).size();
       pending_.erase(0, spaces);
       if (pending_.empty()) return false;
+      if (state_ == State::kReasoningStart) {
+        // Some models write the open marker again although the prompt already opened
+        // reasoning; it is no part of the reasoning.
+        if (pending_.starts_with(open_)) {
+          pending_.erase(0, open_.size());
+          return true;
+        }
+        if (is_marker_prefix(pending_, open_) && !at_end) return false;
+      }
       state_ = state_ == State::kReasoningStart ? State::kReasoning : State::kContent;
       return true;
     }
