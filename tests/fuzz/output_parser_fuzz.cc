@@ -31,11 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                ReasoningFormat::kHarmony};
   static const ToolFormat kTools[] = {ToolFormat::kNone,    ToolFormat::kHermes, ToolFormat::kXmlFunction,
                                       ToolFormat::kMiniCpm, ToolFormat::kLlama3, ToolFormat::kMistral,
-                                      ToolFormat::kGemma4,  ToolFormat::kHarmony};
+                                      ToolFormat::kGemma4,  ToolFormat::kHarmony, ToolFormat::kDeepSeek,
+                                      ToolFormat::kKimi,    ToolFormat::kGlm};
   OutputParserOptions options;
   options.reasoning = kReasoning[data[0] % 5];
   options.starts_in_reasoning = (data[0] / 5) % 2 == 1;
-  options.tools_format = kTools[data[1] % 8];
+  options.tools_format = kTools[data[1] % 11];
   options.tools = nlohmann::json::parse(
       R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties":
           {"i": {"type": "integer"}, "o": {"type": "object"}, "b": {"type": "boolean"}}}}}])");

@@ -93,6 +93,14 @@ TEST(OutputParser, MiniCpmThinkThenCall) {
                      Expected{"", "Use the tool.", {{"get_weather", kWeatherArgs}}});
 }
 
+TEST(OutputParser, DeepSeekV31StartsInReasoningThenCall) {
+  // The V3.1 generation prompt ends with "<think>" when thinking is on.
+  expect_every_split(options(ReasoningFormat::kThinkTags, ToolFormat::kDeepSeek, true),
+                     "Need the tool.</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+                     "{\"location\": \"Zürich\", \"days\": 3}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                     Expected{"", "Need the tool.", {{"get_weather", kWeatherArgs}}});
+}
+
 TEST(OutputParser, PlainChatWithoutFormats) {
   expect_every_split(OutputParserOptions{}, "Hello there. <think> [TOOL_CALLS]", Expected{"Hello there. <think> [TOOL_CALLS]", "", {}});
 }
@@ -118,6 +126,9 @@ TEST(OutputParser, RandomMarkerSoupKeepsStreamingInvariant) {
       "call:", "<tool_call|>", "<|\"|>", "<|tool_response>", "<think>", "</think>", "<thi", "[THINK]", "[/THINK]",
       "<|channel>thought", "<channel|>", "<|channel|>", "analysis", "final", "commentary", " to=functions.f",
       "<|message|>", "<|end|>", "<|start|>assistant", "<|call|>", "<|return|>", "<|constrain|>json",
+      "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool",
+      "<|tool_call_begin|>", "functions.f:0", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<arg_key>",
+      "</arg_key>", "<arg_value>", "</arg_value>",
       "{", "}", "[", "]", "\"", "\\", ":", ",", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
       "{\"name\": \"f\", \"parameters\": {}}", "{\"location\": \"Zürich\"}", "location:<|\"|>x<|\"|>", "3", "true",
       " ", "\n", "\n\n", "text", "é東🌍", "<", "|", ">"};
@@ -126,6 +137,8 @@ TEST(OutputParser, RandomMarkerSoupKeepsStreamingInvariant) {
       {ReasoningFormat::kThinkTags, ToolFormat::kMiniCpm},  {ReasoningFormat::kNone, ToolFormat::kLlama3},
       {ReasoningFormat::kMistral, ToolFormat::kMistral},    {ReasoningFormat::kGemma4, ToolFormat::kGemma4},
       {ReasoningFormat::kHarmony, ToolFormat::kHarmony},    {ReasoningFormat::kThinkTags, ToolFormat::kNone},
+      {ReasoningFormat::kThinkTags, ToolFormat::kDeepSeek}, {ReasoningFormat::kNone, ToolFormat::kKimi},
+      {ReasoningFormat::kThinkTags, ToolFormat::kGlm},
   };
   std::mt19937 rng(1234);
   for (const auto& [reasoning, tools] : combos) {
@@ -193,9 +206,13 @@ TEST(OutputParser, DetectsFormatsOfRealTemplates) {
       {"google-gemma-4-31B-it.jinja", {ToolFormat::kGemma4, ReasoningFormat::kGemma4}},
       {"google-gemma-2-2b-it.jinja", {ToolFormat::kNone, ReasoningFormat::kNone}},
       {"openai-gpt-oss-120b.jinja", {ToolFormat::kHarmony, ReasoningFormat::kHarmony}},
-      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", {ToolFormat::kNone, ReasoningFormat::kThinkTags}},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", {ToolFormat::kDeepSeek, ReasoningFormat::kThinkTags}},
       {"HuggingFaceTB-SmolLM3-3B.jinja", {ToolFormat::kNone, ReasoningFormat::kThinkTags}},
       {"microsoft-Phi-3.5-mini-instruct.jinja", {ToolFormat::kNone, ReasoningFormat::kNone}},
+      {"ibm-granite-granite-4.0.jinja", {ToolFormat::kHermes, ReasoningFormat::kNone}},
+      {"GLM-4.6.jinja", {ToolFormat::kGlm, ReasoningFormat::kThinkTags}},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", {ToolFormat::kDeepSeek, ReasoningFormat::kThinkTags}},
+      {"moonshotai-Kimi-K2.jinja", {ToolFormat::kKimi, ReasoningFormat::kNone}},
   };
   for (const auto& [name, formats] : expected) {
     SCOPED_TRACE(name);

@@ -292,6 +292,56 @@ TEST(ToolCallParserHarmony, CommentaryMessageToFunction) {
                      Expected{"", "", {{"get_weather", kWeatherArgs}}});
 }
 
+// ---- DeepSeek V3.1, Kimi K2, GLM-4.6 -----------------------------------------------
+
+TEST(ToolCallParserDeepSeek, ContentThenParallelCallsAsV31RendersThem) {
+  expect_every_split(tool_options(ToolFormat::kDeepSeek),
+                     "Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"location\": "
+                     "\"Zürich\", \"days\": 3}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"zone\": "
+                     "\"CET\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                     Expected{"Let me check.", "", {{"get_weather", kWeatherArgs}, {"get_time", kTimeArgs}}});
+}
+
+TEST(ToolCallParserDeepSeek, MalformedArgumentsAreContent) {
+  const char* text = "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"location\": Zürich}<｜tool▁call▁end｜>";
+  expect_every_split(tool_options(ToolFormat::kDeepSeek), text, Expected{text, "", {}});
+}
+
+TEST(ToolCallParserDeepSeek, R1FencedFormAsDistillTemplateRendersIt) {
+  expect_every_split(tool_options(ToolFormat::kDeepSeek),
+                     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                     "{\"location\": \"Zürich\", \"days\": 3}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function"
+                     "<｜tool▁sep｜>get_time\n```json\n{\"zone\": \"CET\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                     Expected{"", "", {{"get_weather", kWeatherArgs}, {"get_time", kTimeArgs}}});
+}
+
+TEST(ToolCallParserDeepSeek, R1FenceNotClosedIsContent) {
+  const char* text = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n<｜tool▁call▁end｜>";
+  expect_every_split(tool_options(ToolFormat::kDeepSeek), text, Expected{text, "", {}});
+}
+
+TEST(ToolCallParserKimi, CallIdsGiveTheNames) {
+  expect_every_split(tool_options(ToolFormat::kKimi),
+                     "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_"
+                     "argument_begin|>{\"location\": \"Zürich\", \"days\": 3}<|tool_call_end|><|tool_call_begin|>"
+                     "functions.get_time:1<|tool_call_argument_begin|>{\"zone\": \"CET\"}<|tool_call_end|><|tool_calls_"
+                     "section_end|>",
+                     Expected{"Let me check.", "", {{"get_weather", kWeatherArgs}, {"get_time", kTimeArgs}}});
+}
+
+TEST(ToolCallParserGlm, ArgKeyValuePairsTypedBySchema) {
+  expect_every_split(tool_options(ToolFormat::kGlm, kWeatherTools),
+                     "Let me check.\n<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Zürich</arg_value>\n"
+                     "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>"
+                     "zone</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>",
+                     Expected{"Let me check.", "", {{"get_weather", kWeatherArgs}, {"get_time", kTimeArgs}}});
+}
+
+TEST(ToolCallParserGlm, MissingValueIsContent) {
+  const char* text = "<tool_call>get_weather\n<arg_key>location</arg_key>\n</tool_call>";
+  expect_every_split(tool_options(ToolFormat::kGlm, kWeatherTools), text, Expected{text, "", {}});
+}
+
 // ---- Plumbing ------------------------------------------------------------------------
 
 TEST(ToolCallParserNone, EverythingIsContent) {
@@ -334,7 +384,8 @@ TEST(ToolCallParser, DirectUseMatchesWholeParse) {
 
 TEST(ToolCallParser, FormatNamesRoundTrip) {
   for (ToolFormat f : {ToolFormat::kNone, ToolFormat::kHermes, ToolFormat::kXmlFunction, ToolFormat::kMiniCpm,
-                       ToolFormat::kLlama3, ToolFormat::kMistral, ToolFormat::kGemma4, ToolFormat::kHarmony})
+                       ToolFormat::kLlama3, ToolFormat::kMistral, ToolFormat::kGemma4, ToolFormat::kHarmony,
+                       ToolFormat::kDeepSeek, ToolFormat::kKimi, ToolFormat::kGlm})
     EXPECT_EQ(tool_format_from_name(tool_format_name(f)), f);
   EXPECT_THROW(tool_format_from_name("qwen9"), corvid::Error);
 }

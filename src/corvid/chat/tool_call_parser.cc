@@ -9,7 +9,7 @@
 namespace corvid::chat {
 namespace {
 
-constexpr std::array<std::pair<ToolFormat, std::string_view>, 8> kFormatNames{{
+constexpr std::array<std::pair<ToolFormat, std::string_view>, 11> kFormatNames{{
     {ToolFormat::kNone, "none"},
     {ToolFormat::kHermes, "hermes"},
     {ToolFormat::kXmlFunction, "xml"},
@@ -18,6 +18,9 @@ constexpr std::array<std::pair<ToolFormat, std::string_view>, 8> kFormatNames{{
     {ToolFormat::kMistral, "mistral"},
     {ToolFormat::kGemma4, "gemma4"},
     {ToolFormat::kHarmony, "harmony"},
+    {ToolFormat::kDeepSeek, "deepseek"},
+    {ToolFormat::kKimi, "kimi"},
+    {ToolFormat::kGlm, "glm"},
 }};
 
 // No tool calls: never starts a region.
@@ -39,6 +42,9 @@ std::unique_ptr<ToolCallSyntax> make_syntax(ToolFormat format, const nlohmann::j
     case ToolFormat::kMistral: return make_mistral_syntax();
     case ToolFormat::kGemma4: return make_gemma4_syntax();
     case ToolFormat::kHarmony: return make_harmony_syntax();
+    case ToolFormat::kDeepSeek: return make_deepseek_syntax();
+    case ToolFormat::kKimi: return make_kimi_syntax();
+    case ToolFormat::kGlm: return make_glm_syntax(tools);
   }
   fail("tool call parser: unknown format");
 }
@@ -53,7 +59,7 @@ ToolFormat tool_format_from_name(std::string_view name) {
   for (const auto& [format, format_name] : kFormatNames)
     if (format_name == name) return format;
   fail("unknown tool call format '", name,
-       "' (expected none, hermes, xml, minicpm, llama3, mistral, gemma4 or harmony)");
+       "' (expected none, hermes, xml, minicpm, llama3, mistral, gemma4, harmony, deepseek, kimi or glm)");
 }
 
 std::string_view tool_format_name(ToolFormat format) {
@@ -66,6 +72,9 @@ ToolFormat detect_tool_format(std::string_view source) {
   // Most specific first: the XML templates also contain "<tool_call>", Hermes-on-Llama
   // templates contain Llama header tokens.
   if (contains(source, "<|tool_call>call:")) return ToolFormat::kGemma4;
+  if (contains(source, "<arg_key>")) return ToolFormat::kGlm;
+  if (contains(source, "<｜tool▁call▁begin｜>") && contains(source, "<｜tool▁sep｜>")) return ToolFormat::kDeepSeek;
+  if (contains(source, "<|tool_call_begin|>") && contains(source, "<|tool_call_argument_begin|>")) return ToolFormat::kKimi;
   if (contains(source, "<function=") && contains(source, "<parameter=")) return ToolFormat::kXmlFunction;
   if (contains(source, "<function name=") && contains(source, "<param name=")) return ToolFormat::kMiniCpm;
   if (contains(source, "[TOOL_CALLS]")) return ToolFormat::kMistral;

@@ -33,9 +33,14 @@ enum class ToolFormat {
   kMistral,   // [TOOL_CALLS][{"name": ..., "arguments": {...}}] or [TOOL_CALLS]f[CALL_ID]id[ARGS]{...}
   kGemma4,    // <|tool_call>call:f{key:<|"|>text<|"|>,n:1}<tool_call|>
   kHarmony,   // gpt-oss: <|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>
+  kDeepSeek,  // DeepSeek V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...
+              // and R1: <｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>
+  kKimi,      // Kimi K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>...
+  kGlm,       // GLM-4.5/4.6: <tool_call>f\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>
 };
 
-// "none", "hermes", "xml", "minicpm", "llama3", "mistral", "gemma4", "harmony"; throws on others.
+// "none", "hermes", "xml", "minicpm", "llama3", "mistral", "gemma4", "harmony", "deepseek",
+// "kimi", "glm"; throws on others.
 ToolFormat tool_format_from_name(std::string_view name);
 std::string_view tool_format_name(ToolFormat format);
 

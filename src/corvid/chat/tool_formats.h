@@ -66,5 +66,8 @@ std::unique_ptr<ToolCallSyntax> make_harmony_syntax();
 std::unique_ptr<ToolCallSyntax> make_xml_function_syntax(const nlohmann::json& tools);
 std::unique_ptr<ToolCallSyntax> make_minicpm_syntax(const nlohmann::json& tools);
 std::unique_ptr<ToolCallSyntax> make_gemma4_syntax();
+std::unique_ptr<ToolCallSyntax> make_deepseek_syntax();
+std::unique_ptr<ToolCallSyntax> make_kimi_syntax();
+std::unique_ptr<ToolCallSyntax> make_glm_syntax(const nlohmann::json& tools);
 
 }  // namespace corvid::chat
