@@ -84,6 +84,15 @@ TEST(ReasoningParserHarmony, AnalysisThenFinalAsGptOssWritesIt) {
                      Expected{"Hello! How can I help?", "User says hi. Respond politely.", {}});
 }
 
+TEST(ReasoningParserHarmony, LongHeaderNearTheLimitIsStillAHeader) {
+  // Found by fuzzing: a prefix ending inside "<|message|>" past the header limit must
+  // not be judged too long when the marker, once complete, starts within it.
+  std::string text = "<|channel|>analysis" + std::string(230, ' ') + "<|message|>Deep thought.<|end|>";
+  expect_every_split(reasoning_options(ReasoningFormat::kHarmony), text, Expected{"", "Deep thought.", {}});
+  std::string too_long = "<|channel|>analysis" + std::string(240, ' ') + "<|message|>x";
+  expect_every_split(reasoning_options(ReasoningFormat::kHarmony), too_long, Expected{too_long, "", {}});
+}
+
 TEST(ReasoningParserHarmony, PlainTextIsContent) {
   expect_every_split(reasoning_options(ReasoningFormat::kHarmony), "Just text, <|end no harmony",
                      Expected{"Just text, <|end no harmony", "", {}});

@@ -329,6 +329,12 @@ TEST(ToolCallParserKimi, CallIdsGiveTheNames) {
                      Expected{"Let me check.", "", {{"get_weather", kWeatherArgs}, {"get_time", kTimeArgs}}});
 }
 
+TEST(ToolCallParserKimi, LongNameNearTheLimit) {
+  std::string name(240, 'n');
+  std::string text = "<|tool_call_begin|>functions." + name + ":0<|tool_call_argument_begin|>{}<|tool_call_end|>";
+  expect_every_split(tool_options(ToolFormat::kKimi), text, Expected{"", "", {{name, "{}"}}});
+}
+
 TEST(ToolCallParserGlm, ArgKeyValuePairsTypedBySchema) {
   expect_every_split(tool_options(ToolFormat::kGlm, kWeatherTools),
                      "Let me check.\n<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Zürich</arg_value>\n"

@@ -189,7 +189,10 @@ bool ReasoningParser::step_harmony(bool at_end, std::vector<OutputEvent>& events
     for (std::string_view start : kHarmonyHeaderStarts)
       header_like = header_like || pending_.starts_with(start) || is_marker_prefix(pending_, start);
     std::size_t message = pending_.find(kHarmonyMessage);
-    std::size_t header_length = message == std::string::npos ? pending_.size() : message;
+    // Where <|message|> starts, or the earliest it still can (a partial one may end the text).
+    std::size_t header_length = message != std::string::npos
+                                    ? message
+                                    : pending_.size() - partial_marker_suffix(pending_, std::array{kHarmonyMessage});
     if (!header_like || header_length > kHarmonyMaxHeader) {
       // Not a harmony message: the text is the answer as written.
       state_ = State::kBody;

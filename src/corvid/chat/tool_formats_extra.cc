@@ -2,6 +2,7 @@
 // templates: DeepSeek R1/V3.1 and Kimi K2 (JSON arguments between their own special
 // tokens) and GLM-4.5/4.6 (<arg_key>/<arg_value> pairs typed by the tool's schema).
 // GLM also writes <tool_call>, so without its own format it would be read as Hermes.
+#include <algorithm>
 #include <array>
 #include <functional>
 
@@ -61,7 +62,10 @@ class DelimitedJsonSyntax final : public ToolCallSyntax {
       if (text.starts_with(dropped)) return {true, dropped.size(), std::vector<ParsedCall>{}};
     std::size_t args = text.find(m_.args_begin, m_.call_begin.size());
     // A name is short: a long stretch without args_begin is no call.
-    std::size_t name_span = (args == std::string_view::npos ? text.size() : args) - m_.call_begin.size();
+    // (Where args_begin starts, or the earliest it still can: a partial one may end the text.)
+    std::size_t args_or_end =
+        args != std::string_view::npos ? args : text.size() - partial_marker_suffix(text, std::array{m_.args_begin});
+    std::size_t name_span = std::max(args_or_end, m_.call_begin.size()) - m_.call_begin.size();
     if (name_span > kMaxName) return malformed(m_.call_begin.size());
     if (args == std::string_view::npos) return at_end ? malformed(text.size()) : need_more();
     std::string_view before_args = text.substr(m_.call_begin.size(), args - m_.call_begin.size());

@@ -227,7 +227,9 @@ class HarmonySyntax final : public ToolCallSyntax {
     if (name_end == kOpen.size()) return malformed(kOpen.size());
     // The rest of the header (" <|constrain|>json") is short; a long one is not a call.
     std::size_t message = text.find(kMessage, name_end);
-    std::size_t header_end = message == std::string_view::npos ? text.size() : message;
+    std::size_t header_end = message != std::string_view::npos
+                                 ? message
+                                 : text.size() - partial_marker_suffix(text, std::array{kMessage});
     if (header_end - name_end > kMaxHeaderTail) return malformed(name_end);
     if (message == std::string_view::npos) return at_end ? malformed(text.size()) : need_more();
     std::size_t body = message + kMessage.size();
