@@ -1,6 +1,11 @@
 // What the CLI and server use to turn generated text into an assistant message:
 // reasoning split off first, then tool calls out of the rest (reasoning may discuss
 // tool calls without making them, so calls are only read from the answer).
+//
+// Many markers are special tokens ([TOOL_CALLS], [THINK], <|tool_call>, <|channel|>,
+// <|python_tag|>, DeepSeek's and Kimi's), so the text fed here must be decoded with
+// special tokens kept (StreamingDetokenizer with skip_special_tokens=false), stopping
+// before the end-of-turn token.
 #pragma once
 
 #include <string>

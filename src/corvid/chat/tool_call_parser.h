@@ -9,6 +9,10 @@
 // per call is a valid stream. Content outside calls streams as it arrives, except text
 // that may begin a call marker (held until decided) and whitespace next to calls
 // (dropped: the templates put newlines between calls that are not part of the answer).
+//
+// Every call gets a fresh "call_" id; ids the model writes itself (Mistral's [CALL_ID],
+// Nemo's "id") are ignored. Note that Mistral's templates insist on 9-character ids
+// when the history is rendered back, so a server must map ids for those templates.
 #pragma once
 
 #include <cstdint>
