@@ -93,6 +93,13 @@ TEST(ReasoningParserHarmony, LongHeaderNearTheLimitIsStillAHeader) {
   expect_every_split(reasoning_options(ReasoningFormat::kHarmony), too_long, Expected{too_long, "", {}});
 }
 
+TEST(ReasoningParserHarmony, SeveralAnalysisMessagesAreParagraphs) {
+  expect_every_split(reasoning_options(ReasoningFormat::kHarmony),
+                     "<|channel|>analysis<|message|>First.<|end|><|start|>assistant<|channel|>analysis<|message|>"
+                     "Second.<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|return|>",
+                     Expected{"Answer.", "First.\n\nSecond.", {}});
+}
+
 TEST(ReasoningParserHarmony, PlainTextIsContent) {
   expect_every_split(reasoning_options(ReasoningFormat::kHarmony), "Just text, <|end no harmony",
                      Expected{"Just text, <|end no harmony", "", {}});

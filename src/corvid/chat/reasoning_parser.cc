@@ -235,6 +235,8 @@ void ReasoningParser::start_harmony_body(std::string_view header, std::vector<Ou
     emit(OutputEvent::Kind::kContent, std::string(kHarmonyChannel) + "commentary to=" + std::string(recipient) + std::string(kHarmonyMessage), events);
   } else if (header_word(header, kHarmonyChannel) == "analysis") {
     body_kind_ = BodyKind::kReasoning;
+    // Several analysis messages (e.g. between tool calls) read as paragraphs.
+    if (!reasoning_.empty()) emit(OutputEvent::Kind::kReasoning, "\n\n", events);
   } else {
     body_kind_ = BodyKind::kContent;
   }
