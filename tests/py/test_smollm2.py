@@ -40,3 +40,31 @@ def test_exact_matmul_reproduces_transformers_greedy(smollm2):
                    "--matmul", "exact", "--device", "cpu")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == want
+
+
+def test_generate_uses_the_models_own_chat_template(smollm2, tmp_path):
+    # The prompt `generate` builds must be exactly what `corvid template` renders (the
+    # transformers rendering, with SmolLM2's default system prompt): feeding that text raw
+    # gives the same greedy tokens.
+    import json
+    question = "Name three colors."
+    (tmp_path / "m.json").write_text(json.dumps([{"role": "user", "content": question}]))
+    t = run_corvid("template", "-m", smollm2, "--messages", tmp_path / "m.json")
+    assert t.returncode == 0, t.stderr
+    assert t.stdout.startswith("<|im_start|>system\n") and t.stdout.endswith("<|im_start|>assistant\n")
+    templated = run_corvid("generate", "-m", smollm2, "-p", question, "-n", 12, "--ids", "--device", "cpu")
+    raw = run_corvid("generate", "-m", smollm2, "-p", t.stdout, "--raw", "-n", 12, "--ids", "--device", "cpu")
+    assert templated.returncode == 0 and raw.returncode == 0, templated.stderr + raw.stderr
+    assert templated.stdout == raw.stdout
+    # Without a system message in the request, the template's default one is used, so a
+    # different --system changes the prompt (and, here, the continuation's first tokens).
+    other = run_corvid("generate", "-m", smollm2, "-p", question, "--system", "Answer in French.", "-n", 12,
+                       "--ids", "--device", "cpu")
+    assert other.returncode == 0, other.stderr
+    assert other.stdout != templated.stdout
+
+
+def test_kwargs_must_be_a_json_object(smollm2):
+    r = run_corvid("generate", "-m", smollm2, "-p", "hi", "-n", 2, "--kwargs", "[1]")
+    assert r.returncode != 0
+    assert "--kwargs must be a JSON object" in r.stderr

@@ -1,8 +1,13 @@
-// corvid generate / corvid chat.
+// corvid generate / corvid chat: prompts go through the model's own chat template
+// (transformers' apply_chat_template), replies through its family's output parser.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "corvid/cli/chat_io.h"
 #include "corvid/cli/common.h"
 #include "corvid/core/error.h"
 
@@ -10,38 +15,14 @@ namespace corvid::cli {
 
 namespace {
 
-// ChatML framing. The model's own chat template replaces this once the template engine lands.
-std::string chatml_turn(const std::string& role, const std::string& content) {
-  return "<|im_start|>" + role + "\n" + content + "<|im_end|>\n";
-}
-const char* kAssistantStart = "<|im_start|>assistant\n";
-
-bool has_chatml(const Tokenizer& tokenizer) {
-  return tokenizer.token_to_id("<|im_start|>").has_value() && tokenizer.token_to_id("<|im_end|>").has_value();
-}
-
-// Streams generated tokens to stdout as text (special tokens hidden).
-struct TextPrinter {
-  StreamingDetokenizer detok;
-  explicit TextPrinter(const Tokenizer& t) : detok(t, /*skip_special_tokens=*/true) {}
-  bool operator()(int32_t id) {
-    std::string piece = detok.push(id);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    return true;
-  }
-  void finish() {
-    std::string rest = detok.flush();
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
-    std::fflush(stdout);
-  }
-};
+using Json = nlohmann::ordered_json;
 
 struct GenerateArgs {
   CommonOptions common;
   SamplingFlags sampling;
   std::string prompt;
   std::string system;
+  std::string kwargs = "{}";
   int64_t max_tokens = 256;
   int64_t context = 0;
   bool raw = false;
@@ -55,31 +36,50 @@ int64_t context_size(const GenerateArgs& a, const ModelConfig& c, int64_t needed
   return std::min<int64_t>(model_max, std::max<int64_t>(needed, 4096));
 }
 
+Json template_kwargs(const GenerateArgs& a) {
+  Json kwargs;
+  try {
+    kwargs = Json::parse(a.kwargs);
+  } catch (const Json::exception& e) {
+    fail("--kwargs: invalid JSON (", e.what(), ")");
+  }
+  CORVID_CHECK(kwargs.is_object(), "--kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
+  return kwargs;
+}
+
+Json first_messages(const GenerateArgs& a) {
+  Json messages = Json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  return messages;
+}
+
 void run_generate(GenerateArgs& a, const CLI::App& cmd) {
   apply_common_options(a.common);
   LoadedModel m = load_model(a.common);
   const Tokenizer& tok = *m.tokenizer;
-  std::vector<int32_t> ids;
-  if (a.raw || !has_chatml(tok)) {
-    ids = tok.encode(a.prompt, /*add_special_tokens=*/true);
+  std::optional<ChatTemplate> tmpl = a.raw ? std::nullopt : load_chat_template(a.common.model);
+  if (!a.raw && !tmpl) std::fprintf(stderr, "(the model has no chat template: the prompt goes in as raw text)\n");
+  RenderedPrompt prompt;
+  if (tmpl) {
+    Json messages = first_messages(a);
+    messages.push_back({{"role", "user"}, {"content", a.prompt}});
+    prompt = render_prompt(*tmpl, tok, messages, template_kwargs(a));
   } else {
-    std::string text;
-    if (!a.system.empty()) text += chatml_turn("system", a.system);
-    text += chatml_turn("user", a.prompt) + kAssistantStart;
-    ids = tok.encode(text, /*add_special_tokens=*/true);
+    prompt.text = a.prompt;
+    prompt.ids = tok.encode(a.prompt, /*add_special_tokens=*/true);
   }
-  CORVID_CHECK(!ids.empty(), "the prompt is empty and the model adds no BOS token; give a prompt");
+  CORVID_CHECK(!prompt.ids.empty(), "the prompt is empty and the model adds no BOS token; give a prompt");
   GenerateOptions opts;
   opts.max_new_tokens = a.max_tokens;
   opts.sampling = sampling_params(a.sampling, cmd, m.files->generation);
   if (!a.ignore_eos) opts.stop_ids = stop_token_ids(tok, m.model->config());
-  Session session(*m.model, context_size(a, m.model->config(), static_cast<int64_t>(ids.size()) + a.max_tokens));
-  TextPrinter printer(tok);
-  printer.detok.prime(ids);  // so the first word keeps its leading space (SentencePiece)
+  Session session(*m.model, context_size(a, m.model->config(), static_cast<int64_t>(prompt.ids.size()) + a.max_tokens));
+  ReplyPrinter printer(tok, opts.stop_ids, tmpl ? tmpl->source(ChatRequest{}) : std::string(), prompt.text);
+  printer.prime(prompt.ids);  // so the first word keeps its leading space (SentencePiece)
   std::vector<int32_t> generated;
-  GenerationStats stats = session.generate(ids, opts, [&](int32_t id) {
+  GenerationStats stats = session.generate(prompt.ids, opts, [&](int32_t id) {
     generated.push_back(id);
-    return a.print_ids ? true : printer(id);
+    return a.print_ids ? true : printer.push(id);
   });
   if (a.print_ids) {
     std::string out = "[";
@@ -96,7 +96,10 @@ void run_chat(GenerateArgs& a, const CLI::App& cmd) {
   apply_common_options(a.common);
   LoadedModel m = load_model(a.common);
   const Tokenizer& tok = *m.tokenizer;
-  CORVID_CHECK(has_chatml(tok), a.common.model, ": the vocabulary has no <|im_start|>/<|im_end|> tokens; chat needs a chat model");
+  std::optional<ChatTemplate> tmpl = load_chat_template(a.common.model);
+  CORVID_CHECK(tmpl.has_value(), a.common.model, ": the model has no chat template; use `corvid generate --raw`");
+  const std::string source = tmpl->source(ChatRequest{});
+  const Json kwargs = template_kwargs(a);
   GenerateOptions opts;
   opts.max_new_tokens = a.max_tokens;
   opts.sampling = sampling_params(a.sampling, cmd, m.files->generation);
@@ -104,29 +107,30 @@ void run_chat(GenerateArgs& a, const CLI::App& cmd) {
   Session session(*m.model, context_size(a, m.model->config(), 0));
   std::fprintf(stderr, "corvid chat: %s (%s). Type a message; an empty line or Ctrl-D ends.\n",
                a.common.model.c_str(), m.model->config().architecture.c_str());
-  std::string pending = a.system.empty() ? "" : chatml_turn("system", a.system);
-  bool first = true;
+  Json messages = first_messages(a);
   for (std::string line;;) {
     std::fprintf(stderr, "\n> ");
     if (!std::getline(std::cin, line) || line.empty()) break;
-    // After an answer the sequence ends with <|im_end|>; ChatML puts a newline after it.
-    std::string text = (first ? "" : "\n") + pending + chatml_turn("user", line) + kAssistantStart;
-    pending.clear();
-    std::vector<int32_t> ids = tok.encode(text, /*add_special_tokens=*/first);
-    first = false;
-    const int64_t room = session.context_size() - static_cast<int64_t>(session.tokens().size() + ids.size());
+    messages.push_back({{"role", "user"}, {"content", line}});
+    // The whole conversation is rendered again each turn (templates may rewrite earlier
+    // turns); the session keeps the keys/values of the prefix that did not change.
+    const RenderedPrompt prompt = render_prompt(*tmpl, tok, messages, kwargs);
+    const std::vector<int32_t> fresh = session.continue_from(prompt.ids);
+    const int64_t room = session.context_size() - static_cast<int64_t>(prompt.ids.size());
     if (room < 2) {
       std::fprintf(stderr, "(context full: %lld tokens; start a new chat)\n", static_cast<long long>(session.context_size()));
       break;
     }
     GenerateOptions turn = opts;
     turn.max_new_tokens = std::min<int64_t>(opts.max_new_tokens, room - 1);
-    TextPrinter printer(tok);
-    printer.detok.prime(ids);
-    GenerationStats stats = session.generate(ids, turn, [&](int32_t id) { return printer(id); });
-    printer.finish();
+    ReplyPrinter printer(tok, opts.stop_ids, source, prompt.text);
+    printer.prime(prompt.ids);
+    GenerationStats stats = session.generate(fresh, turn, [&](int32_t id) { return printer.push(id); });
+    const chat::ParsedOutput reply = printer.finish();
     std::printf("\n");  // each answer ends its line, also when stdout is not a terminal
-    if (!stats.stopped_by_eos) session.append(std::vector<int32_t>{*tok.token_to_id("<|im_end|>")});  // close the cut-off turn
+    Json answer = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.reasoning_content.empty()) answer["reasoning_content"] = reply.reasoning_content;
+    messages.push_back(answer);
     print_stats(stats);
   }
 }
@@ -137,6 +141,7 @@ void add_generate_flags(CLI::App* cmd, GenerateArgs& a) {
   cmd->add_option("-n,--max-tokens", a.max_tokens, "most tokens to generate")->check(CLI::PositiveNumber);
   cmd->add_option("-c,--context", a.context, "context size in tokens (default: what the request needs, at least 4096, at most the model's)");
   cmd->add_option("--system", a.system, "system message");
+  cmd->add_option("--kwargs", a.kwargs, "extra chat-template variables as JSON, e.g. '{\"enable_thinking\": false}'");
 }
 
 }  // namespace
@@ -146,7 +151,7 @@ void register_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt");
   add_generate_flags(cmd, *args);
   cmd->add_option("-p,--prompt", args->prompt, "prompt text (a chat message unless --raw)")->required();
-  cmd->add_flag("--raw", args->raw, "feed the prompt as is, without the chat template");
+  cmd->add_flag("--raw", args->raw, "feed the prompt as is, without the model's chat template");
   cmd->add_flag("--ids", args->print_ids, "print generated token ids as JSON instead of text");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd->callback([args, cmd] { run_generate(*args, *cmd); });
