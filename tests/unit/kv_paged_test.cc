@@ -109,8 +109,6 @@ TEST(PrefixCache, FindsTheLongestCachedPrefixAndSharesIt) {
   EXPECT_EQ(hit.blocks, blocks);
   EXPECT_EQ(hit.tokens(), 8);
   EXPECT_EQ(pool.refcount(blocks[0]), 2);
-  EXPECT_EQ(cache.query_tokens(), 12);
-  EXPECT_EQ(cache.hit_tokens(), 8);
 
   // A differing first block finds nothing; max_tokens caps the match.
   auto miss = iota_tokens(12);

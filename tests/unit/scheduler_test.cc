@@ -128,6 +128,8 @@ TEST(Scheduler, ReusesCachedPrefixBlocks) {
   sched.add(&c);
   p = sched.schedule();
   EXPECT_EQ(c.cached_tokens, 4);
+  EXPECT_EQ(cache.query_tokens(), 10 + 10 + 8);
+  EXPECT_EQ(cache.hit_tokens(), 8 + 4);
   sched.remove(&b);
   sched.remove(&c);
   EXPECT_EQ(pool.num_referenced(), 0);

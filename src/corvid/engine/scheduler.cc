@@ -101,6 +101,7 @@ StepPlan Scheduler::schedule() {
       release_blocks(seq);  // wait for running sequences to finish
       break;
     }
+    cache_.record_lookup(total, seq.computed);
     if (seq.cached_tokens < 0) seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
     waiting_.pop_front();
     running_.push_back(&seq);

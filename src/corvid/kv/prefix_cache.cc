@@ -31,7 +31,6 @@ PrefixCache::Prefix PrefixCache::acquire_prefix(std::span<const int32_t> tokens,
   const int64_t bs = pool_.block_size();
   Prefix prefix;
   prefix.block_size = bs;
-  query_tokens_ += static_cast<int64_t>(tokens.size());
   if (!enabled_) return prefix;
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
   uint64_t parent = kRootHash;
@@ -51,7 +50,6 @@ PrefixCache::Prefix PrefixCache::acquire_prefix(std::span<const int32_t> tokens,
     prefix.hashes.push_back(h);
     parent = h;
   }
-  hit_tokens_ += prefix.tokens();
   return prefix;
 }
 

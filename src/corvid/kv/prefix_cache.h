@@ -40,8 +40,13 @@ class PrefixCache {
   };
   // The longest run of cached full blocks that starts `tokens`, covering at most
   // max_tokens tokens; takes a reference on each block (release() them when done).
-  // Counts tokens.size() queried and the tokens found in the hit statistics.
   Prefix acquire_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  // Adds one lookup to the statistics: `queried` tokens looked up, `hit` of them found.
+  // (Separate from acquire_prefix: a lookup whose sequence could not start is retried.)
+  void record_lookup(int64_t queried, int64_t hit) {
+    query_tokens_ += queried;
+    hit_tokens_ += hit;
+  }
 
   // A fresh block (count 1): from the free list, else by evicting the least
   // recently released cached block; nothing when every block is in use.
