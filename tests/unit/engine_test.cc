@@ -330,6 +330,25 @@ TEST(Engine, ManyThreadsSubmittingConcurrently) {
   expect_nothing_referenced(engine);
 }
 
+TEST(Engine, ThrowingCallbackEndsOnlyItsRequest) {
+  LoadedModel& m = tiny_llama();
+  const std::vector<int32_t> prompt = {9, 10, 11};
+  const auto want = fixtures::greedy(*m.model, prompt, 30);
+  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  std::atomic<int> calls{0};
+  GenerationRequest bad = greedy_request({5, 6, 7}, 200);
+  bad.on_event = [&](const RequestEvent&) {
+    ++calls;
+    throw std::runtime_error("client went away");
+  };
+  engine.submit(bad);
+  EXPECT_EQ(engine.submit(greedy_request(prompt, 30)).wait().token_ids, want);
+  EXPECT_EQ(calls.load(), 1);
+  engine.shutdown();
+  expect_nothing_referenced(engine);
+  EXPECT_EQ(engine.stats().requests_finished, 2);
+}
+
 TEST(Engine, ShutdownCancelsWhatIsInFlight) {
   LoadedModel& m = tiny_llama();
   auto engine = std::make_unique<Engine>(*m.model, m.tokenizer.get(), small_config(64, 1));
