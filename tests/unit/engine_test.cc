@@ -19,10 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-LoadedModel& tiny_llama() {
-  static LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama").string());
-  return m;
-}
+// Loaded per test (milliseconds): a static one would outlive the CPU backend at exit.
+LoadedModel tiny_llama() { return LoadedModel::load((fixtures::fixtures_dir() / "llama").string()); }
 
 std::vector<std::vector<int32_t>> prompts_for(int64_t vocab, int count) {
   std::mt19937 rng(11);
@@ -59,7 +57,7 @@ void expect_nothing_referenced(const Engine& engine) {
 }
 
 TEST(Engine, BatchedGreedyEqualsSessionAlone) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   const auto prompts = prompts_for(m.model->config().vocab_size, 10);
   std::vector<std::vector<int32_t>> alone;
   for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.model, p, 20));
@@ -83,7 +81,7 @@ TEST(Engine, BatchedGreedyEqualsSessionAlone) {
 }
 
 TEST(Engine, TinyPoolPreemptsAndStillMatches) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   const auto prompts = prompts_for(m.model->config().vocab_size, 8);
   std::vector<std::vector<int32_t>> alone;
   for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.model, p, 24));
@@ -97,7 +95,7 @@ TEST(Engine, TinyPoolPreemptsAndStillMatches) {
 }
 
 TEST(Engine, SharedPrefixIsReusedWithIdenticalOutput) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   std::vector<int32_t> prompt;
   for (int i = 0; i < 21; ++i) prompt.push_back(5 + i);
   const auto want = fixtures::greedy(*m.model, prompt, 8);
@@ -116,7 +114,7 @@ TEST(Engine, SharedPrefixIsReusedWithIdenticalOutput) {
 }
 
 TEST(Engine, StopTokenIdsAndEos) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   const std::vector<int32_t> prompt = {7, 8, 9, 10};
   const auto want = fixtures::greedy(*m.model, prompt, 10);
   Engine engine(*m.model, m.tokenizer.get(), small_config(64));
@@ -130,7 +128,7 @@ TEST(Engine, StopTokenIdsAndEos) {
 }
 
 TEST(Engine, LogprobsAreLogSoftmaxOfTheModel) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   Engine engine(*m.model, m.tokenizer.get(), small_config(64));
   GenerationRequest r = greedy_request({4, 5, 6}, 5);
   r.logprobs = true;
@@ -160,7 +158,7 @@ std::vector<std::string> pieces_of(Engine& engine, const GenerationRequest& r) {
 }
 
 TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   Engine engine(*m.model, m.tokenizer.get(), small_config(128));
   const GenerationRequest base = greedy_request({12, 40, 77, 3, 9}, 40);
   const std::vector<std::string> pieces = pieces_of(engine, base);
@@ -203,7 +201,7 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
 }
 
 TEST(Engine, CancelFreesBlocksWithinAStep) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   Engine engine(*m.model, m.tokenizer.get(), small_config(64));
   GenerationRequest r = greedy_request({5, 6, 7, 8, 9, 10}, 200);
   RequestHandle h = engine.submit(r);
@@ -224,7 +222,7 @@ TEST(Engine, CancelFreesBlocksWithinAStep) {
 }
 
 TEST(Engine, AdmissionRejectsWhatCanNeverFitAndFullQueues) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   EngineConfig config = small_config(/*num_blocks=*/8, /*max_num_seqs=*/1);  // 32 positions
   config.max_model_len = 40;
   config.max_waiting = 2;
@@ -286,7 +284,7 @@ TEST(Engine, AdmissionRejectsWhatCanNeverFitAndFullQueues) {
 }
 
 TEST(Engine, ManyThreadsSubmittingConcurrently) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   const auto prompts = prompts_for(m.model->config().vocab_size, 32);
   auto request = [&](size_t i) {
     GenerationRequest r = greedy_request(prompts[i], 12);
@@ -331,7 +329,7 @@ TEST(Engine, ManyThreadsSubmittingConcurrently) {
 }
 
 TEST(Engine, ThrowingCallbackEndsOnlyItsRequest) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   const std::vector<int32_t> prompt = {9, 10, 11};
   const auto want = fixtures::greedy(*m.model, prompt, 30);
   Engine engine(*m.model, m.tokenizer.get(), small_config(64));
@@ -350,7 +348,7 @@ TEST(Engine, ThrowingCallbackEndsOnlyItsRequest) {
 }
 
 TEST(Engine, ShutdownCancelsWhatIsInFlight) {
-  LoadedModel& m = tiny_llama();
+  LoadedModel m = tiny_llama();
   auto engine = std::make_unique<Engine>(*m.model, m.tokenizer.get(), small_config(64, 1));
   RequestHandle running = engine->submit(greedy_request({5, 6}, 240));
   RequestHandle waiting = engine->submit(greedy_request({7, 8}, 10));
