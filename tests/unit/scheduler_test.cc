@@ -296,6 +296,27 @@ TEST(SchedulerBatchedForward, PrefixHitsPrefillFewerTokensWithTheSameOutput) {
   EXPECT_EQ(prefilled, without_cache - 20 - 24);  // 5 of 6 blocks, then all 6 of the shared prefix reused
 }
 
+TEST(SchedulerBatchedForward, RejectsBadBatches) {
+  LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama").string());
+  const int64_t vocab = m.model->config().vocab_size;
+  BlockPool pool(m.model->config(), 4, 8);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5}, bad_token = {1, static_cast<int32_t>(vocab)};
+  const std::vector<int32_t> two_blocks = {0, 1}, one_block = {0}, outside = {0, 8};
+  OwnedTensor one_row(DType::F32, {1, vocab}), two_rows(DType::F32, {2, vocab});
+  auto run = [&](std::vector<BatchSequence> batch, const Tensor& logits) {
+    m.model->forward_batch(batch, pool, logits);
+  };
+  EXPECT_NO_THROW(run({{tokens, 0, two_blocks, true}}, one_row.tensor));
+  EXPECT_THROW(run({{tokens, 0, one_block, true}}, one_row.tensor), Error);   // 5 positions, 4 slots
+  EXPECT_THROW(run({{tokens, 0, outside, true}}, one_row.tensor), Error);     // block 8 of 8
+  EXPECT_THROW(run({{bad_token, 0, two_blocks, true}}, one_row.tensor), Error);
+  EXPECT_THROW(run({{tokens, 0, two_blocks, true}}, two_rows.tensor), Error);  // one row wanted
+  EXPECT_THROW(run({}, one_row.tensor), Error);
+  BlockPool other_shape(pool_config(), 4, 8);
+  const std::vector<BatchSequence> batch = {{tokens, 0, two_blocks, true}};
+  EXPECT_THROW(m.model->forward_batch(batch, other_shape, one_row.tensor), Error);
+}
+
 TEST(SchedulerBatchedForward, SmolLM2EightPromptsMatchAlone) {
   const fs::path path = fixtures::source_dir() / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!fs::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched";
