@@ -7,11 +7,41 @@
 #   CORVID_BUILD_DIR=/path/to/build scripts/gpu-check.sh   # carried build: skip building
 #   CORVID_SMOLLM2_GGUF=/path/model.gguf ...  # model for the SmolLM2 parity test and the bench
 #   CORVID_LOG_DIR=dir ...                    # where logs go (default: the build dir)
+#   CORVID_DUMMY_DTYPES="BF16 Q4_0" ...       # Llama-3.1-8B-shape decode benches (dummy weights);
+#                                             # default BF16 Q8_0 Q4_0 Q4_K, "" skips them
+#   CORVID_LIB_DIR=dir ...                    # shared libraries the binaries need (default .device/lib if present)
+#
+# Built on the Debian dev machine and run on the Ubuntu GPU machine, the binaries need
+# Debian's ICU 72 (and PCRE2) there. `scripts/gpu-check.sh stage [build-dir] [dest]` copies
+# the binaries to dest/bin and those libraries (found with ldd) to dest/lib (dest: .device,
+# git-ignored); then run
+#   CORVID_BUILD_DIR=.device/bin scripts/gpu-check.sh     (carrying .device)
+# The device tool sends the checkout its session started in: from another worktree, stage
+# into that checkout's ignored folder and pass CORVID_LIB_DIR=$PWD/<dest>/lib.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = stage ]; then
+  from=${2:-build-cuda}
+  dest=${3:-.device}
+  mkdir -p "$dest/bin" "$dest/lib"
+  for b in corvid corvid_tests corvid_gemv_bench; do
+    [ -x "$from/$b" ] && cp "$from/$b" "$dest/bin/"
+  done
+  # Every ICU and PCRE2 library the binaries link, with its versioned names.
+  ldd "$from/corvid_tests" "$from/corvid" | grep -oE '/[^ ]*lib(icu[a-z0-9]*|pcre2-8)\.so[^ ]*' | sort -u |
+    while read -r lib; do cp -L "$lib" "$dest/lib/"; done
+  ls "$dest/bin" "$dest/lib"
+  exit 0
+fi
+
 BUILD=${CORVID_BUILD_DIR:-build-cuda}
 LOGS=${CORVID_LOG_DIR:-$BUILD}
 MODEL=${CORVID_SMOLLM2_GGUF:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+DUMMY_DTYPES=${CORVID_DUMMY_DTYPES-BF16 Q8_0 Q4_0 Q4_K}
+LIB_DIR=${CORVID_LIB_DIR:-}
+[ -z "$LIB_DIR" ] && [ -d .device/lib ] && LIB_DIR=$PWD/.device/lib
+[ -n "$LIB_DIR" ] && export LD_LIBRARY_PATH="$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CORVID_TEST_SOURCE_DIR=${CORVID_TEST_SOURCE_DIR:-$PWD}
 mkdir -p "$LOGS"
 
@@ -45,10 +75,24 @@ else
   echo "== bench skipped: no model at $MODEL"
 fi
 
+if [ -x "$BUILD/corvid_gemv_bench" ]; then
+  echo "== decode GEMV kernels at the Llama-3.1-8B shapes"
+  timeout 300 "$BUILD/corvid_gemv_bench" 2>&1 | tee "$LOGS/gemv_bench.log"
+fi
+for dt in $DUMMY_DTYPES; do
+  echo "== Llama-3.1-8B shape, dummy $dt weights, batch-1 decode"
+  timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda -p 0 -n 128 -r 3 \
+    2>&1 | tee "$LOGS/bench_8b_$dt.log"
+done
+
 echo
 echo "================ summary ================"
 grep -h -E "^cuda (parity|smollm2)" "$LOGS/cuda_tests.log" || true
 grep -h -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/cuda_tests.log" || true
 [ -n "$bench_line" ] && echo "$bench_line"
+[ -f "$LOGS/gemv_bench.log" ] && grep -E "^copy|per token" "$LOGS/gemv_bench.log"
+for dt in $DUMMY_DTYPES; do
+  [ -f "$LOGS/bench_8b_$dt.log" ] && echo "8B $dt: $(grep -hE "^tg|rror" "$LOGS/bench_8b_$dt.log" | tr '\n' ' ')"
+done
 echo "CUDA tests exit code: $tests_rc"
 exit "$tests_rc"

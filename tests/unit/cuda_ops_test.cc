@@ -108,7 +108,11 @@ TEST(CudaOps, MatmulEveryWeightDtypeAndBatch) {
         for (int64_t c = 0; c < m; ++c) ref[static_cast<size_t>(r * m + c)] += bv[static_cast<size_t>(c)];
       DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor), gb = to_gpu(bias.tensor);
       DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
+      // Exact numerics: n = 19 takes the fp32 SGEMM path (the Fast tensor-core path is
+      // tested in cuda_prefill_test.cc).
+      ops::set_quantized_matmul(ops::QuantizedMatmul::Exact);
       ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
+      ops::set_quantized_matmul(ops::QuantizedMatmul::Fast);
       const auto got = to_host(g_out.tensor);
       EXPECT_LE(rel_err(got, ref.data(), ref.size()), 1e-5) << dtype_name(t) << " n=" << n;
       const std::vector<float> cpu(cpu_out.ptr<float>(), cpu_out.ptr<float>() + n * m);

@@ -1,10 +1,18 @@
 // The model on the GPU against the oracle (transformers) and against the CPU.
 // Runs only in -DCORVID_CUDA=ON builds; skips without a GPU.
 //
+// Both numerics modes run. Exact (QuantizedMatmul::Exact) is fp32 throughout. Fast,
+// the default, runs prompts of 16+ tokens on tensor cores: GEMM operands and the
+// attention's q/k/v/probabilities rounded to 16 bits (decode steps stay fp32).
+//
 // Tolerances:
-// - tiny fixtures: every logit within 1e-3 of the oracle (as on the CPU: F32 math
-//   throughout, only summation order differs), greedy continuations identical.
-// - SmolLM2 Q4_1: the GPU multiplies the stored Q4_1 weights with unquantized F32
+// - tiny fixtures, Exact: every logit within 1e-3 of the oracle (as on the CPU: F32
+//   math throughout, only summation order differs), greedy continuations identical.
+// - tiny fixtures, Fast: every logit within kTinyFastAtol of the oracle (bf16
+//   operands: ~3 significant digits per product); greedy agreement is reported.
+// - SmolLM2 Q4_1, Fast: top-20 logits within kSmolFastAtol, greedy divergence only
+//   where the oracle's top-1 leads by less than kSmolFastTieGap.
+// - SmolLM2 Q4_1, Exact: the GPU multiplies the stored Q4_1 weights with unquantized F32
 //   activations — which is what the oracle computed (transformers dequantizes the
 //   GGUF to F32) — so it is held to 2e-2 on the top-20 logits of every position
 //   (|logits| 10..30, 30 layers of F32 rounding), where the CPU, which quantizes
@@ -24,6 +32,7 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
+#include "corvid/ops/ops.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -38,6 +47,21 @@ using fixtures::source_dir;
 using fixtures::tiny_fixtures;
 
 constexpr double kTinyAtol = 1e-3;
+constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still identical (H200, 2026-11-30)
+constexpr double kSmolFastAtol = 0.5;
+constexpr double kSmolFastTieGap = 0.5;
+
+struct Numerics {
+  const char* name;
+  ops::QuantizedMatmul mode;
+};
+constexpr Numerics kModes[] = {{"exact", ops::QuantizedMatmul::Exact}, {"fast", ops::QuantizedMatmul::Fast}};
+
+// Sets the process-wide numerics for one scope.
+struct NumericsScope {
+  explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
+  ~NumericsScope() { ops::set_quantized_matmul(ops::QuantizedMatmul::Fast); }
+};
 constexpr double kSmolGpuAtol = 2e-2;
 constexpr double kSmolGpuTieGap = 0.05;
 
@@ -51,30 +75,43 @@ TEST_P(CudaTinyParity, LogitsAndGreedyMatchTransformersAndCpu) {
   LoadedModel cpu = LoadedModel::load(dir.string(), Device::CPU);
   ASSERT_EQ(gpu.model->device(), Device::CUDA);
   const int64_t vocab = gpu.model->config().vocab_size;
-  double worst_oracle = 0, worst_cpu = 0;
-  for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
-    const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
-    Session gs(*gpu.model, static_cast<int64_t>(prompt.size()) + 1), cs(*cpu.model, static_cast<int64_t>(prompt.size()) + 1);
-    const Tensor& gl = gs.score(prompt);
-    const Tensor& cl = cs.score(prompt);
-    const json& want = oracle["logits"][p];
-    for (size_t pos = 0; pos < prompt.size(); ++pos) {
-      const float* got = gl.row<float>(static_cast<int64_t>(pos));
-      const float* ref = cl.row<float>(static_cast<int64_t>(pos));
-      for (int64_t v = 0; v < vocab; ++v) {
-        const double diff = std::abs(got[v] - want[pos][static_cast<size_t>(v)].get<double>());
-        worst_oracle = std::max(worst_oracle, diff);
-        worst_cpu = std::max(worst_cpu, static_cast<double>(std::abs(got[v] - ref[v])));
-        ASSERT_LE(diff, kTinyAtol) << GetParam() << " prompt " << p << " position " << pos << " token " << v;
+  for (const Numerics& numerics : kModes) {
+    NumericsScope scope(numerics.mode);
+    const bool exact = numerics.mode == ops::QuantizedMatmul::Exact;
+    const double atol = exact ? kTinyAtol : kTinyFastAtol;
+    double worst_oracle = 0, worst_cpu = 0;
+    size_t greedy_same = 0, greedy_total = 0;
+    for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
+      const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
+      Session gs(*gpu.model, static_cast<int64_t>(prompt.size()) + 1), cs(*cpu.model, static_cast<int64_t>(prompt.size()) + 1);
+      const Tensor& gl = gs.score(prompt);
+      const Tensor& cl = cs.score(prompt);
+      const json& want = oracle["logits"][p];
+      for (size_t pos = 0; pos < prompt.size(); ++pos) {
+        const float* got = gl.row<float>(static_cast<int64_t>(pos));
+        const float* ref = cl.row<float>(static_cast<int64_t>(pos));
+        for (int64_t v = 0; v < vocab; ++v) {
+          const double diff = std::abs(got[v] - want[pos][static_cast<size_t>(v)].get<double>());
+          worst_oracle = std::max(worst_oracle, diff);
+          worst_cpu = std::max(worst_cpu, static_cast<double>(std::abs(got[v] - ref[v])));
+          ASSERT_LE(diff, atol) << GetParam() << " " << numerics.name << " prompt " << p << " position " << pos
+                                << " token " << v;
+        }
       }
+      const auto want_greedy = oracle["greedy"][p].get<std::vector<int32_t>>();
+      const auto got_greedy = greedy(*gpu.model, prompt, static_cast<int64_t>(want_greedy.size()));
+      if (exact) {
+        EXPECT_EQ(got_greedy, want_greedy) << GetParam() << " prompt " << p;
+      }
+      size_t same = 0;
+      while (same < want_greedy.size() && got_greedy[same] == want_greedy[same]) ++same;
+      greedy_same += same;
+      greedy_total += want_greedy.size();
     }
-    const auto want_greedy = oracle["greedy"][p].get<std::vector<int32_t>>();
-    EXPECT_EQ(greedy(*gpu.model, prompt, static_cast<int64_t>(want_greedy.size())), want_greedy)
-        << GetParam() << " prompt " << p;
+    std::printf("cuda parity %-14s %-5s max |logit - oracle| = %.3g, max |cuda - cpu| = %.3g, greedy prefix %zu/%zu\n",
+                GetParam().c_str(), numerics.name, worst_oracle, worst_cpu, greedy_same, greedy_total);
+    RecordProperty(std::string("max_abs_logit_diff_oracle_") + numerics.name, std::to_string(worst_oracle));
   }
-  std::printf("cuda parity %-14s max |logit - oracle| = %.3g, max |cuda - cpu| = %.3g\n", GetParam().c_str(),
-              worst_oracle, worst_cpu);
-  RecordProperty("max_abs_logit_diff_oracle", std::to_string(worst_oracle));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTinyParity, ::testing::ValuesIn(tiny_fixtures()),
@@ -150,28 +187,35 @@ TEST(CudaSmolLM2Parity, TopLogitsAndGreedyMatchTransformersAndCpu) {
   LoadedModel gpu = LoadedModel::load(model_path.string(), Device::CUDA);
   LoadedModel cpu = LoadedModel::load(model_path.string(), Device::CPU);
   const int64_t vocab = gpu.model->config().vocab_size;
-  for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
-    const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
-    Session session(*gpu.model, static_cast<int64_t>(prompt.size()) + 1);
-    const Tensor& logits = session.score(prompt);
-    ASSERT_EQ(oracle["topk"][p].size(), prompt.size());
-    const double worst = fixtures::expect_top_logits(logits, oracle["topk"][p], vocab, kSmolGpuAtol, p);
-    const auto want = oracle["greedy"][p].get<std::vector<int32_t>>();
-    const auto gaps = oracle["greedy_gaps"][p].get<std::vector<double>>();
-    const auto got = greedy(*gpu.model, prompt, static_cast<int64_t>(want.size()));
-    const auto on_cpu = greedy(*cpu.model, prompt, static_cast<int64_t>(want.size()));
-    size_t same = 0, same_cpu = 0;
-    while (same < want.size() && got[same] == want[same]) ++same;
-    while (same_cpu < want.size() && got[same_cpu] == on_cpu[same_cpu]) ++same_cpu;
-    std::printf("cuda smollm2 prompt %zu: %zu tokens, max |logit - oracle| over top-20 = %.4f; greedy %zu/%zu = oracle, "
-                "%zu/%zu = cpu\n", p, prompt.size(), worst, same, want.size(), same_cpu, want.size());
-    if (same < want.size()) {
-      EXPECT_LT(gaps[same], kSmolGpuTieGap) << "prompt " << p << ": greedy diverges from the oracle at step " << same
-                                            << " where its top-1 leads by " << gaps[same];
+  for (const Numerics& numerics : kModes) {
+    NumericsScope scope(numerics.mode);
+    const bool exact = numerics.mode == ops::QuantizedMatmul::Exact;
+    for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
+      const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
+      Session session(*gpu.model, static_cast<int64_t>(prompt.size()) + 1);
+      const Tensor& logits = session.score(prompt);
+      ASSERT_EQ(oracle["topk"][p].size(), prompt.size());
+      const double worst = fixtures::expect_top_logits(logits, oracle["topk"][p], vocab,
+                                                       exact ? kSmolGpuAtol : kSmolFastAtol, p);
+      const auto want = oracle["greedy"][p].get<std::vector<int32_t>>();
+      const auto gaps = oracle["greedy_gaps"][p].get<std::vector<double>>();
+      const auto got = greedy(*gpu.model, prompt, static_cast<int64_t>(want.size()));
+      const auto on_cpu = greedy(*cpu.model, prompt, static_cast<int64_t>(want.size()));
+      size_t same = 0, same_cpu = 0;
+      while (same < want.size() && got[same] == want[same]) ++same;
+      while (same_cpu < want.size() && got[same_cpu] == on_cpu[same_cpu]) ++same_cpu;
+      std::printf("cuda smollm2 %s prompt %zu: %zu tokens, max |logit - oracle| over top-20 = %.4f; greedy %zu/%zu = "
+                  "oracle, %zu/%zu = cpu\n", numerics.name, p, prompt.size(), worst, same, want.size(), same_cpu,
+                  want.size());
+      if (same < want.size()) {
+        const double tie = exact ? kSmolGpuTieGap : kSmolFastTieGap;
+        EXPECT_LT(gaps[same], tie) << numerics.name << " prompt " << p << ": greedy diverges from the oracle at step "
+                                   << same << " where its top-1 leads by " << gaps[same];
+      }
+      if (same_cpu < want.size() && same_cpu < gaps.size())
+        std::printf("cuda smollm2 %s prompt %zu: cuda and cpu diverge at step %zu (oracle gap there %.4f)\n",
+                    numerics.name, p, same_cpu, same_cpu <= same ? gaps[same_cpu] : NAN);
     }
-    if (same_cpu < want.size() && same_cpu < gaps.size())
-      std::printf("cuda smollm2 prompt %zu: cuda and cpu diverge at step %zu (oracle gap there %.4f)\n", p, same_cpu,
-                  same_cpu <= same ? gaps[same_cpu] : NAN);
   }
 }
 

@@ -162,6 +162,21 @@ TEST(Add, AddsInPlace) {
   EXPECT_THROW(add(at.tensor, c.tensor), Error);
 }
 
+TEST(Add, AddRmsNormEqualsAddThenRmsNormAndMayWriteIntoY) {
+  const auto a = random_floats(2 * 64, 17), b = random_floats(2 * 64, 18), w = random_floats(64, 19);
+  OwnedTensor x1 = f32_tensor({2, 64}, a), y1 = f32_tensor({2, 64}, b), x2 = f32_tensor({2, 64}, a), y2 = f32_tensor({2, 64}, b);
+  OwnedTensor wt = f32_tensor({64}, w), out1(DType::F32, {2, 64});
+  add(x1.tensor, y1.tensor);
+  rms_norm(x1.tensor, wt.tensor, 1e-6f, out1.tensor);
+  add_rms_norm(x2.tensor, y2.tensor, wt.tensor, 1e-6f, y2.tensor);  // out aliases y, as the model uses it
+  for (int i = 0; i < 128; ++i) {
+    EXPECT_EQ(x1.ptr<float>()[i], x2.ptr<float>()[i]);
+    EXPECT_EQ(out1.ptr<float>()[i], y2.ptr<float>()[i]);
+  }
+  OwnedTensor bad(DType::F32, {32});
+  EXPECT_THROW(add_rms_norm(x2.tensor, y2.tensor, bad.tensor, 1e-6f, y2.tensor), Error);
+}
+
 TEST(Softmax, MatchesReferenceAndHandlesLargeValues) {
   const int64_t rows = 3, cols = 1000;
   auto x = random_floats(rows * cols, 9, 10.0f);

@@ -41,6 +41,7 @@ void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_template(CLI::App& app);
 void register_bench(CLI::App& app);
 
 }  // namespace corvid::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   corvid::cli::register_chat(app);
   corvid::cli::register_inspect(app);
   corvid::cli::register_tokenize(app);
+  corvid::cli::register_template(app);
   corvid::cli::register_bench(app);
   try {
     app.parse(argc, argv);

@@ -1,12 +1,33 @@
 #include "corvid/engine/loaded_model.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/formats/gguf.h"
 
 namespace corvid {
+
+namespace {
+
+// Upload order: by name, except that q, k, v (and gate, up) of a layer come back to
+// back, so the model can run each group as one matrix (LlamaModel's fused GEMVs).
+std::string upload_key(const std::string& name) {
+  static const std::pair<const char*, const char*> kGroups[] = {
+      {"self_attn.q_proj.", "self_attn.0q."}, {"self_attn.k_proj.", "self_attn.0r."},
+      {"self_attn.v_proj.", "self_attn.0s."}, {"mlp.gate_proj.", "mlp.0g."}, {"mlp.up_proj.", "mlp.0h."}};
+  for (const auto& [part, key] : kGroups) {
+    const size_t at = name.find(part);
+    if (at != std::string::npos) return name.substr(0, at) + key + name.substr(at + std::strlen(part));
+  }
+  return name;
+}
+
+}  // namespace
 
 WeightSet upload_weights(const WeightSet& host, Device device) {
   constexpr size_t kAlign = 256;  // cudaMalloc's own alignment; keeps 16-byte vector loads legal
@@ -15,8 +36,13 @@ WeightSet upload_weights(const WeightSet& host, Device device) {
   auto buffer = std::make_shared<DeviceBuffer>(device, total);
   WeightSet out;
   out.source = host.source;
+  std::vector<std::pair<std::string, const std::string*>> order;
+  for (const auto& [name, t] : host.tensors) order.emplace_back(upload_key(name), &name);
+  std::sort(order.begin(), order.end());
   size_t offset = 0;
-  for (const auto& [name, t] : host.tensors) {
+  for (const auto& [key, name_ptr] : order) {
+    const std::string& name = *name_ptr;
+    const Tensor& t = host.tensors.at(name);
     CORVID_CHECK(t.device == Device::CPU, host.source, ": tensor ", name, " is not in host memory");
     Tensor d = t;
     d.device = device;

@@ -43,6 +43,15 @@ const Tensor& Session::score(std::span<const int32_t> new_tokens) {
   return all_logits_.tensor;
 }
 
+std::vector<int32_t> Session::continue_from(std::span<const int32_t> tokens) {
+  const size_t limit = std::min(tokens.size(), tokens_.size());
+  size_t common = 0;
+  while (common < limit && tokens[common] == tokens_[common]) ++common;
+  tokens_.resize(common);
+  cached_ = std::min(cached_, common);
+  return std::vector<int32_t>(tokens.begin() + static_cast<std::ptrdiff_t>(common), tokens.end());
+}
+
 GenerationStats Session::generate(std::span<const int32_t> new_tokens, const GenerateOptions& options,
                                   const std::function<bool(int32_t)>& on_token) {
   CORVID_CHECK(!new_tokens.empty() || !tokens_.empty(), "generate: empty prompt");

@@ -49,6 +49,13 @@ class Session {
   // Adds tokens to the sequence without running them; the next call prefills them.
   void append(std::span<const int32_t> tokens) { tokens_.insert(tokens_.end(), tokens.begin(), tokens.end()); }
 
+  // Makes the sequence `tokens` while keeping the cached keys/values of the longest
+  // prefix it shares with the current sequence, and returns the tokens after that
+  // prefix — to pass to generate(). A chat re-renders the whole conversation each turn
+  // (templates may rewrite earlier turns, e.g. drop old reasoning); only what changed
+  // is prefilled again.
+  std::vector<int32_t> continue_from(std::span<const int32_t> tokens);
+
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int64_t context_size() const { return kv_.capacity(); }
   void reset() {

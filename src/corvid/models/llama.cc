@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "corvid/core/error.h"
 #include "corvid/models/rope_scaling.h"
@@ -25,6 +27,29 @@ const Tensor* optional_weight(const WeightSet& w, const std::string& name, int64
   const Tensor& t = w.tensors.at(name);
   if (t.numel() != size || t.ndim != 1) fail(w.source, ": tensor ", name, " has shape ", t.shape_str(), ", expected [", size, "]");
   return &t;
+}
+
+// The parts as one [sum of rows, cols] matrix if they lie back to back in memory with
+// the same dtype and width; otherwise an empty tensor.
+Tensor fuse_rows(std::initializer_list<const Tensor*> parts) {
+  const Tensor* first = *parts.begin();
+  const char* expected = static_cast<const char*>(first->data);
+  int64_t rows = 0;
+  for (const Tensor* p : parts) {
+    if (p->dtype != first->dtype || p->cols() != first->cols() || p->data != expected) return Tensor();
+    rows += p->rows();
+    expected += p->nbytes();
+  }
+  return Tensor(first->dtype, {rows, first->cols()}, first->data, first->device);
+}
+
+// CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
+bool fuse_projections() {
+  static const bool fuse = [] {
+    const char* off = std::getenv("CORVID_NO_FUSION");
+    return !(off && *off && std::string(off) != "0");
+  }();
+  return fuse;
 }
 
 }  // namespace
@@ -73,6 +98,10 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
     L.gate_proj = expect(weights, p + "mlp.gate_proj.weight", {I, H});
     L.up_proj = expect(weights, p + "mlp.up_proj.weight", {I, H});
     L.down_proj = expect(weights, p + "mlp.down_proj.weight", {H, I});
+    if (fuse_projections()) {
+      if (!L.q_bias && !L.k_bias && !L.v_bias) L.qkv_proj = fuse_rows({&L.q_proj, &L.k_proj, &L.v_proj});
+      L.gate_up_proj = fuse_rows({&L.gate_proj, &L.up_proj});
+    }
     layers_.push_back(L);
   }
 }
@@ -114,6 +143,12 @@ void LlamaModel::ensure_workspace(int64_t n) {
   ws_.attn = DeviceTensor(d, DType::F32, {n, q_dim});
   ws_.gate = DeviceTensor(d, DType::F32, {n, c.intermediate_size});
   ws_.up = DeviceTensor(d, DType::F32, {n, c.intermediate_size});
+  ws_.fused = DeviceTensor(d, DType::F32, {1, std::max(q_dim + 2 * kv_dim, 2 * c.intermediate_size)});
+}
+
+// A [1, cols] view at column `offset` of a one-row buffer.
+static Tensor row_slice(const DeviceTensor& t, int64_t offset, int64_t cols) {
+  return Tensor(DType::F32, {1, cols}, t.tensor.ptr<float>() + offset, t.tensor.device);
 }
 
 // Views of the first n rows of a workspace buffer.
@@ -121,57 +156,76 @@ static Tensor rows_of(const DeviceTensor& t, int64_t n) {
   return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data, t.tensor.device);
 }
 
-void LlamaModel::project_qkv(const Layer& L, std::span<const int32_t> positions, int64_t n) {
+LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t> positions, int64_t n) {
   const ModelConfig& c = config_;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  Tensor h = rows_of(ws_.h, n);
   Tensor q = rows_of(ws_.q, n), k = rows_of(ws_.k, n), v = rows_of(ws_.v, n);
-  ops::rms_norm(x, L.input_norm, static_cast<float>(c.rms_norm_eps), h);
-  ops::matmul(h, L.q_proj, q, L.q_bias);
-  ops::matmul(h, L.k_proj, k, L.k_bias);
-  ops::matmul(h, L.v_proj, v, L.v_bias);
+  if (n == 1 && L.qkv_proj.data) {
+    // One token: q, k and v are consecutive slices of one GEMV's output row.
+    ops::matmul(h, L.qkv_proj, row_slice(ws_.fused, 0, (Hq + 2 * Hkv) * D));
+    q = row_slice(ws_.fused, 0, Hq * D);
+    k = row_slice(ws_.fused, Hq * D, Hkv * D);
+    v = row_slice(ws_.fused, (Hq + Hkv) * D, Hkv * D);
+  } else {
+    ops::matmul(h, L.q_proj, q, L.q_bias);
+    ops::matmul(h, L.k_proj, k, L.k_bias);
+    ops::matmul(h, L.v_proj, v, L.v_bias);
+  }
   Tensor q_heads = q.reshaped({n, Hq, D}), k_heads = k.reshaped({n, Hkv, D});
-  if (L.q_norm) ops::rms_norm(q_heads, *L.q_norm, static_cast<float>(c.rms_norm_eps), q_heads);
-  if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, static_cast<float>(c.rms_norm_eps), k_heads);
+  if (L.q_norm) ops::rms_norm(q_heads, *L.q_norm, eps, q_heads);
+  if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, eps, k_heads);
   ops::rope(q_heads, positions, rope_);
   ops::rope(k_heads, positions, rope_);
+  return {q, k, v};
 }
 
 void LlamaModel::finish_attention(const Layer& L, int64_t n) {
   Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n), attn = rows_of(ws_.attn, n);
   ops::matmul(attn, L.o_proj, h);
-  ops::add(x, h);
+  ops::add_rms_norm(x, h, L.post_attention_norm, static_cast<float>(config_.rms_norm_eps), h);
 }
 
 void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
                                  int64_t n) {
   const ModelConfig& c = config_;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  project_qkv(L, positions, n);
-  Tensor q = rows_of(ws_.q, n), k = rows_of(ws_.k, n), v = rows_of(ws_.v, n), attn = rows_of(ws_.attn, n);
+  const Qkv qkv = project_qkv(L, positions, n);
   const Tensor& k_cache = kv.keys(index);
   const Tensor& v_cache = kv.values(index);
   // Positions were checked against the capacity in forward(). The device places the rows
   // itself, so a recorded step writes at the replayed step's position.
   const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
   DeviceBackend& backend = device_backend(device_);
-  backend.scatter_rows(k_cache.data, k.data, row_bytes, positions);
-  backend.scatter_rows(v_cache.data, v.data, row_bytes, positions);
+  backend.scatter_rows(k_cache.data, qkv.k.data, row_bytes, positions);
+  backend.scatter_rows(v_cache.data, qkv.v.data, row_bytes, positions);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
-  ops::attention(q.reshaped({n, Hq, D}), k_cache, v_cache, positions, scale, window, attn.reshaped({n, Hq, D}));
+  ops::attention(qkv.q.reshaped({n, Hq, D}), k_cache, v_cache, positions, scale, window,
+                 rows_of(ws_.attn, n).reshaped({n, Hq, D}));
   finish_attention(L, n);
 }
 
-void LlamaModel::mlp_block(const Layer& L, int64_t n) {
+void LlamaModel::mlp_block(const Layer& L, int64_t n, const Tensor* next_norm) {
   Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n);
   Tensor gate = rows_of(ws_.gate, n), up = rows_of(ws_.up, n);
-  ops::rms_norm(x, L.post_attention_norm, static_cast<float>(config_.rms_norm_eps), h);
-  ops::matmul(h, L.gate_proj, gate);
-  ops::matmul(h, L.up_proj, up);
+  const int64_t I = config_.intermediate_size;
+  if (n == 1 && L.gate_up_proj.data) {
+    ops::matmul(h, L.gate_up_proj, row_slice(ws_.fused, 0, 2 * I));
+    gate = row_slice(ws_.fused, 0, I);
+    up = row_slice(ws_.fused, I, I);
+  } else {
+    ops::matmul(h, L.gate_proj, gate);
+    ops::matmul(h, L.up_proj, up);
+  }
   ops::silu_mul(gate, up, gate);
   ops::matmul(gate, L.down_proj, h);
-  ops::add(x, h);
+  if (next_norm) {
+    ops::add_rms_norm(x, h, *next_norm, static_cast<float>(config_.rms_norm_eps), h);
+  } else {
+    ops::add(x, h);
+  }
 }
 
 void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
@@ -216,9 +270,10 @@ void LlamaModel::run(std::span<const int32_t> tokens, std::span<const int32_t> p
   const int64_t n = static_cast<int64_t>(tokens.size()), n_out = out.rows();
   Tensor x = rows_of(ws_.x, n);
   ops::embedding(embed_tokens_, tokens, x);
+  ops::rms_norm(x, layers_[0].input_norm, static_cast<float>(config_.rms_norm_eps), rows_of(ws_.h, n));
   for (size_t i = 0; i < layers_.size(); ++i) {
     attention_block(layers_[i], static_cast<int64_t>(i), positions, kv, n);
-    mlp_block(layers_[i], n);
+    mlp_block(layers_[i], n, i + 1 < layers_.size() ? &layers_[i + 1].input_norm : nullptr);
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.
   Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out), device_);
@@ -347,18 +402,20 @@ void LlamaModel::forward_batch(std::span<const BatchSequence> batch, BlockPool& 
   const int64_t window = c.sliding_window.value_or(0);
   const ops::PagedKV paged{bs, b.tables, static_cast<int64_t>(max_blocks), b.query_seq};
   DeviceBackend& backend = device_backend(device_);
+  const float eps = static_cast<float>(c.rms_norm_eps);
   ops::embedding(embed_tokens_, b.tokens, rows_of(ws_.x, n));
+  ops::rms_norm(rows_of(ws_.x, n), layers_[0].input_norm, eps, rows_of(ws_.h, n));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
-    project_qkv(L, b.positions, n);
+    const Qkv qkv = project_qkv(L, b.positions, n);
     const Tensor& k_pool = pool.keys(static_cast<int64_t>(l));
     const Tensor& v_pool = pool.values(static_cast<int64_t>(l));
-    backend.scatter_rows(k_pool.data, ws_.k.tensor.data, row_bytes, b.slots);
-    backend.scatter_rows(v_pool.data, ws_.v.tensor.data, row_bytes, b.slots);
-    ops::paged_attention(rows_of(ws_.q, n).reshaped({n, Hq, D}), k_pool, v_pool, paged, b.positions, scale, window,
+    backend.scatter_rows(k_pool.data, qkv.k.data, row_bytes, b.slots);
+    backend.scatter_rows(v_pool.data, qkv.v.data, row_bytes, b.slots);
+    ops::paged_attention(qkv.q.reshaped({n, Hq, D}), k_pool, v_pool, paged, b.positions, scale, window,
                          rows_of(ws_.attn, n).reshaped({n, Hq, D}));
     finish_attention(L, n);
-    mlp_block(L, n);
+    mlp_block(L, n, l + 1 < layers_.size() ? &layers_[l + 1].input_norm : nullptr);
   }
   if (n_out == 0) return;
   const Tensor out = logits_target(logits, n_out);

@@ -74,11 +74,16 @@ class LlamaModel {
     const Tensor *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;
     const Tensor *q_norm = nullptr, *k_norm = nullptr;
     Tensor gate_proj, up_proj, down_proj;
+    // q|k|v and gate|up as one matrix each when the weights lie back to back in memory
+    // (upload_weights places them so): a decode step then runs one GEMV instead of
+    // three (two). Empty (data == nullptr) when the weights are elsewhere or have biases.
+    Tensor qkv_proj, gate_up_proj;
   };
   struct Workspace {
     int64_t tokens = 0;
     uint64_t generation = 0;  // bumped when the buffers move (a recorded step holds their addresses)
     DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32 on the model's device
+    DeviceTensor fused;                           // [1, q|k|v or gate|up]: a decode step's fused GEMV output
     DeviceTensor logits;                          // [rows, vocab]: device logits before the copy to the host
   };
 
@@ -96,16 +101,23 @@ class LlamaModel {
   void run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv, const Tensor& out);
   void run_recorded(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                     const Tensor& out);
+  // Both expect ws_.h = the block's input norm of ws_.x and end with the residual add,
+  // fused with the next norm (next_norm; none after the last layer) into ws_.h.
   void attention_block(const Layer& layer, int64_t index, std::span<const int32_t> positions, KVCache& kv, int64_t n);
-  // Norm, q/k/v projections, q/k norms and RoPE of n tokens into ws_.q/k/v.
-  void project_qkv(const Layer& layer, std::span<const int32_t> positions, int64_t n);
-  // Output projection and residual after attention into ws_.attn.
+  // The two halves of attention_block around the KV cache (shared with forward_batch):
+  // q/k/v projections (one fused GEMV for a single token when possible), q/k norms and
+  // RoPE, returning q [n, Hq*D], k and v [n, Hkv*D] views; then the output projection
+  // and the residual add fused with the post-attention norm into ws_.h.
+  struct Qkv {
+    Tensor q, k, v;
+  };
+  Qkv project_qkv(const Layer& layer, std::span<const int32_t> positions, int64_t n);
   void finish_attention(const Layer& layer, int64_t n);
   // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
   Tensor logits_target(const Tensor& logits, int64_t n_out);
   // The final norm and output matrix over hidden rows `rows` of ws_.x, into out [rows.size(), vocab].
   void output_rows(std::span<const int64_t> rows, const Tensor& out);
-  void mlp_block(const Layer& layer, int64_t n);
+  void mlp_block(const Layer& layer, int64_t n, const Tensor* next_norm);
 
   ModelConfig config_;
   const WeightSet& weights_;

@@ -156,6 +156,26 @@ void add(const Tensor& x, const Tensor& y) {
   CORVID_DISPATCH(device, add, x, y);
 }
 
+void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
+  const Device device = common_device("add_rms_norm", {&x, &y, &weight, &out});
+  check_f32("add_rms_norm", "x", x);
+  check_f32("add_rms_norm", "y", y);
+  check_f32("add_rms_norm", "out", out);
+  check_same_shape("add_rms_norm", "x", x, "y", y);
+  check_same_shape("add_rms_norm", "x", x, "out", out);
+  CORVID_CHECK(is_float_dtype(weight.dtype) && weight.numel() == x.cols(), "ops::add_rms_norm: weight ",
+               weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
+#ifdef CORVID_HAVE_CUDA
+  if (device == Device::CUDA) {
+    cuda::add_rms_norm(x, y, weight, eps, out);
+    return;
+  }
+#endif
+  (void)device;
+  cpu::add(x, y);
+  cpu::rms_norm(x, weight, eps, out);
+}
+
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});

@@ -55,6 +55,11 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 // x += y elementwise (F32, equal shapes).
 void add(const Tensor& x, const Tensor& y);
 
+// x += y, then out = rms_norm(x, weight, eps): the residual add and the next norm in
+// one pass (one launch instead of two on a GPU). Same formula as add() then rms_norm()
+// (the GPU sums the squares in another order).
+void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
+
 // Causal grouped-query attention of n new queries over a KV cache.
 //   q        [n, n_heads, head_dim]       F32
 //   k_cache  [capacity, n_kv_heads, head_dim] F32; rows 0..positions[i] are valid for query i

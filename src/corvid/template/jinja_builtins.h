@@ -4,6 +4,8 @@
 // Python/jinja2 message; the evaluator adds the template line.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "corvid/template/jinja_value.h"
@@ -27,5 +29,21 @@ Value get_attribute(const Value& obj, std::string_view name);
 Value get_item(const Value& obj, const Value& key);
 // obj[start:stop:step] for lists and strings (absent bounds are Undefined/None).
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+// Python's printf-style `format % args` (the `format` filter and the `%`
+// operator on a str): args is one value, a list (tuple) or a dict for %(key)s.
+// A Markup format escapes the text it inserts (the result is then Markup too).
+std::string percent_format(const Value& format, const Value& args);
+
+// json.dumps(value, ensure_ascii, indent, separators, sort_keys) as
+// transformers' tojson calls it. indent: None (one line), an int or a str.
+struct JsonDumpOptions {
+  bool ensure_ascii = false;
+  Value indent = Value::none();
+  std::optional<std::string> item_separator;  // default: ", ", or "," when indented
+  std::optional<std::string> key_separator;   // default: ": "
+  bool sort_keys = false;
+};
+std::string dump_json(const Value& value, const JsonDumpOptions& options);
 
 }  // namespace corvid::jinja

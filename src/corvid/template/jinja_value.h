@@ -45,10 +45,22 @@ struct Object {
 
 class Value {
  public:
+  // GCC's -Wshadow flags scoped enumerators named like the namespace-level
+  // Object/Function types although they cannot clash (they are only reached as Kind::X).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
   enum class Kind { Undefined, None, Bool, Int, Float, String, Array, Object, Function };
+#pragma GCC diagnostic pop
 
   Value() = default;  // Undefined
   static Value undefined(std::string name = {});  // name is kept for error messages
+  // The Undefined that obj.key / obj[key] yields when the member is missing;
+  // its message is jinja2's ("'dict object' has no attribute 'x'").
+  static Value undefined_member(const Value& obj, const Value& key);
+  // An Undefined whose use fails with exactly `message` (jinja2's hint, e.g.
+  // "No first item, sequence was empty.", or the sandbox's refusal
+  // "access to attribute 'append' of 'list' object is unsafe.").
+  static Value undefined_with_message(std::string message);
   static Value none();
   Value(bool b);
   Value(int v) : Value(static_cast<std::int64_t>(v)) {}
@@ -57,6 +69,20 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   static Value array(std::vector<Value> items);
+  // Other Python sequences that templates meet, all Kind::Array so that they
+  // iterate like lists, but printing, ==, len() and tojson follow Python:
+  //   tuple: (1, 2) literals, dict.items() pairs, str.partition();
+  //   iterator: what jinja2's map/select/reject/items/unique/batch/slice filters
+  //     return (generators): always true, no len(), no indexing, not JSON
+  //     serializable; type_name is e.g. "generator" or "list_reverseiterator";
+  //   view: dict.keys()/values()/items() ("dict_items([...])"): len() and `in`
+  //     work, indexing and tojson do not.
+  static Value tuple(std::vector<Value> items);
+  static Value iterator(std::vector<Value> items, std::string type_name = "generator");
+  static Value view(std::vector<Value> items, std::string type_name);
+  // jinja2's Markup (from |safe, |escape): a str that `+`/`~` with a plain str
+  // HTML-escape the plain operand. Kind::String.
+  static Value markup(std::string s);
   static Value object(std::shared_ptr<Object> object);
   static Value function(std::string name, Function f);
 
@@ -74,6 +100,13 @@ class Value {
   bool is_array() const { return kind_ == Kind::Array; }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_function() const { return kind_ == Kind::Function; }
+  bool is_list() const { return kind_ == Kind::Array && flavor_ == Flavor::List; }
+  bool is_tuple() const { return kind_ == Kind::Array && flavor_ == Flavor::Tuple; }
+  bool is_iterator() const { return kind_ == Kind::Array && flavor_ == Flavor::Iterator; }
+  bool is_view() const { return kind_ == Kind::Array && flavor_ == Flavor::View; }
+  bool is_markup() const { return kind_ == Kind::String && markup_; }
+  // Python len() exists: str, list, tuple, dict, view (not an iterator).
+  bool has_len() const;
 
   bool as_bool() const { return b_; }
   std::int64_t as_int() const { return i_; }
@@ -84,6 +117,9 @@ class Value {
   Object& mutable_object() const { return *o_; }  // namespace assignment only
   const Function& as_function() const { return *f_; }
   const std::string& name() const { return name_; }  // Undefined's variable or Function's name
+  // jinja2's UndefinedError text for using this Undefined: "'x' is undefined",
+  // "'dict object' has no attribute 'x'", "list object has no element 3".
+  std::string undefined_message() const;
 
   bool truthy() const;            // Python bool(): "", [], {}, 0, None, Undefined are false
   std::string str() const;        // Python str(): what {{ x }} prints (Undefined prints "")
@@ -106,6 +142,16 @@ class Value {
   std::shared_ptr<Object> o_;
   std::shared_ptr<const Function> f_;
   std::string name_;
+  std::string undefined_hint_;  // set by undefined_member
+  enum class Flavor : std::uint8_t { List, Tuple, Iterator, View };
+  Flavor flavor_ = Flavor::List;  // for Kind::Array
+  bool markup_ = false;           // for Kind::String
 };
+
+// Python's repr() of a float: shortest round-trip digits, "1.0", "1e+20", "inf".
+std::string python_float_repr(double d);
+// Python's repr() of a str: quotes chosen as Python does, escapes for
+// backslash, control and non-printable characters.
+std::string python_string_repr(std::string_view s);
 
 }  // namespace corvid::jinja

@@ -1,11 +1,14 @@
-// Causal GQA attention over the KV cache on the GPU, the straightforward way:
+// Causal GQA attention over the KV cache on the GPU. Decode (fewer than
+// kPrefillMinQueries queries) uses split-KV blocks (below); Exact-mode prompts use
 // one block per (query, head), sixteen warps splitting the visible keys, each warp
 // keeping an online softmax (running max, running sum, output accumulator in
 // registers: lane l holds dims l, l+32, …); the warps' partial results merge
-// through shared memory at the end. Scores in fp32. Decode-speed work (split-KV
-// over many blocks, tensor-core prefill) comes later.
+// through shared memory at the end. Scores in fp32. Fast-mode prompts use the
+// tensor-core kernel in attention_prefill.cu.
+#include <algorithm>
 #include <cmath>
 
+#include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 
@@ -15,6 +18,7 @@ namespace {
 
 constexpr int kWarps = 16;  // decode has one block per head: the warps split the keys
 constexpr int kMaxHeadDim = 256;
+constexpr int64_t kPrefillMinQueries = 16;  // fewer queries (decode, short appends) stay on the fp32 kernel
 constexpr int kPerLane = kMaxHeadDim / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -95,6 +99,136 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
   }
 }
 
+// Decode (few queries) splits each head's keys over several blocks so that a long
+// context keeps every SM busy (one block per head would use 32 of 132 SMs for an 8B
+// model): each block runs the same per-warp online softmax over its share of the keys
+// and writes (max, sum, unnormalised output) to a scratch row; a second kernel merges
+// a head's splits. The split count depends only on the cache's capacity and the
+// shapes, never on the position, so a recorded decode step replays at any length.
+constexpr int kSplitWarps = 4;
+constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many cache rows on
+
+// G query heads that share a kv head run in one block, so each key and value row is
+// read once per group instead of once per head.
+template <int kDims, int G>
+__global__ void attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                                       const float* __restrict__ v_cache, const int32_t* __restrict__ positions,
+                                       float scale, int64_t window, float* __restrict__ partial, int n_heads,
+                                       int n_kv_heads, int head_dim, int splits) {
+  __shared__ float part_m[kSplitWarps][G], part_l[kSplitWarps][G];
+  __shared__ float part_acc[kSplitWarps][G][kDims * 32];
+  const int t = blockIdx.x, h0 = blockIdx.y * G, split = blockIdx.z;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int kvh = h0 / (n_heads / n_kv_heads);
+  const int64_t pos = positions[t];
+  const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
+  const int64_t chunk = (pos - first + splits) / splits;  // ceil(len / splits), len = pos - first + 1
+  const int64_t start = first + split * chunk, end = min(pos, start + chunk - 1);
+  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
+
+  float qr[G][kDims], acc[G][kDims], m[G], l[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const float* qp = q + (static_cast<int64_t>(t) * n_heads + h0 + g) * head_dim;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      qr[g][e] = d < head_dim ? qp[d] : 0.0f;
+      acc[g][e] = 0.0f;
+    }
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+  }
+  for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
+    const float* kp = k_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const float* vp = v_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    float kr[kDims], vr[kDims];
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      kr[e] = d < head_dim ? kp[d] : 0.0f;
+      vr[e] = d < head_dim ? vp[d] : 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float s = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kDims; ++e) s += qr[g][e] * kr[e];
+      s = warp_sum(s) * scale;
+      const float m_new = fmaxf(m[g], s);
+      const float correction = expf(m[g] - m_new);
+      const float p = expf(s - m_new);
+      l[g] = l[g] * correction + p;
+#pragma unroll
+      for (int e = 0; e < kDims; ++e) acc[g][e] = acc[g][e] * correction + p * vr[e];
+      m[g] = m_new;
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      part_m[warp][g] = m[g];
+      part_l[warp][g] = l[g];
+    }
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) part_acc[warp][g][lane + 32 * e] = acc[g][e];
+  }
+  __syncthreads();
+  // Each head's (max, sum, output) over this split: an empty split (short context) has max -inf.
+  for (int g = 0; g < G; ++g) {
+    float big = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kSplitWarps; ++w) big = fmaxf(big, part_m[w][g]);
+    float weight[kSplitWarps], total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kSplitWarps; ++w) {
+      weight[w] = part_m[w][g] == -INFINITY ? 0.0f : expf(part_m[w][g] - big);
+      total += part_l[w][g] * weight[w];
+    }
+    float* row = partial + ((static_cast<int64_t>(t) * n_heads + h0 + g) * splits + split) * (head_dim + 2);
+    if (threadIdx.x == 0) {
+      row[0] = big;
+      row[1] = total;
+    }
+    for (int d = threadIdx.x; d < head_dim; d += kSplitWarps * 32) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kSplitWarps; ++w) sum += part_acc[w][g][d] * weight[w];
+      row[2 + d] = sum;
+    }
+  }
+}
+
+__global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_heads,
+                                         int head_dim, int splits) {
+  const int t = blockIdx.x, h = blockIdx.y;
+  const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * (head_dim + 2);
+  float big = -INFINITY;
+  for (int s = 0; s < splits; ++s) big = fmaxf(big, rows[s * (head_dim + 2)]);
+  float total = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ms = rows[s * (head_dim + 2)];
+    if (ms != -INFINITY) total += rows[s * (head_dim + 2) + 1] * expf(ms - big);
+  }
+  float* op = out + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float ms = rows[s * (head_dim + 2)];
+      if (ms != -INFINITY) sum += rows[s * (head_dim + 2) + 2 + d] * expf(ms - big);
+    }
+    op[d] = sum / total;
+  }
+}
+
+// How many blocks share one head's keys: enough blocks for two per SM, no more
+// splits than the cache has kKeysPerSplit-row stretches, at most 64.
+int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity) {
+  const int64_t want = (2 * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
+  const int64_t most = (capacity + kKeysPerSplit - 1) / kKeysPerSplit;
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
+}
+
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
@@ -105,6 +239,43 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   CORVID_CHECK(n <= INT32_MAX && n_heads <= 65535, "CUDA attention: grid too large (", n, " queries x ", n_heads,
                " heads)");
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  // Prompts take the tensor-core kernel unless the user asked for exact numerics.
+  if (n >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast && attention_prefill_supported(q, k_cache)) {
+    attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
+    return;
+  }
+  // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
+  const int64_t group = n_heads / n_kv_heads;
+  const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, k_cache.dim(0)) : 1;
+  // A short cache gives one split: the one-block-per-head kernel below has more warps then.
+  if (splits > 1) {
+    float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
+    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / heads_per_block),
+                          static_cast<unsigned>(splits));
+    auto launch_split = [&](auto kernel) {
+      kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(),
+                                                              pos, scale, window, partial, static_cast<int>(n_heads),
+                                                              static_cast<int>(n_kv_heads), static_cast<int>(head_dim),
+                                                              splits);
+      CORVID_CUDA_LAUNCHED("attention_split_kernel");
+    };
+    auto for_dims = [&](auto dims) {
+      constexpr int D = decltype(dims)::value;
+      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8>);
+      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4>);
+      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2>);
+      else launch_split(attention_split_kernel<D, 1>);
+    };
+    if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
+    else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
+    else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
+    else for_dims(std::integral_constant<int, kPerLane>{});
+    attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
+        partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
+    CORVID_CUDA_LAUNCHED("attention_combine_kernel");
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
   auto launch = [&](auto kernel) {
     kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), pos,

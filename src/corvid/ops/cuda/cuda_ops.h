@@ -25,6 +25,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
+void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);

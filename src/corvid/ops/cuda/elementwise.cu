@@ -48,6 +48,47 @@ __global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float e
 }
 
 // One thread per (token, head, rotated pair).
+// x += y and the rms_norm of the sum: one block per row, each thread keeping its
+// elements in registers between the two phases. A decode step has a single row, so a
+// whole block (not one warp) shares it; and since every thread reads all of its y
+// before writing out, out may alias y (the model passes the same buffer).
+constexpr int kNormThreads = 256;
+constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add + rms_norm
+
+__global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
+                                    int64_t cols) {
+  __shared__ float warp_sums[kNormThreads / 32];
+  const int64_t r = blockIdx.x;
+  float* xr = x + r * cols;
+  const float* yr = y + r * cols;
+  float v[kNormPerThread];
+  float ss = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    v[e] = i < cols ? xr[i] + yr[i] : 0.0f;
+    ss += v[e] * v[e];
+  }
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    if (i < cols) xr[i] = v[e];
+  }
+  ss = warp_sum(ss);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kNormThreads / 32; ++i) total += warp_sums[i];
+  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
+  float* o = out + r * cols;
+#pragma unroll
+  for (int e = 0; e < kNormPerThread; ++e) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
+    if (i < cols) o[i] = v[e] * inv * load_weight(w, wt, i);
+  }
+}
+
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
                             int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -120,6 +161,19 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
       x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
   CORVID_CUDA_LAUNCHED("rms_norm_kernel");
+}
+
+void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
+  Context& ctx = context();
+  const int64_t rows = x.rows();
+  if (x.cols() > int64_t{kNormThreads} * kNormPerThread) {
+    add(x, y);
+    rms_norm(x, weight, eps, out);
+    return;
+  }
+  add_rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
+  CORVID_CUDA_LAUNCHED("add_rms_norm_kernel");
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {

@@ -1,28 +1,32 @@
 // matmul and embedding on the GPU.
 //
-// Decode (n <= kGemvMaxCols tokens) is a GEMV that reads each weight byte once:
+// Decode (n <= kGemvMaxCols tokens) is a GEMV that reads each weight byte once.
+// gemv_tiled.cu has the fast kernels (F16/BF16/Q8_0/Q4_0/Q4_1/Q4_K/Q6_K with
+// 16-byte-aligned rows); the general kernels here cover the rest:
 // one warp per output row, lanes striding over the row, every column of x dotted
 // with the same decoded weights, fp32 accumulation, a shuffle reduction at the
 // end. F32/F16/BF16 rows are read with 16-byte loads; Q8_0/Q4_0/Q4_1 rows one
 // whole 32-element block per lane (adjacent lanes read adjacent blocks, so a
 // warp's loads are contiguous); the other block formats decode per element.
 //
-// Prefill (larger n) dequantizes the weight to F32 in row tiles and calls cuBLAS
-// SGEMM (no TF32), so quantized weights are multiplied exactly as stored, with
-// unquantized activations. Correct first: bf16 tensor-core GEMMs come later.
+// Prefill (larger n) runs on tensor cores with 16-bit operands (gemm_tc.cu) by
+// default; with QuantizedMatmul::Exact it dequantizes the weight to F32 in row
+// tiles and calls cuBLAS SGEMM (no TF32), so quantized weights are multiplied
+// exactly as stored, with unquantized activations.
 #include <algorithm>
 #include <utility>
 
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/gemm_tc.cuh"
+#include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 
 namespace corvid::ops::cuda {
 
 namespace {
 
-constexpr int kGemvMaxCols = 8;   // tokens one GEMV pass handles (weights are read once for all)
 constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kDequantTileElems = int64_t{32} << 20;  // F32 tile for the cuBLAS path: 128 MiB
 
@@ -30,13 +34,6 @@ __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-__device__ __forceinline__ float bias_at(const void* bias, DType t, int64_t i) {
-  if (!bias) return 0.0f;
-  if (t == DType::F32) return static_cast<const float*>(bias)[i];
-  const uint16_t v = static_cast<const uint16_t*>(bias)[i];
-  return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
 }
 
 // Dots of one 32-element quantized block (b: its first byte) with x[c][0..32) for every column c.
@@ -197,6 +194,8 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bia
   float* op = out.ptr<float>() + c0 * m;
   const void* bp = bias ? bias->data : nullptr;
   const DType bt = bias ? bias->dtype : DType::F32;
+  const GemvArgs args{xp, w.ptr<uint8_t>(), op, bp, bt, m, k, w.row_bytes(), n};
+  if (gemv_tiled(w.dtype, args, ctx.stream)) return;
   const unsigned grid = blocks_for(m, kWarpsPerBlock);
   const bool is_float = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
   dispatch_weight_dtype(w.dtype, [&](auto tag) {
@@ -214,7 +213,7 @@ void gemv(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bia
 }
 
 // out[n, m] = x[n, k] @ w[m, k]^T through SGEMM on F32 weights (dequantized in row tiles).
-void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out) {
   Context& ctx = context();
   const int64_t n = x.rows(), m = w.rows(), k = w.cols();
   CORVID_CHECK(n <= INT32_MAX && m <= INT32_MAX && k <= INT32_MAX, "CUDA matmul: dimensions exceed cuBLAS int range");
@@ -240,10 +239,12 @@ void gemm_via_f32(const Tensor& x, const Tensor& w, const Tensor& out, const Ten
                                     static_cast<int>(k), &one, wf, static_cast<int>(k), x.ptr<float>(),
                                     static_cast<int>(k), &zero, out.ptr<float>() + r0, static_cast<int>(m)));
   }
-  if (bias) {
-    add_bias_kernel<<<blocks_for(n * m, 256), 256, 0, ctx.stream>>>(out.ptr<float>(), bias->data, bias->dtype, n, m);
-    CORVID_CUDA_LAUNCHED("add_bias_kernel");
-  }
+}
+
+void add_bias(const Tensor& out, const Tensor& bias) {
+  const int64_t n = out.rows(), m = out.cols();
+  add_bias_kernel<<<blocks_for(n * m, 256), 256, 0, context().stream>>>(out.ptr<float>(), bias.data, bias.dtype, n, m);
+  CORVID_CUDA_LAUNCHED("add_bias_kernel");
 }
 
 // The kernels hard-code the GGUF block sizes; a layout change in core/dtype must not go unnoticed.
@@ -271,7 +272,13 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   if (n <= kGemvMaxCols) {
     gemv(x, w, out, bias, 0, static_cast<int>(n));
   } else {
-    gemm_via_f32(x, w, out, bias);
+    // Prompts run on tensor cores (16-bit operands) unless the user asked for exact numerics.
+    if (quantized_matmul() == QuantizedMatmul::Fast && gemm_tensor_cores_supported(x, w)) {
+      gemm_tensor_cores(x, w, out);
+    } else {
+      gemm_via_f32(x, w, out);
+    }
+    if (bias) add_bias(out, *bias);
   }
 }
 

@@ -1,0 +1,17 @@
+// Tensor-core prefill attention (attention_prefill.cu), used by attention for
+// prompt-sized n when ops::quantized_matmul() is Fast. Internal to ops/cuda.
+#pragma once
+
+#include <cstdint>
+
+#include "corvid/core/tensor.h"
+
+namespace corvid::ops::cuda {
+
+// Head sizes and extents the kernel handles (else the fp32 kernel runs).
+bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache);
+// Same contract as ops::attention; positions is the device copy.
+void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
+                       float scale, int64_t window, const Tensor& out);
+
+}  // namespace corvid::ops::cuda

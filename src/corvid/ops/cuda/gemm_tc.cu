@@ -1,0 +1,138 @@
+// Prefill GEMM on tensor cores (QuantizedMatmul::Fast, the default).
+//
+// out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands and fp32 accumulation and
+// output, through cublasGemmEx. The activations are rounded to the weight's 16-bit
+// type once per call (bf16, or f16 for f16 weights so the weights stay exact);
+// bf16/f16 weights are used in place; quantized and F32 weights are decoded into a
+// bf16 row tile first (a GGUF block value has at most 8 significant bits times an
+// f16 scale, so the tile costs little precision and halves the bytes of an F32 one).
+// Rounding the operands to 16 bits is the whole numerical difference from the Exact
+// path (F32 SGEMM): tests/unit/cuda_prefill_test.cc checks the result against a
+// double-precision product of the rounded operands.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "corvid/core/error.h"
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/gemm_tc.cuh"
+#include "corvid/ops/cuda/quant.cuh"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int64_t kTileElems = int64_t{128} << 20;  // bf16 weight tile: 256 MiB
+
+template <class T16>
+__device__ __forceinline__ T16 from_float(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+
+template <class T16>
+__global__ void round_activations_kernel(const float* __restrict__ x, T16* __restrict__ y, int64_t count) {
+  const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (i + 3 < count) {
+    const float4 v = *reinterpret_cast<const float4*>(x + i);
+    y[i] = from_float<T16>(v.x);
+    y[i + 1] = from_float<T16>(v.y);
+    y[i + 2] = from_float<T16>(v.z);
+    y[i + 3] = from_float<T16>(v.w);
+  } else {
+    for (int64_t j = i; j < count; ++j) y[j] = from_float<T16>(x[j]);
+  }
+}
+
+// Decodes a row tile into bf16, eight consecutive values per thread (one 16-byte
+// store). Indices are 32-bit: a tile holds at most kTileElems values, and k is a
+// multiple of 8, so a group of eight never straddles two rows.
+template <DType T>
+__global__ void dequant_bf16_kernel(const uint8_t* __restrict__ w, __nv_bfloat16* __restrict__ dst, uint32_t groups,
+                                    uint32_t groups_per_row, uint32_t row_bytes) {
+  const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= groups) return;
+  const uint32_t r = g / groups_per_row, i0 = (g % groups_per_row) * 8;
+  const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+  __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = __float2bfloat16_rn(element<T>(row, static_cast<int>(i0 + e)));
+  *reinterpret_cast<uint4*>(dst + static_cast<size_t>(g) * 8) = *reinterpret_cast<const uint4*>(v);
+}
+
+// A device buffer owned by this file for the rounded activations (Context::scratch
+// holds the weight tile). Prefill is never recorded into a graph, so it may grow.
+void* activation_buffer(size_t bytes) {
+  static void* buffer = nullptr;
+  static size_t capacity = 0;
+  if (bytes > capacity) {
+    Context& ctx = context();
+    CORVID_CHECK(!ctx.capturing, "CUDA prefill GEMM: cannot grow buffers while recording a graph");
+    ++ctx.generation;
+    if (buffer) {
+      CORVID_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // earlier kernels may still read it
+      CORVID_CUDA_CHECK(cudaFree(buffer));
+      buffer = nullptr;
+    }
+    const size_t rounded = (bytes + (1u << 20) - 1) & ~size_t((1u << 20) - 1);
+    CORVID_CUDA_CHECK(cudaMalloc(&buffer, rounded));
+    capacity = rounded;
+  }
+  return buffer;
+}
+
+}  // namespace
+
+bool gemm_tensor_cores_supported(const Tensor& x, const Tensor& w) {
+  // Row pitches must keep cuBLAS's 16-byte alignment for 16-bit operands.
+  return x.dtype == DType::F32 && w.cols() % 8 == 0 && dispatch_weight_dtype(w.dtype, [](auto) {});
+}
+
+void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
+  Context& ctx = context();
+  const int64_t n = x.rows(), m = w.rows(), k = w.cols();
+  CORVID_CHECK(n <= INT32_MAX && m <= INT32_MAX && k <= INT32_MAX, "CUDA matmul: dimensions exceed cuBLAS int range");
+  const bool f16 = w.dtype == DType::F16;
+  const cudaDataType operand = f16 ? CUDA_R_16F : CUDA_R_16BF;
+
+  void* xr = activation_buffer(static_cast<size_t>(n * k) * 2);
+  const unsigned grid = blocks_for((n * k + 3) / 4, 256);
+  if (f16) {
+    round_activations_kernel<<<grid, 256, 0, ctx.stream>>>(x.ptr<float>(), static_cast<__half*>(xr), n * k);
+  } else {
+    round_activations_kernel<<<grid, 256, 0, ctx.stream>>>(x.ptr<float>(), static_cast<__nv_bfloat16*>(xr), n * k);
+  }
+  CORVID_CUDA_LAUNCHED("round_activations_kernel");
+
+  const bool in_place = w.dtype == DType::F16 || w.dtype == DType::BF16;
+  const int64_t tile_rows = in_place ? m : std::max<int64_t>(1, std::min(m, kTileElems / k));
+  auto* tile = in_place ? nullptr : static_cast<__nv_bfloat16*>(ctx.scratch(static_cast<size_t>(tile_rows * k) * 2));
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t r0 = 0; r0 < m; r0 += tile_rows) {
+    const int64_t rows = std::min(tile_rows, m - r0);
+    const void* wp = nullptr;
+    if (in_place) {
+      wp = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
+    } else {
+      const uint8_t* src = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
+      dispatch_weight_dtype(w.dtype, [&](auto tag) {
+        constexpr DType T = decltype(tag)::value;
+        const auto groups = static_cast<uint32_t>(rows * k / 8);
+        dequant_bf16_kernel<T><<<blocks_for(groups, 256), 256, 0, ctx.stream>>>(
+            src, tile, groups, static_cast<uint32_t>(k / 8), static_cast<uint32_t>(w.row_bytes()));
+        CORVID_CUDA_LAUNCHED("dequant_bf16_kernel");
+      });
+      wp = tile;
+    }
+    // Row-major out[n, m] is column-major out^T [m, n] = W_tile^T-view (k x rows, transposed) * x^T.
+    CORVID_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
+                                     static_cast<int>(k), &one, wp, operand, static_cast<int>(k), xr, operand,
+                                     static_cast<int>(k), &zero, out.ptr<float>() + r0, CUDA_R_32F,
+                                     static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+}  // namespace corvid::ops::cuda

@@ -1,0 +1,14 @@
+// Tensor-core prefill GEMM (gemm_tc.cu), used by matmul for prefill-sized n when
+// ops::quantized_matmul() is Fast. Internal to ops/cuda.
+#pragma once
+
+#include "corvid/core/tensor.h"
+
+namespace corvid::ops::cuda {
+
+// Whether gemm_tensor_cores handles this x/w pair (else use the F32 SGEMM path).
+bool gemm_tensor_cores_supported(const Tensor& x, const Tensor& w);
+// out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands, fp32 accumulation; no bias.
+void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out);
+
+}  // namespace corvid::ops::cuda

@@ -1,0 +1,44 @@
+// Decode GEMV on the GPU (host side, no CUDA device code, so plain C++ such as
+// bench/gemv_bench.cc can include it): out[c, row] = x[c, :] . w[row, :] (+ bias[row])
+// for a few activation rows c < n <= kGemvMaxCols, F32 activations and accumulation.
+// matmul.cu holds the general one-warp-per-row kernels; gemv_tiled.cu the
+// bandwidth-tuned kernels for the formats decode speed depends on.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "corvid/core/dtype.h"
+
+namespace corvid::ops::cuda {
+
+constexpr int kGemvMaxCols = 8;  // tokens one GEMV pass handles (weights are read once for all)
+
+struct GemvArgs {
+  const float* x;     // [n, k], row stride k
+  const uint8_t* w;   // [m] rows of row_bytes each, in the stored format
+  float* out;         // [n, m]
+  const void* bias;   // [m] or null
+  DType bias_dtype;
+  int64_t m, k;
+  size_t row_bytes;
+  int n;              // 1..kGemvMaxCols
+};
+
+// Runs the tiled GEMV when it handles this dtype and layout (F16, BF16, Q8_0, Q4_0,
+// Q4_1, Q4_K, Q6_K; 16-byte aligned rows and x) and returns true; false leaves the
+// call to the general kernels.
+bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
+
+// Which GEMV kernels run, for benchmarks and tests comparing them (set between
+// launches; not thread-safe). Persistent: tiled kernels on a grid of the blocks the GPU
+// holds at once, each streaming several row groups; Tiled: one block per 4-row group;
+// General: the one-warp-per-row kernels for every dtype. Auto (the default): the
+// faster tiled form per format as measured on the H200 (docs/benchmarks.md):
+// persistent for F16/BF16, one block per row group for the block formats.
+enum class GemvKernels { Auto, Persistent, Tiled, General };
+void set_gemv_kernels(GemvKernels k);
+
+}  // namespace corvid::ops::cuda

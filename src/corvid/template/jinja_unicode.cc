@@ -1,0 +1,224 @@
+#include "corvid/template/jinja_unicode.h"
+
+#include <unicode/locid.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+
+namespace corvid::jinja::unicode {
+namespace {
+
+constexpr char32_t kEscapeBase = 0xDC00;  // surrogateescape: byte b <-> U+DC00+b (b >= 0x80)
+
+bool is_escaped_byte(char32_t c) { return c >= 0xDC80 && c <= 0xDCFF; }
+
+// Maps the valid text with `map_run` and keeps escaped bytes as they are.
+template <class Map>
+std::string map_runs(std::string_view utf8, Map map_run) {
+  const std::u32string cps = decode(utf8);
+  std::string out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= cps.size(); ++i) {
+    if (i < cps.size() && !is_escaped_byte(cps[i])) continue;
+    if (i > start) {
+      icu::UnicodeString text = icu::UnicodeString::fromUTF32(
+          reinterpret_cast<const UChar32*>(cps.data() + start), static_cast<int32_t>(i - start));
+      map_run(text);
+      text.toUTF8String(out);
+    }
+    if (i < cps.size()) append(out, cps[i]);
+    start = i + 1;
+  }
+  return out;
+}
+
+// Titlecases the first code point of `word` and lowercases the rest, where the
+// lowercasing sees the whole word (Greek final sigma depends on what precedes).
+void title_word(icu::UnicodeString& word) {
+  if (word.isEmpty()) return;
+  const int32_t first_len = U16_LENGTH(word.char32At(0));
+  icu::UnicodeString first(word, 0, first_len);
+  icu::UnicodeString first_lower(first);
+  first_lower.toLower(icu::Locale::getRoot());
+  icu::UnicodeString rest(word);
+  rest.toLower(icu::Locale::getRoot());
+  rest.remove(0, first_lower.length());
+  first.toTitle(nullptr, icu::Locale::getRoot());
+  word = first + rest;
+}
+
+}  // namespace
+
+std::u32string decode(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    char32_t cp = 0;
+    char32_t min = 0;
+    if (b0 < 0x80) {
+      out.push_back(b0);
+      ++i;
+      continue;
+    } else if ((b0 & 0xE0) == 0xC0) {
+      extra = 1, cp = b0 & 0x1F, min = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+      extra = 2, cp = b0 & 0x0F, min = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+      extra = 3, cp = b0 & 0x07, min = 0x10000;
+    } else {
+      extra = -1;
+    }
+    bool valid = extra > 0 && i + static_cast<std::size_t>(extra) < s.size();
+    for (int k = 1; valid && k <= extra; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) valid = false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) valid = false;
+    if (!valid) {
+      out.push_back(kEscapeBase + b0);
+      ++i;
+      continue;
+    }
+    out.push_back(cp);
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return out;
+}
+
+void append(std::string& out, char32_t c) {
+  if (is_escaped_byte(c)) {
+    out.push_back(static_cast<char>(c - kEscapeBase));
+  } else if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+std::string encode(std::u32string_view cps) {
+  std::string out;
+  out.reserve(cps.size());
+  for (char32_t c : cps) append(out, c);
+  return out;
+}
+
+std::size_t length(std::string_view utf8) {
+  bool ascii = true;
+  for (char c : utf8) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  return ascii ? utf8.size() : decode(utf8).size();
+}
+
+std::string upper(std::string_view s) {
+  return map_runs(s, [](icu::UnicodeString& t) { t.toUpper(icu::Locale::getRoot()); });
+}
+
+std::string lower(std::string_view s) {
+  return map_runs(s, [](icu::UnicodeString& t) { t.toLower(icu::Locale::getRoot()); });
+}
+
+std::string capitalize(std::string_view s) { return map_runs(s, title_word); }
+
+std::string title(std::string_view s) {
+  // Python: a cased character is titlecased when the previous one is uncased,
+  // lowercased otherwise. Each word (titlecased char + the run after it) is
+  // mapped whole so that lowercasing sees its context.
+  const std::u32string cps = decode(s);
+  std::string out;
+  std::size_t i = 0;
+  while (i < cps.size()) {
+    if (!is_cased(cps[i])) {
+      append(out, cps[i++]);
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < cps.size() && is_cased(cps[end - 1]) && is_cased(cps[end])) ++end;
+    out += map_runs(encode(std::u32string_view(cps).substr(i, end - i)), title_word);
+    i = end;
+  }
+  return out;
+}
+
+bool is_space(char32_t c) {
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return true;
+  if (c < 0x80 || is_escaped_byte(c)) return false;
+  if (u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR) return true;
+  const auto bidi = u_charDirection(static_cast<UChar32>(c));
+  return bidi == U_WHITE_SPACE_NEUTRAL || bidi == U_BLOCK_SEPARATOR || bidi == U_SEGMENT_SEPARATOR;
+}
+
+bool is_line_break(char32_t c) {
+  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E ||
+         c == 0x85 || c == 0x2028 || c == 0x2029;
+}
+
+bool is_cased(char32_t c) {
+  return !is_escaped_byte(c) && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_CASED);
+}
+bool is_upper(char32_t c) {
+  return !is_escaped_byte(c) && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_UPPERCASE);
+}
+bool is_lower(char32_t c) {
+  return !is_escaped_byte(c) && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_LOWERCASE);
+}
+
+bool is_alpha(char32_t c) {
+  if (is_escaped_byte(c)) return false;
+  switch (u_charType(static_cast<UChar32>(c))) {
+    case U_UPPERCASE_LETTER:
+    case U_LOWERCASE_LETTER:
+    case U_TITLECASE_LETTER:
+    case U_MODIFIER_LETTER:
+    case U_OTHER_LETTER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_decimal(char32_t c) {
+  return !is_escaped_byte(c) && u_charType(static_cast<UChar32>(c)) == U_DECIMAL_DIGIT_NUMBER;
+}
+
+bool is_digit(char32_t c) {
+  if (is_escaped_byte(c)) return false;
+  const auto type = u_getIntPropertyValue(static_cast<UChar32>(c), UCHAR_NUMERIC_TYPE);
+  return type == U_NT_DECIMAL || type == U_NT_DIGIT;
+}
+
+bool is_numeric(char32_t c) {
+  if (is_escaped_byte(c)) return false;
+  return u_getIntPropertyValue(static_cast<UChar32>(c), UCHAR_NUMERIC_TYPE) != U_NT_NONE;
+}
+
+bool is_printable(char32_t c) {
+  if (c == ' ') return true;
+  if (is_escaped_byte(c)) return false;
+  switch (u_charType(static_cast<UChar32>(c))) {
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:
+    case U_SURROGATE:
+    case U_PRIVATE_USE_CHAR:
+    case U_UNASSIGNED:
+    case U_LINE_SEPARATOR:
+    case U_PARAGRAPH_SEPARATOR:
+    case U_SPACE_SEPARATOR:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace corvid::jinja::unicode

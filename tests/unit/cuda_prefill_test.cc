@@ -1,0 +1,209 @@
+// The Fast-mode prefill kernels on the GPU: the tensor-core GEMM (gemm_tc.cu) and
+// the FlashAttention-style attention (attention_prefill.cu). Runs only in builds
+// with -DCORVID_CUDA=ON and skips when no GPU is present.
+//
+// Tolerances:
+// - GEMM: the only intended difference from the exact product is rounding x and the
+//   decoded weights to 16 bits (bf16; f16 for f16 weights). The result must equal a
+//   float64 product of the rounded operands within 1e-5 x sum|x_i w_i| (fp32
+//   accumulation order), so a wrong tile, row or operand type fails.
+// - attention: q, k, v and the probabilities are rounded to bf16. The result must be
+//   within 1e-2 (relative to max |reference|) of the fp32 kernel (Exact mode) — a
+//   masking or tiling error moves outputs by their own magnitude.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "corvid/core/device.h"
+#include "corvid/core/half.h"
+#include "corvid/ops/ops.h"
+#include "ops_test_util.h"
+
+namespace corvid {
+namespace {
+
+using testing::f32_tensor;
+using testing::make_weight;
+using testing::random_floats;
+using testing::weight_values;
+
+#define SKIP_WITHOUT_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU"
+
+DeviceTensor to_gpu(const Tensor& host) {
+  DeviceTensor d;
+  d.buffer = DeviceBuffer(Device::CUDA, host.nbytes());
+  d.tensor = host;
+  d.tensor.device = Device::CUDA;
+  d.tensor.data = d.buffer.data();
+  copy_tensor(d.tensor, host);
+  return d;
+}
+
+std::vector<float> to_host(const Tensor& dev) {
+  std::vector<float> out(static_cast<size_t>(dev.numel()));
+  Tensor h = dev;
+  h.device = Device::CPU;
+  h.data = out.data();
+  copy_tensor(h, dev);
+  return out;
+}
+
+// Sets the process-wide numerics for one scope.
+struct NumericsScope {
+  explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
+  ~NumericsScope() { ops::set_quantized_matmul(ops::QuantizedMatmul::Fast); }
+};
+
+float round16(float v, bool f16) { return f16 ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v)); }
+
+TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope fast(ops::QuantizedMatmul::Fast);
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
+    for (int64_t n : {16, 67}) {
+      const int64_t m = 77, k = 512;
+      OwnedTensor w = make_weight(t, m, k, random_floats(static_cast<size_t>(m * k), 21));
+      const auto xv = random_floats(static_cast<size_t>(n * k), 22);
+      const auto bv = random_floats(static_cast<size_t>(m), 23);
+      OwnedTensor x = f32_tensor({n, k}, xv), bias = f32_tensor({m}, bv);
+      DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor), gb = to_gpu(bias.tensor);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
+      ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
+      const auto got = to_host(g_out.tensor);
+      const bool f16 = t == DType::F16;
+      const auto wv = weight_values(w.tensor);
+      double worst = 0;
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < m; ++c) {
+          double sum = 0, mag = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            const double p = static_cast<double>(round16(xv[static_cast<size_t>(r * k + i)], f16)) *
+                             round16(wv[static_cast<size_t>(c * k + i)], f16);
+            sum += p;
+            mag += std::abs(p);
+          }
+          sum += bv[static_cast<size_t>(c)];
+          const double err = std::abs(got[static_cast<size_t>(r * m + c)] - sum) / (mag + 1e-30);
+          worst = std::max(worst, err);
+          ASSERT_LE(err, 1e-5) << dtype_name(t) << " n=" << n << " row " << r << " col " << c;
+        }
+      std::printf("cuda prefill gemm %-5s n=%-3lld max err / sum|x w| = %.3g\n", std::string(dtype_name(t)).c_str(),
+                  static_cast<long long>(n), worst);
+    }
+  }
+}
+
+struct AttentionCase {
+  const char* name;
+  int64_t capacity;
+  std::vector<int32_t> positions;
+};
+
+std::vector<int32_t> range(int32_t first, int32_t count) {
+  std::vector<int32_t> v(static_cast<size_t>(count));
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
+  SKIP_WITHOUT_GPU();
+  std::vector<AttentionCase> cases = {
+      {"prompt 0..149", 150, range(0, 150)},
+      {"chunk 100..299 after a cached prefix", 300, range(100, 200)},
+      {"one tile, 16 queries", 16, range(0, 16)},
+  };
+  std::vector<int32_t> shuffled = range(0, 97);
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(5));
+  cases.push_back({"shuffled positions", 97, shuffled});
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t window : {0, 40}) {
+      for (const AttentionCase& c : cases) {
+        const int64_t n = static_cast<int64_t>(c.positions.size()), n_heads = 8, n_kv = 2, cap = c.capacity;
+        OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), 31));
+        OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 32));
+        OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 33));
+        DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+        DeviceTensor exact_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
+        DeviceTensor fast_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        {
+          NumericsScope exact(ops::QuantizedMatmul::Exact);
+          ops::attention(gq.tensor, gk.tensor, gv.tensor, c.positions, scale, window, exact_out.tensor);
+        }
+        ops::attention(gq.tensor, gk.tensor, gv.tensor, c.positions, scale, window, fast_out.tensor);
+        const auto ref = to_host(exact_out.tensor), got = to_host(fast_out.tensor);
+        double diff = 0, mag = 1e-30;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_TRUE(std::isfinite(got[i])) << c.name;
+          diff = std::max(diff, std::abs(static_cast<double>(got[i]) - ref[i]));
+          mag = std::max(mag, std::abs(static_cast<double>(ref[i])));
+        }
+        std::printf("cuda prefill attention d=%lld window=%lld %-38s rel err %.3g\n", static_cast<long long>(head_dim),
+                    static_cast<long long>(window), c.name, diff / mag);
+        EXPECT_LE(diff / mag, 1e-2) << c.name << " head_dim " << head_dim << " window " << window;
+      }
+    }
+  }
+}
+
+// Decode attention splits a head's keys over several blocks once the cache is long;
+// fp32 throughout, so it must equal the CPU within 1e-5 (relative to max |cpu|).
+TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t head_dim : {64, 128}) {
+    for (int64_t window : {0, 300}) {
+      const int64_t cap = 2000, n_heads = 8, n_kv = 2;
+      const std::vector<int32_t> positions = {0, 5, 700, 1999};
+      const int64_t n = static_cast<int64_t>(positions.size());
+      OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), 41));
+      OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 42));
+      OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 43));
+      OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
+      DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
+      ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
+      const auto got = to_host(g_out.tensor);
+      double diff = 0, mag = 1e-30;
+      for (size_t i = 0; i < got.size(); ++i) {
+        diff = std::max(diff, std::abs(static_cast<double>(got[i]) - cpu_out.ptr<float>()[i]));
+        mag = std::max(mag, std::abs(static_cast<double>(cpu_out.ptr<float>()[i])));
+      }
+      EXPECT_LE(diff / mag, 1e-5) << "head_dim " << head_dim << " window " << window;
+    }
+  }
+}
+
+// The fused residual add + norm of the decode step equals the CPU's add then rms_norm
+// (fp32, same formula): 1e-5 relative, for x and for the normed output.
+TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t rows = 3, cols = 4096;
+  const auto xv = random_floats(static_cast<size_t>(rows * cols), 51), yv = random_floats(static_cast<size_t>(rows * cols), 52);
+  OwnedTensor x = f32_tensor({rows, cols}, xv), y = f32_tensor({rows, cols}, yv);
+  OwnedTensor w = f32_tensor({cols}, random_floats(static_cast<size_t>(cols), 53)), out(DType::F32, {rows, cols});
+  DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w.tensor), gout(Device::CUDA, DType::F32, {rows, cols});
+  ops::add_rms_norm(x.tensor, y.tensor, w.tensor, 1e-5f, out.tensor);
+  ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, gout.tensor);
+  for (auto [dev, host] : {std::pair{&gx, &x}, std::pair{&gout, &out}}) {
+    const auto got = to_host(dev->tensor);
+    double diff = 0, mag = 1e-30;
+    for (size_t i = 0; i < got.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(got[i]) - host->ptr<float>()[i]));
+      mag = std::max(mag, std::abs(static_cast<double>(host->ptr<float>()[i])));
+    }
+    EXPECT_LE(diff / mag, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace corvid
