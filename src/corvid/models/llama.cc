@@ -156,12 +156,11 @@ static Tensor rows_of(const DeviceTensor& t, int64_t n) {
   return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data, t.tensor.device);
 }
 
-void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
-                                 int64_t n) {
+LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t> positions, int64_t n) {
   const ModelConfig& c = config_;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n), attn = rows_of(ws_.attn, n);
+  Tensor h = rows_of(ws_.h, n);
   Tensor q = rows_of(ws_.q, n), k = rows_of(ws_.k, n), v = rows_of(ws_.v, n);
   if (n == 1 && L.qkv_proj.data) {
     // One token: q, k and v are consecutive slices of one GEMV's output row.
@@ -179,20 +178,33 @@ void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const 
   if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, eps, k_heads);
   ops::rope(q_heads, positions, rope_);
   ops::rope(k_heads, positions, rope_);
+  return {q, k, v};
+}
 
+void LlamaModel::finish_attention(const Layer& L, int64_t n) {
+  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n), attn = rows_of(ws_.attn, n);
+  ops::matmul(attn, L.o_proj, h);
+  ops::add_rms_norm(x, h, L.post_attention_norm, static_cast<float>(config_.rms_norm_eps), h);
+}
+
+void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
+                                 int64_t n) {
+  const ModelConfig& c = config_;
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  const Qkv qkv = project_qkv(L, positions, n);
   const Tensor& k_cache = kv.keys(index);
   const Tensor& v_cache = kv.values(index);
   // Positions were checked against the capacity in forward(). The device places the rows
   // itself, so a recorded step writes at the replayed step's position.
   const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
   DeviceBackend& backend = device_backend(device_);
-  backend.scatter_rows(k_cache.data, k.data, row_bytes, positions);
-  backend.scatter_rows(v_cache.data, v.data, row_bytes, positions);
+  backend.scatter_rows(k_cache.data, qkv.k.data, row_bytes, positions);
+  backend.scatter_rows(v_cache.data, qkv.v.data, row_bytes, positions);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
-  ops::attention(q_heads, k_cache, v_cache, positions, scale, window, attn.reshaped({n, Hq, D}));
-  ops::matmul(attn, L.o_proj, h);
-  ops::add_rms_norm(x, h, L.post_attention_norm, eps, h);
+  ops::attention(qkv.q.reshaped({n, Hq, D}), k_cache, v_cache, positions, scale, window,
+                 rows_of(ws_.attn, n).reshaped({n, Hq, D}));
+  finish_attention(L, n);
 }
 
 void LlamaModel::mlp_block(const Layer& L, int64_t n, const Tensor* next_norm) {
@@ -312,6 +324,103 @@ void LlamaModel::run_recorded(std::span<const int32_t> tokens, std::span<const i
     recording_.id = backend.end_capture();
   }
   backend.replay(recording_.id);
+}
+
+Tensor LlamaModel::logits_target(const Tensor& logits, int64_t n_out) {
+  if (logits.device == device_) return logits;
+  if (!ws_.logits.buffer.data() || ws_.logits.tensor.rows() < n_out) {
+    ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
+    ++ws_.generation;
+  }
+  return rows_of(ws_.logits, n_out);
+}
+
+void LlamaModel::output_rows(std::span<const int64_t> rows, const Tensor& out) {
+  const int64_t n_out = static_cast<int64_t>(rows.size()), H = config_.hidden_size;
+  // Gather the wanted rows of x into h, then norm them back into the front of x (free by now).
+  const size_t row_bytes = static_cast<size_t>(H) * sizeof(float);
+  for (int64_t i = 0; i < n_out; ++i) {
+    copy_bytes(ws_.h.tensor.row(i), device_, ws_.x.tensor.row(rows[static_cast<size_t>(i)]), device_, row_bytes);
+  }
+  Tensor gathered = rows_of(ws_.h, n_out), normed = rows_of(ws_.x, n_out);
+  ops::rms_norm(gathered, final_norm_, static_cast<float>(config_.rms_norm_eps), normed);
+  ops::matmul(normed, lm_head_, out);
+}
+
+void LlamaModel::forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits) {
+  const ModelConfig& c = config_;
+  CORVID_CHECK(!batch.empty(), "forward_batch: empty batch");
+  CORVID_CHECK(pool.device() == device_, "forward_batch: KV pool on ", device_name(pool.device()), " for a model on ",
+               device_name(device_));
+  CORVID_CHECK(pool.num_layers() == c.num_hidden_layers && pool.keys(0).dim(1) == c.num_key_value_heads &&
+                   pool.keys(0).dim(2) == c.head_dim,
+               "forward_batch: the KV pool was made for another model shape");
+  const int64_t bs = pool.block_size();
+  BatchScratch& b = batch_;
+  b.tokens.clear();
+  b.positions.clear();
+  b.slots.clear();
+  b.query_seq.clear();
+  b.logit_rows.clear();
+  size_t max_blocks = 1;
+  for (const BatchSequence& seq : batch) max_blocks = std::max(max_blocks, seq.block_table.size());
+  b.tables.assign(batch.size() * max_blocks, 0);
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const BatchSequence& seq = batch[s];
+    const int64_t n = static_cast<int64_t>(seq.tokens.size());
+    CORVID_CHECK(n > 0 && seq.start >= 0, "forward_batch: sequence ", s, " has no tokens or a negative start");
+    CORVID_CHECK(static_cast<int64_t>(seq.block_table.size()) * bs >= seq.start + n, "forward_batch: sequence ", s,
+                 " has ", seq.block_table.size(), " blocks of ", bs, " for ", seq.start + n, " positions");
+    for (size_t i = 0; i < seq.block_table.size(); ++i) {
+      const int32_t block = seq.block_table[i];
+      CORVID_CHECK(block >= 0 && block < pool.num_blocks(), "forward_batch: sequence ", s, " names block ", block,
+                   ", outside the pool of ", pool.num_blocks());
+      b.tables[s * max_blocks + i] = block;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t t = seq.tokens[static_cast<size_t>(i)];
+      CORVID_CHECK(t >= 0 && t < c.vocab_size, "forward_batch: token id ", t, " is outside the vocabulary (",
+                   c.vocab_size, ")");
+      const int64_t pos = seq.start + i;
+      b.tokens.push_back(t);
+      b.positions.push_back(static_cast<int32_t>(pos));
+      b.slots.push_back(static_cast<int32_t>(seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs));
+      b.query_seq.push_back(static_cast<int32_t>(s));
+    }
+    if (seq.logits) b.logit_rows.push_back(static_cast<int64_t>(b.tokens.size()) - 1);
+  }
+  const int64_t n = static_cast<int64_t>(b.tokens.size()), n_out = static_cast<int64_t>(b.logit_rows.size());
+  CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == n_out && logits.cols() == c.vocab_size,
+               "forward_batch: logits must be F32 [", n_out, ", ", c.vocab_size, "]");
+  CORVID_CHECK(logits.device == Device::CPU || logits.device == device_, "forward_batch: logits on ",
+               device_name(logits.device), " for a model on ", device_name(device_));
+  ensure_workspace(n);
+
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const int64_t window = c.sliding_window.value_or(0);
+  const ops::PagedKV paged{bs, b.tables, static_cast<int64_t>(max_blocks), b.query_seq};
+  DeviceBackend& backend = device_backend(device_);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  ops::embedding(embed_tokens_, b.tokens, rows_of(ws_.x, n));
+  ops::rms_norm(rows_of(ws_.x, n), layers_[0].input_norm, eps, rows_of(ws_.h, n));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    const Qkv qkv = project_qkv(L, b.positions, n);
+    const Tensor& k_pool = pool.keys(static_cast<int64_t>(l));
+    const Tensor& v_pool = pool.values(static_cast<int64_t>(l));
+    backend.scatter_rows(k_pool.data, qkv.k.data, row_bytes, b.slots);
+    backend.scatter_rows(v_pool.data, qkv.v.data, row_bytes, b.slots);
+    ops::paged_attention(qkv.q.reshaped({n, Hq, D}), k_pool, v_pool, paged, b.positions, scale, window,
+                         rows_of(ws_.attn, n).reshaped({n, Hq, D}));
+    finish_attention(L, n);
+    mlp_block(L, n, l + 1 < layers_.size() ? &layers_[l + 1].input_norm : nullptr);
+  }
+  if (n_out == 0) return;
+  const Tensor out = logits_target(logits, n_out);
+  output_rows(b.logit_rows, out);
+  if (out.data != logits.data) copy_tensor(logits, out);
 }
 
 int64_t LlamaModel::weight_bytes_per_token() const {

@@ -13,10 +13,19 @@
 #include "corvid/core/device.h"
 #include "corvid/formats/model_config.h"
 #include "corvid/formats/weights.h"
+#include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid {
+
+// One sequence's share of a batched step (LlamaModel::forward_batch).
+struct BatchSequence {
+  std::span<const int32_t> tokens;       // the new tokens: a prefill chunk or one decode token
+  int32_t start = 0;                     // position of tokens[0]; earlier positions are in the pool
+  std::span<const int32_t> block_table;  // its blocks, covering positions [0, start + tokens.size())
+  bool logits = false;                   // compute logits for its last token
+};
 
 class LlamaModel {
  public:
@@ -37,6 +46,14 @@ class LlamaModel {
   // the host or on the model's device (host logits are copied back from the device).
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                const Tensor& logits, bool all_logits);
+
+  // One step over many sequences of different lengths (prefill chunks and decode tokens
+  // together): every matmul runs over the concatenated tokens, attention runs per token
+  // over its own sequence's blocks in `pool` (keys and values of the new tokens are
+  // written there first). logits: F32 [number of sequences with logits set, vocab], in
+  // batch order, on the host or the model's device. On the CPU a sequence gets the same
+  // bits as forward() gives it alone (matmul and attention are batch invariant).
+  void forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits);
 
   // On a device that can record work (CUDA graphs), single-token forwards after the
   // first are recorded once and replayed (same kernels, same results; far fewer launches).
@@ -87,6 +104,19 @@ class LlamaModel {
   // Both expect ws_.h = the block's input norm of ws_.x and end with the residual add,
   // fused with the next norm (next_norm; none after the last layer) into ws_.h.
   void attention_block(const Layer& layer, int64_t index, std::span<const int32_t> positions, KVCache& kv, int64_t n);
+  // The two halves of attention_block around the KV cache (shared with forward_batch):
+  // q/k/v projections (one fused GEMV for a single token when possible), q/k norms and
+  // RoPE, returning q [n, Hq*D], k and v [n, Hkv*D] views; then the output projection
+  // and the residual add fused with the post-attention norm into ws_.h.
+  struct Qkv {
+    Tensor q, k, v;
+  };
+  Qkv project_qkv(const Layer& layer, std::span<const int32_t> positions, int64_t n);
+  void finish_attention(const Layer& layer, int64_t n);
+  // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
+  Tensor logits_target(const Tensor& logits, int64_t n_out);
+  // The final norm and output matrix over hidden rows `rows` of ws_.x, into out [rows.size(), vocab].
+  void output_rows(std::span<const int64_t> rows, const Tensor& out);
   void mlp_block(const Layer& layer, int64_t n, const Tensor* next_norm);
 
   ModelConfig config_;
@@ -97,6 +127,10 @@ class LlamaModel {
   std::vector<Layer> layers_;
   Workspace ws_;
   StepRecording recording_;
+  struct BatchScratch {  // host inputs of forward_batch, reused between steps
+    std::vector<int32_t> tokens, positions, slots, query_seq, tables;
+    std::vector<int64_t> logit_rows;
+  } batch_;
   bool record_steps_ = true;
   bool warm_ = false;  // a forward has run: constant inputs (RoPE tables) are on the device
 };

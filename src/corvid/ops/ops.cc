@@ -204,6 +204,52 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
 }
 
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
+  const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});
+  CORVID_CHECK(device == Device::CPU, "ops::paged_attention: not implemented on CUDA yet");
+  check_f32("paged_attention", "q", q);
+  check_f32("paged_attention", "k_pool", k_pool);
+  check_f32("paged_attention", "v_pool", v_pool);
+  check_f32("paged_attention", "out", out);
+  CORVID_CHECK(q.ndim == 3, "ops::paged_attention: q must be [n, n_heads, head_dim], got ", q.shape_str());
+  CORVID_CHECK(k_pool.ndim == 3 && v_pool.ndim == 3 && k_pool.shape == v_pool.shape, "ops::paged_attention: k_pool ",
+               k_pool.shape_str(), " and v_pool ", v_pool.shape_str(), " must both be [slots, n_kv_heads, head_dim]");
+  CORVID_CHECK(k_pool.dim(2) == q.dim(2), "ops::paged_attention: head_dim of q ", q.shape_str(), " and pool ",
+               k_pool.shape_str(), " differ");
+  CORVID_CHECK(k_pool.dim(1) > 0 && q.dim(1) % k_pool.dim(1) == 0, "ops::paged_attention: ", q.dim(1),
+               " query heads are not a multiple of ", k_pool.dim(1), " kv heads");
+  CORVID_CHECK(out.ndim == 3 && out.shape == q.shape, "ops::paged_attention: out ", out.shape_str(),
+               " must match q ", q.shape_str());
+  CORVID_CHECK(!overlaps(q, out), "ops::paged_attention: out must not alias q");
+  const int64_t bs = paged.block_size;
+  CORVID_CHECK(bs > 0 && k_pool.dim(0) % bs == 0, "ops::paged_attention: pool of ", k_pool.dim(0),
+               " rows is not a whole number of ", bs, "-position blocks");
+  const int64_t num_blocks = k_pool.dim(0) / bs;
+  CORVID_CHECK(paged.max_blocks > 0 && static_cast<int64_t>(paged.block_tables.size()) % paged.max_blocks == 0,
+               "ops::paged_attention: ", paged.block_tables.size(), " block table entries are not rows of ",
+               paged.max_blocks);
+  const int64_t n_seqs = static_cast<int64_t>(paged.block_tables.size()) / paged.max_blocks;
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == q.dim(0) &&
+                   static_cast<int64_t>(paged.query_seq.size()) == q.dim(0),
+               "ops::paged_attention: ", positions.size(), " positions and ", paged.query_seq.size(),
+               " sequence indices for ", q.dim(0), " queries");
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int64_t seq = paged.query_seq[i], pos = positions[i];
+    CORVID_CHECK(seq >= 0 && seq < n_seqs, "ops::paged_attention: query ", i, " names sequence ", seq, " of ", n_seqs);
+    CORVID_CHECK(pos >= 0 && pos / bs < paged.max_blocks, "ops::paged_attention: position ", pos,
+                 " outside the block table (", paged.max_blocks, " blocks of ", bs, ")");
+    const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) / bs : 0;
+    for (int64_t b = first; b <= pos / bs; ++b) {
+      const int32_t block = paged.block_tables[static_cast<size_t>(seq * paged.max_blocks + b)];
+      CORVID_CHECK(block >= 0 && block < num_blocks, "ops::paged_attention: sequence ", seq, " block ", b, " is ",
+                   block, ", outside the pool of ", num_blocks, " blocks");
+    }
+  }
+  if (q.numel() == 0) return;
+  cpu::paged_attention(q, k_pool, v_pool, paged, positions, scale, window, out);
+}
+
 void softmax(const Tensor& x) {
   const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);

@@ -71,6 +71,26 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 
+// Where each query's keys and values live in a paged KV cache (see paged_attention).
+struct PagedKV {
+  int64_t block_size = 0;                  // positions per block
+  std::span<const int32_t> block_tables;   // [n_seqs, max_blocks] row-major: row s = sequence s's blocks
+  int64_t max_blocks = 0;                  // row length of block_tables
+  std::span<const int32_t> query_seq;      // [n]: the sequence (row of block_tables) of each query
+};
+
+// Causal grouped-query attention of n queries from many sequences over a paged KV cache:
+// the same contract and the same bits as attention(), except that position p of query
+// i's sequence (table T = its row of block_tables) lives in pool row
+// T[p / block_size] * block_size + p % block_size.
+//   q               [n, n_heads, head_dim]                           F32
+//   k_pool, v_pool  [num_blocks * block_size, n_kv_heads, head_dim]  F32
+//   out             [n, n_heads, head_dim]                           F32
+// Every table entry a query reads (its window's blocks) must be a block of the pool.
+// CPU only for now (CUDA tensors: an Error).
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+
 // Softmax over the innermost dim, in place (F32).
 void softmax(const Tensor& x);
 

@@ -21,6 +21,8 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
 
 // Tests: make matmul use the scalar reference kernels instead of SIMD.

@@ -1,0 +1,397 @@
+#include "corvid/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "corvid/core/error.h"
+
+namespace corvid {
+
+namespace {
+
+// Prompt ids fed to the detokenizer as context, so the first generated word decodes
+// as a continuation (a SentencePiece decoder strips the leading space of a text's start).
+constexpr size_t kDetokenizerContext = 4;
+constexpr int kMaxTopLogprobs = 20;
+
+// The longest suffix of `text` that is the beginning of some stop string (and so may
+// still become one): that much text must be held back.
+size_t stop_prefix_suffix(const std::string& text, const std::vector<std::string>& stops) {
+  size_t keep = 0;
+  for (const std::string& stop : stops) {
+    for (size_t k = std::min(stop.size() - 1, text.size()); k > keep; --k) {
+      if (text.compare(text.size() - k, k, stop, 0, k) == 0) {
+        keep = k;
+        break;
+      }
+    }
+  }
+  return keep;
+}
+
+}  // namespace
+
+struct Engine::Active {
+  Active(GenerationRequest req, const Tokenizer* tokenizer)
+      : request(std::move(req)), sampler(request.sampling) {
+    if (tokenizer) {
+      detokenizer.emplace(*tokenizer, request.skip_special_tokens);
+      const size_t context = std::min(kDetokenizerContext, request.prompt.size());
+      detokenizer->prime(std::span<const int32_t>(request.prompt.data() + request.prompt.size() - context, context));
+    }
+    seq.prompt_len = static_cast<int64_t>(request.prompt.size());
+    seq.tokens = request.prompt;
+    if (!request.on_event) queue = std::make_shared<EventQueue>();
+  }
+
+  int64_t id = 0;
+  GenerationRequest request;
+  Sampler sampler;
+  Sequence seq;
+  std::optional<StreamingDetokenizer> detokenizer;
+  std::string held;  // decoded text not yet returned: it may be the start of a stop string
+  std::vector<int32_t> stop_ids;
+  std::shared_ptr<EventQueue> queue;
+  int64_t generated = 0;
+  bool done = false;
+};
+
+Engine::Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig& config)
+    : model_(model), tokenizer_(tokenizer), config_(config) {
+  const ModelConfig& mc = model.config();
+  CORVID_CHECK(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
+  CORVID_CHECK(config.max_waiting > 0, "engine: max_waiting must be positive, got ", config.max_waiting);
+  config.scheduler.validate();
+  const int64_t blocks = config.num_blocks > 0
+                             ? config.num_blocks
+                             : BlockPool::blocks_for_budget(mc, config.block_size, config.kv_cache_bytes);
+  CORVID_CHECK(blocks > 0, "engine: a KV cache budget of ", config.kv_cache_bytes,
+               " bytes holds no block (one block of ", config.block_size, " positions takes ",
+               BlockPool::bytes_per_block(mc, config.block_size), " bytes)");
+  pool_ = std::make_unique<BlockPool>(mc, config.block_size, blocks, model.device());
+  cache_ = std::make_unique<PrefixCache>(*pool_, config.enable_prefix_caching);
+  scheduler_ = std::make_unique<Scheduler>(*cache_, config.scheduler);
+  max_model_len_ = config.max_model_len > 0 ? config.max_model_len : mc.max_position_embeddings;
+  if (max_model_len_ <= 0) max_model_len_ = blocks * config.block_size;
+  if (tokenizer) {
+    eos_ids_ = tokenizer->eos_ids();
+  } else {
+    for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
+  }
+  stats_.blocks_total = blocks;
+  thread_ = std::thread(&Engine::loop, this);
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::validate(const GenerationRequest& r) const {
+  using Reason = RequestRejected::Reason;
+  const int64_t vocab = model_.config().vocab_size;
+  auto invalid = [](auto&&... parts) {
+    std::ostringstream out;
+    (out << ... << parts);
+    throw RequestRejected(Reason::Invalid, out.str());
+  };
+  if (r.prompt.empty()) invalid("the prompt is empty");
+  for (int32_t id : r.prompt)
+    if (id < 0 || id >= vocab) invalid("prompt token id ", id, " is outside the vocabulary (", vocab, " tokens)");
+  for (int32_t id : r.stop_token_ids)
+    if (id < 0 || id >= vocab) invalid("stop token id ", id, " is outside the vocabulary (", vocab, " tokens)");
+  if (r.max_tokens < 1) invalid("max_tokens must be at least 1, got ", r.max_tokens);
+  if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs)
+    invalid("top_logprobs must be in [0, ", kMaxTopLogprobs, "], got ", r.top_logprobs);
+  for (const std::string& s : r.stop)
+    if (s.empty()) invalid("stop strings must not be empty");
+  if (!r.stop.empty() && !tokenizer_) invalid("stop strings need a tokenizer");
+  try {
+    r.sampling.validate();
+  } catch (const Error& e) {
+    invalid(e.what());
+  }
+  const int64_t prompt = static_cast<int64_t>(r.prompt.size()), total = prompt + r.max_tokens;
+  if (total > max_model_len_) {
+    throw RequestRejected(Reason::TooLong, "this request needs " + std::to_string(total) + " tokens (" +
+                                               std::to_string(prompt) + " in the prompt + " +
+                                               std::to_string(r.max_tokens) + " max_tokens), more than the model's " +
+                                               "maximum context length of " + std::to_string(max_model_len_) +
+                                               " tokens (max_model_len)");
+  }
+  const int64_t capacity = pool_->num_blocks() * pool_->block_size();
+  if (total > capacity) {
+    throw RequestRejected(Reason::TooLong, "this request needs " + std::to_string(total) + " tokens (" +
+                                               std::to_string(prompt) + " in the prompt + " +
+                                               std::to_string(r.max_tokens) + " max_tokens) of KV cache, more than " +
+                                               "the " + std::to_string(capacity) +
+                                               " tokens the KV cache holds (raise --kv-cache-gb)");
+  }
+}
+
+RequestHandle Engine::submit(GenerationRequest request) {
+  validate(request);
+  std::unique_ptr<Active> active;
+  try {
+    active = std::make_unique<Active>(std::move(request), tokenizer_);
+  } catch (const Error& e) {
+    throw RequestRejected(RequestRejected::Reason::Invalid, e.what());
+  }
+  active->stop_ids = active->request.stop_token_ids;
+  if (!active->request.ignore_eos) active->stop_ids.insert(active->stop_ids.end(), eos_ids_.begin(), eos_ids_.end());
+  std::shared_ptr<EventQueue> queue = active->queue;
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw RequestRejected(RequestRejected::Reason::Unavailable, "the engine is shutting down");
+    const int64_t queued = static_cast<int64_t>(inbox_.size()) + stats_.waiting;
+    if (queued >= config_.max_waiting) {
+      throw RequestRejected(RequestRejected::Reason::QueueFull,
+                            "the waiting queue is full (" + std::to_string(config_.max_waiting) +
+                                " requests); try again later");
+    }
+    id = next_id_++;
+    active->id = id;
+    active->seq.id = id;
+    inbox_.push_back(std::move(active));
+  }
+  wake_.notify_all();
+  return RequestHandle(id, std::move(queue));
+}
+
+void Engine::cancel(int64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancels_.push_back(request_id);
+  }
+  wake_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineStats s = stats_;
+  s.waiting += static_cast<int64_t>(inbox_.size());
+  return s;
+}
+
+void Engine::publish_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.running = scheduler_->num_running();
+  stats_.waiting = scheduler_->num_waiting();
+  stats_.blocks_used = pool_->num_referenced();
+  stats_.blocks_cached = cache_->num_cached();
+  stats_.prefix_cache_queries = cache_->query_tokens();
+  stats_.prefix_cache_hits = cache_->hit_tokens();
+  stats_.prompt_tokens = prompt_tokens_;
+  stats_.generation_tokens = generation_tokens_;
+  stats_.requests_finished = finished_;
+  stats_.preemptions = scheduler_->num_preemptions();
+  stats_.steps = steps_;
+}
+
+void Engine::emit(Active& active, RequestEvent event) {
+  event.request_id = active.id;
+  if (active.queue) {
+    active.queue->push(std::move(event));
+    return;
+  }
+  try {
+    active.request.on_event(event);
+  } catch (...) {
+    // A failing callback must not take the engine down; the request is dropped.
+    active.request.on_event = [](const RequestEvent&) {};
+    if (!active.done) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      cancels_.push_back(active.id);
+    }
+  }
+}
+
+void Engine::finish(Active& active, FinishReason reason, RequestEvent event, const std::string& error) {
+  if (active.done) return;
+  active.done = true;
+  event.finish = reason;
+  event.error = error;
+  event.prompt_tokens = active.seq.prompt_len;
+  event.completion_tokens = active.generated;
+  event.cached_tokens = std::max<int64_t>(0, active.seq.cached_tokens);
+  scheduler_->remove(&active.seq);
+  ++finished_;
+  publish_stats();  // a client that sees the end sees its blocks released
+  emit(active, std::move(event));
+}
+
+void Engine::admit_new_requests() {
+  std::vector<std::unique_ptr<Active>> arrived;
+  std::vector<int64_t> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    arrived.swap(inbox_);
+    cancelled.swap(cancels_);
+    stats_.waiting += static_cast<int64_t>(arrived.size());  // keeps submit's queue bound exact until published
+  }
+  for (auto& active : arrived) {
+    prompt_tokens_ += active->seq.prompt_len;
+    scheduler_->add(&active->seq);
+    const int64_t id = active->id;
+    active_.emplace(id, std::move(active));
+  }
+  for (int64_t id : cancelled) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    finish(*it->second, FinishReason::Cancelled, RequestEvent{});
+    active_.erase(it);
+  }
+}
+
+void Engine::loop() {
+  while (true) {
+    bool stopping = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !active_.empty(); });
+      stopping = stopping_;
+    }
+    admit_new_requests();
+    if (stopping) {
+      for (auto& [id, active] : active_) finish(*active, FinishReason::Cancelled, RequestEvent{});
+      active_.clear();
+      publish_stats();
+      return;
+    }
+    if (active_.empty()) {
+      publish_stats();
+      continue;
+    }
+    const StepPlan plan = scheduler_->schedule();
+    publish_stats();
+    if (plan.empty()) {
+      // Cannot happen with admission's limits (a lone request always fits); fail loudly, never spin.
+      for (auto& [id, active] : active_) {
+        finish(*active, FinishReason::Error, RequestEvent{}, "internal error: the scheduler found nothing to run");
+      }
+      active_.clear();
+    } else {
+      run_step(plan);
+      ++steps_;
+    }
+    publish_stats();
+  }
+}
+
+void Engine::run_step(const StepPlan& plan) {
+  const int64_t vocab = model_.config().vocab_size;
+  batch_.clear();
+  int64_t n_out = 0;
+  for (const ScheduledChunk& c : plan.chunks) {
+    batch_.push_back({std::span<const int32_t>(c.seq->tokens.data() + c.start, static_cast<size_t>(c.n)),
+                      static_cast<int32_t>(c.start), c.seq->blocks, c.sample});
+    n_out += c.sample;
+  }
+  logits_.resize(static_cast<size_t>(n_out * vocab));
+  try {
+    model_.forward_batch(batch_, *pool_, Tensor(DType::F32, {n_out, vocab}, logits_.data(), Device::CPU));
+  } catch (const std::exception& e) {
+    // The step failed as a whole: every sequence in it ends with the error.
+    for (const ScheduledChunk& c : plan.chunks) {
+      auto it = active_.find(c.seq->id);
+      finish(*it->second, FinishReason::Error, RequestEvent{}, e.what());
+      active_.erase(it);
+    }
+    return;
+  }
+  scheduler_->commit(plan);
+  int64_t row = 0;
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (!c.sample) continue;
+    Active& active = *active_.at(c.seq->id);
+    float* logits = logits_.data() + row++ * vocab;
+    try {
+      on_sampled(active, logits);
+    } catch (const std::exception& e) {
+      finish(active, FinishReason::Error, RequestEvent{}, e.what());
+    }
+  }
+  for (const ScheduledChunk& c : plan.chunks) {
+    auto it = active_.find(c.seq->id);
+    if (it != active_.end() && it->second->done) active_.erase(it);
+  }
+}
+
+void Engine::on_sampled(Active& active, float* logits) {
+  const GenerationRequest& r = active.request;
+  const int64_t vocab = model_.config().vocab_size;
+  const bool want_logprobs = r.logprobs || r.top_logprobs > 0;
+  if (want_logprobs) logprob_scratch_.assign(logits, logits + vocab);  // the sampler rewrites logits
+
+  Sequence& seq = active.seq;
+  const std::span<const int32_t> prompt(seq.tokens.data(), static_cast<size_t>(seq.prompt_len));
+  const std::span<const int32_t> output(seq.tokens.data() + seq.prompt_len, seq.tokens.size() - prompt.size());
+  const int32_t token = active.sampler.sample(std::span<float>(logits, static_cast<size_t>(vocab)), prompt, output);
+  seq.tokens.push_back(token);
+  ++active.generated;
+  ++generation_tokens_;
+
+  RequestEvent event;
+  event.token_ids.push_back(token);
+  if (want_logprobs) {
+    const std::vector<float>& raw = logprob_scratch_;
+    const float max_logit = *std::max_element(raw.begin(), raw.end());
+    double sum = 0;
+    for (float l : raw) sum += std::exp(static_cast<double>(l) - max_logit);
+    const float log_total = max_logit + static_cast<float>(std::log(sum));
+    event.logprobs.push_back(raw[static_cast<size_t>(token)] - log_total);
+    if (r.top_logprobs > 0) {
+      std::vector<int32_t> ids(static_cast<size_t>(vocab));
+      std::iota(ids.begin(), ids.end(), 0);
+      const auto k = static_cast<std::ptrdiff_t>(std::min<int64_t>(r.top_logprobs, vocab));
+      std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+        return raw[static_cast<size_t>(a)] > raw[static_cast<size_t>(b)] ||
+               (raw[static_cast<size_t>(a)] == raw[static_cast<size_t>(b)] && a < b);
+      });
+      std::vector<TokenLogprob> top;
+      for (std::ptrdiff_t i = 0; i < k; ++i) top.push_back({ids[static_cast<size_t>(i)], raw[static_cast<size_t>(ids[static_cast<size_t>(i)])] - log_total});
+      event.top_logprobs.push_back(std::move(top));
+    }
+  }
+
+  auto flush_text = [&] {
+    std::string text = std::move(active.held);
+    active.held.clear();
+    if (active.detokenizer) text += active.detokenizer->flush();
+    return text;
+  };
+  if (std::find(active.stop_ids.begin(), active.stop_ids.end(), token) != active.stop_ids.end()) {
+    event.text = flush_text();  // the stop token itself adds no text
+    finish(active, FinishReason::Stop, std::move(event));
+    return;
+  }
+  if (active.detokenizer) active.held += active.detokenizer->push(token);
+  size_t stop_at = std::string::npos;
+  for (const std::string& s : r.stop) stop_at = std::min(stop_at, active.held.find(s));
+  if (stop_at != std::string::npos) {
+    event.text = active.held.substr(0, stop_at);  // the stop string and anything after it are dropped
+    active.held.clear();
+    finish(active, FinishReason::Stop, std::move(event));
+    return;
+  }
+  if (active.generated >= r.max_tokens) {
+    event.text = flush_text();
+    finish(active, FinishReason::Length, std::move(event));
+    return;
+  }
+  const size_t keep = stop_prefix_suffix(active.held, r.stop);
+  event.text = active.held.substr(0, active.held.size() - keep);
+  active.held.erase(0, active.held.size() - keep);
+  emit(active, std::move(event));
+}
+
+}  // namespace corvid

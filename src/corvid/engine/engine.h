@@ -1,0 +1,118 @@
+// Engine: the serving engine under the HTTP server. One scheduler thread owns the
+// model, the paged KV cache (BlockPool + PrefixCache) and the Scheduler; it runs
+// continuous batching steps (LlamaModel::forward_batch) while any request is in
+// flight and sleeps otherwise.
+//
+// Any thread may submit() and cancel(). Each request samples with its own Sampler,
+// stops on EOS / its stop token ids / its stop strings (matched on the decoded text,
+// with any text that might begin a stop string held back until decided; the stop
+// string itself is never returned) / max_tokens, and reports through events.
+//
+// Memory admission: the pool is sized once at construction; a request whose prompt
+// plus max_tokens could never fit (context length or KV blocks) is rejected at
+// submit with a message naming the limit, and a full waiting queue rejects with
+// QueueFull. Admitted requests wait for blocks; running out mid-generation preempts
+// (the scheduler's recompute), so no request can exhaust memory.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "corvid/engine/request.h"
+#include "corvid/engine/scheduler.h"
+#include "corvid/kv/block_pool.h"
+#include "corvid/kv/prefix_cache.h"
+#include "corvid/models/llama.h"
+#include "corvid/tokenizer/tokenizer.h"
+
+namespace corvid {
+
+struct EngineConfig {
+  int64_t kv_cache_bytes = int64_t{1} << 30;  // KV pool budget (ignored when num_blocks > 0)
+  int64_t num_blocks = 0;                     // exact pool size (tests)
+  int64_t block_size = 16;                    // positions per KV block
+  SchedulerConfig scheduler;
+  int64_t max_model_len = 0;                  // longest prompt + max_tokens; 0: the model's context length
+  int64_t max_waiting = 1024;                 // requests queued (not running) before QueueFull
+  bool enable_prefix_caching = true;
+};
+
+struct EngineStats {
+  int64_t running = 0, waiting = 0;
+  int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;  // used: referenced by a sequence
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;      // in tokens
+  int64_t prompt_tokens = 0, generation_tokens = 0;            // processed so far
+  int64_t requests_finished = 0, preemptions = 0, steps = 0;
+};
+
+class Engine {
+ public:
+  // The model must outlive the engine and must not be used by anything else meanwhile.
+  // tokenizer may be null (then no text, no stop strings, no EOS from it).
+  Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig& config);
+  // Cancels what is in flight (each request gets its "cancelled" event) and joins the thread.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Throws RequestRejected (before queuing anything) when it is
+  // invalid, can never fit, or the waiting queue is full.
+  RequestHandle submit(GenerationRequest request);
+  // Ends a request at the next step boundary: its blocks are released and it gets a
+  // "cancelled" event. Unknown or finished ids are ignored.
+  void cancel(int64_t request_id);
+  // Finishes nothing new: cancels everything in flight and stops the thread (idempotent).
+  void shutdown();
+
+  EngineStats stats() const;
+  int64_t max_model_len() const { return max_model_len_; }
+  int64_t num_blocks() const { return pool_->num_blocks(); }
+  int64_t block_size() const { return pool_->block_size(); }
+
+ private:
+  struct Active;
+
+  void loop();
+  void admit_new_requests();
+  void run_step(const StepPlan& plan);
+  // Samples the next token of a sequence from its logits row and handles what it means.
+  void on_sampled(Active& active, float* logits);
+  void emit(Active& active, RequestEvent event);
+  void finish(Active& active, FinishReason reason, RequestEvent event, const std::string& error = "");
+  void validate(const GenerationRequest& request) const;
+  void publish_stats();
+
+  LlamaModel& model_;
+  const Tokenizer* tokenizer_;
+  EngineConfig config_;
+  int64_t max_model_len_ = 0;
+  std::vector<int32_t> eos_ids_;
+  std::unique_ptr<BlockPool> pool_;
+  std::unique_ptr<PrefixCache> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+
+  // Shared with submitters (under mutex_).
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Active>> inbox_;
+  std::vector<int64_t> cancels_;
+  bool stopping_ = false;
+  int64_t next_id_ = 1;
+  EngineStats stats_;  // the snapshot stats() returns
+
+  // Engine thread only.
+  std::unordered_map<int64_t, std::unique_ptr<Active>> active_;
+  std::vector<BatchSequence> batch_;
+  std::vector<float> logits_, logprob_scratch_;
+  int64_t prompt_tokens_ = 0, generation_tokens_ = 0, finished_ = 0, steps_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace corvid

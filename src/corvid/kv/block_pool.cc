@@ -1,0 +1,74 @@
+#include "corvid/kv/block_pool.h"
+
+#include "corvid/core/error.h"
+
+namespace corvid {
+
+int64_t BlockPool::bytes_per_block(const ModelConfig& config, int64_t block_size) {
+  return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
+         static_cast<int64_t>(sizeof(float));
+}
+
+int64_t BlockPool::blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes) {
+  const int64_t per_block = bytes_per_block(config, block_size);
+  return per_block > 0 && bytes > 0 ? bytes / per_block : 0;
+}
+
+BlockPool::BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device)
+    : block_size_(block_size), device_(device) {
+  CORVID_CHECK(block_size > 0, "block pool: block size must be positive, got ", block_size);
+  CORVID_CHECK(num_blocks > 0 && num_blocks <= INT32_MAX / block_size, "block pool: ", num_blocks,
+               " blocks is not a usable pool size");
+  const int64_t rows = num_blocks * block_size;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    keys_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
+    values_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
+  }
+  refcounts_.assign(static_cast<size_t>(num_blocks), 0);
+  on_free_list_.assign(static_cast<size_t>(num_blocks), 1);
+  // Lowest ids on top of the stack (handed out first), which keeps tests readable.
+  for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+void BlockPool::check_block(int32_t block) const {
+  CORVID_CHECK(block >= 0 && block < num_blocks(), "block pool: block ", block, " outside [0, ", num_blocks(), ")");
+}
+
+std::optional<int32_t> BlockPool::allocate() {
+  if (free_.empty()) return std::nullopt;
+  const int32_t block = free_.back();
+  free_.pop_back();
+  on_free_list_[static_cast<size_t>(block)] = 0;
+  refcounts_[static_cast<size_t>(block)] = 1;
+  ++referenced_;
+  return block;
+}
+
+void BlockPool::ref(int32_t block) {
+  check_block(block);
+  CORVID_CHECK(!on_free_list_[static_cast<size_t>(block)], "block pool: block ", block, " is free");
+  if (refcounts_[static_cast<size_t>(block)]++ == 0) ++referenced_;
+}
+
+int32_t BlockPool::unref(int32_t block) {
+  check_block(block);
+  int32_t& count = refcounts_[static_cast<size_t>(block)];
+  CORVID_CHECK(count > 0, "block pool: block ", block, " released more often than referenced");
+  if (--count == 0) --referenced_;
+  return count;
+}
+
+void BlockPool::free(int32_t block) {
+  check_block(block);
+  CORVID_CHECK(refcounts_[static_cast<size_t>(block)] == 0, "block pool: block ", block, " is still referenced");
+  CORVID_CHECK(!on_free_list_[static_cast<size_t>(block)], "block pool: block ", block, " freed twice");
+  on_free_list_[static_cast<size_t>(block)] = 1;
+  free_.push_back(block);
+}
+
+int32_t BlockPool::refcount(int32_t block) const {
+  check_block(block);
+  return refcounts_[static_cast<size_t>(block)];
+}
+
+}  // namespace corvid

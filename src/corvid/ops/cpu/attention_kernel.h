@@ -1,0 +1,135 @@
+// The CPU attention kernel shared by ops::attention (contiguous cache) and
+// ops::paged_attention (block tables). Both instantiate attend_group with a
+// different "position -> cache row" map and otherwise run the same arithmetic, so
+// a query gives the same bits from a paged cache as from a contiguous one.
+//
+// One call covers one query row and one kv head, for the query heads that share it
+// (GQA). The key range is walked in blocks of kKeyBlock aligned to absolute
+// positions: scores for the block (each K row read once for the group), then one
+// online-softmax update per head (running max m, running sum l, output accumulator
+// rescaled by exp(m_old - m_new) only when the max grows), then the V rows (each
+// read once for the group). A query's arithmetic depends only on its position and
+// the cache contents — never on the batch or the thread split (batch invariance).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#include "corvid/ops/cpu/simd.h"
+#endif
+
+namespace corvid::ops::cpu::attention_kernel {
+
+constexpr int64_t kKeyBlock = 64;
+
+inline float dot(const float* a, const float* b, int64_t d) {
+  int64_t i = 0;
+  float s = 0;
+#if defined(__AVX2__)
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (; i + 16 <= d; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= d; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  s = simd::hsum(_mm256_add_ps(acc0, acc1));
+#endif
+  for (; i < d; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// acc += p * v
+inline void axpy(float* acc, float p, const float* v, int64_t d) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 pv = _mm256_set1_ps(p);
+  for (; i + 8 <= d; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
+#endif
+  for (; i < d; ++i) acc[i] += p * v[i];
+}
+
+// s[j] = exp(s[j] - m) for j < n. The SIMD body/scalar tail split depends only on n (the
+// block's key count, fixed by absolute positions), so results stay batch invariant.
+inline void exp_shifted(float* s, int64_t n, float m) {
+  int64_t j = 0;
+#if defined(__AVX2__)
+  const __m256 mv = _mm256_set1_ps(m);
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+#endif
+  for (; j < n; ++j) s[j] = std::exp(s[j] - m);
+}
+
+// One query row over one kv head, for query heads [0, heads) of a GQA group. Each
+// head's arithmetic is the same whatever the group size, so splitting a group into
+// single heads gives equal bits.
+struct GroupTask {
+  const float* q;  // first head's query [head_dim]; heads follow at head_dim stride
+  const float* k;  // cache base for this kv head; row r at k + r * stride
+  const float* v;
+  float* out;      // first head's output
+  int64_t heads;   // heads in the group
+  int64_t stride;  // floats between consecutive cache rows
+  int64_t lo, hi;  // inclusive key position range
+  int64_t head_dim;
+  float scale;
+};
+
+struct Scratch {
+  std::vector<float> acc, scores, m, l;
+};
+
+// row_of(position) -> the cache row holding that position's key and value.
+template <class RowOf>
+void attend_group(const GroupTask& t, const RowOf& row_of, Scratch& sc) {
+  const int64_t d = t.head_dim, g = t.heads;
+  sc.acc.assign(static_cast<size_t>(g * d), 0.0f);
+  sc.scores.resize(static_cast<size_t>(g * kKeyBlock));
+  sc.m.assign(static_cast<size_t>(g), -INFINITY);
+  sc.l.assign(static_cast<size_t>(g), 0.0f);
+  // Blocks aligned to absolute positions (multiples of kKeyBlock) for batch invariance.
+  for (int64_t b0 = t.lo; b0 <= t.hi;) {
+    const int64_t b1 = std::min(t.hi + 1, (b0 / kKeyBlock + 1) * kKeyBlock);
+    const int64_t nk = b1 - b0;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* kr = t.k + row_of(b0 + j) * t.stride;
+      for (int64_t h = 0; h < g; ++h)
+        sc.scores[static_cast<size_t>(h * kKeyBlock + j)] = dot(t.q + h * d, kr, d) * t.scale;
+    }
+    for (int64_t h = 0; h < g; ++h) {
+      float* s = sc.scores.data() + h * kKeyBlock;
+      float bm = -INFINITY;
+      for (int64_t j = 0; j < nk; ++j) bm = std::max(bm, s[j]);
+      float& m = sc.m[static_cast<size_t>(h)];
+      float& l = sc.l[static_cast<size_t>(h)];
+      if (bm > m) {
+        const float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
+        float* acc = sc.acc.data() + h * d;
+        for (int64_t i = 0; i < d; ++i) acc[i] *= c;
+        l *= c;
+        m = bm;
+      }
+      exp_shifted(s, nk, m);  // s[j] = exp(s[j] - m)
+      for (int64_t j = 0; j < nk; ++j) l += s[j];
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* vr = t.v + row_of(b0 + j) * t.stride;
+      for (int64_t h = 0; h < g; ++h)
+        axpy(sc.acc.data() + h * d, sc.scores[static_cast<size_t>(h * kKeyBlock + j)], vr, d);
+    }
+    b0 = b1;
+  }
+  for (int64_t h = 0; h < g; ++h) {
+    const float l = sc.l[static_cast<size_t>(h)];
+    const float inv = l > 0 ? 1.0f / l : 0.0f;
+    const float* acc = sc.acc.data() + h * d;
+    for (int64_t i = 0; i < d; ++i) t.out[h * d + i] = acc[i] * inv;
+  }
+}
+
+}  // namespace corvid::ops::cpu::attention_kernel
