@@ -3,6 +3,7 @@
 // str/list/dict: jinja_methods.cc.
 #include "corvid/template/jinja_builtins.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -43,6 +44,11 @@ std::int64_t int_arg(const Value& v, std::string_view what) {
   if (v.is_int()) return v.as_int();
   if (v.is_bool()) return v.as_bool() ? 1 : 0;
   fail("'", v.type_name(), "' object cannot be interpreted as an integer (", what, ")");
+}
+
+std::int64_t checked_width(std::int64_t width) {
+  if (width > kMaxWidth) fail("width ", width, " is too large (at most ", kMaxWidth, ")");
+  return width;
 }
 
 Value lookup_attribute_path(const Value& item, const Value& attribute) {
@@ -247,6 +253,8 @@ SliceRange slice_indices(std::int64_t length, const Value& start, const Value& s
   };
   SliceRange r{0, 0, absent(step) ? 1 : index(step)};
   if (r.step == 0) fail("slice step cannot be zero");
+  // Any |step| beyond the length selects at most one item; clamping keeps i += step from overflowing.
+  r.step = std::clamp<std::int64_t>(r.step, -(std::int64_t{1} << 62), std::int64_t{1} << 62);
   const std::int64_t lower = r.step < 0 ? -1 : 0;
   const std::int64_t upper = r.step < 0 ? length - 1 : length;
   auto clamp = [&](const Value& v, std::int64_t fallback) {

@@ -181,7 +181,7 @@ Value do_indent(const Value& v, const CallArgs& args) {
   if (width && width->is_string()) {
     indention = width->as_string();
   } else if (width) {
-    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, int_arg(*width, "width"))), ' ');
+    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, checked_width(int_arg(*width, "width")))), ' ');
   }
   const bool first = bool_param(args, "first", 1, false);
   const bool blank = bool_param(args, "blank", 2, false);

@@ -173,6 +173,7 @@ Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
     return generator(std::move(out));
   }
   if (count <= 0) fail("integer division or modulo by zero");
+  checked_width(count);
   const auto n = static_cast<std::int64_t>(items.size());
   const std::int64_t per = n / count;
   const std::int64_t extra = n % count;

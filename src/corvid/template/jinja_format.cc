@@ -83,7 +83,10 @@ Spec parse_spec(std::string_view spec) {
   }
   auto number = [&]() {
     std::int64_t n = -1;
-    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') n = (n < 0 ? 0 : n * 10) + (cps[i++] - '0');
+    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') {
+      n = (n < 0 ? 0 : n * 10) + (cps[i++] - '0');
+      if (n > kMaxWidth) fail("Too many decimal digits in format string");
+    }
     return n;
   };
   s.width = number();
@@ -132,9 +135,12 @@ std::string aligned(std::string sign, std::string body, const Spec& s, char defa
 }
 
 std::string c_format(const char* pattern, std::int64_t precision, double value) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, pattern, static_cast<int>(precision), value);
-  return buf;
+  const int p = static_cast<int>(precision);
+  const int size = std::snprintf(nullptr, 0, pattern, p, value);
+  std::string out(static_cast<std::size_t>(std::max(size, 0)) + 1, '\0');
+  std::snprintf(out.data(), out.size(), pattern, p, value);
+  out.resize(static_cast<std::size_t>(std::max(size, 0)));
+  return out;
 }
 
 }  // namespace
@@ -348,7 +354,9 @@ std::string python_format(std::string_view format, const CallArgs& args) {
       } else {
         if (used_auto) fail("cannot switch from automatic field numbering to manual field specification");
         used_manual = true;
-        index = static_cast<std::size_t>(std::stoull(std::string(head)));
+        const auto parsed = parse_python_int(head, 10);
+        if (!parsed) fail("Too many decimal digits in format string");
+        index = static_cast<std::size_t>(*parsed);
       }
       if (index >= args.positional.size()) {
         fail("tuple index out of range");  // jinja2's sandboxed formatter indexes args directly
@@ -431,12 +439,14 @@ std::string percent_format(const Value& format, const Value& args) {
       ++i;
     }
     while (i < f.size() && f[i] >= '0' && f[i] <= '9') width.push_back(f[i++]);
+    if (width.size() > 9) fail("width too big");
     std::string precision;
     bool has_precision = false;
     if (i < f.size() && f[i] == '.') {
       has_precision = true;
       ++i;
       while (i < f.size() && f[i] >= '0' && f[i] <= '9') precision.push_back(f[i++]);
+      if (precision.size() > 9) fail("precision too big");
     }
     if (i >= f.size()) fail("incomplete format");
     const char type = f[i];
@@ -458,7 +468,8 @@ std::string percent_format(const Value& format, const Value& args) {
         if (format.is_markup() && !value.is_markup()) body = detail::html_escape(body);  // Markup.__mod__
         if (has_precision) {
           body = unicode::encode(std::u32string_view(unicode::decode(body)).substr(
-              0, static_cast<std::size_t>(precision.empty() ? 0 : std::stoll(precision))));
+              0, static_cast<std::size_t>(precision.empty() ? 0 : detail::checked_width(*detail::parse_python_int(
+                                                                        precision.substr(0, 9), 10)))));
         }
         spec = std::string(1, align) + width;
         out += detail::format_spec(Value(body), spec);
@@ -500,7 +511,14 @@ std::string percent_format(const Value& format, const Value& args) {
         continue;
       }
       case 'c':
-        out += value.is_string() ? value.as_string() : std::string(1, static_cast<char>(detail::int_arg(value, "%c")));
+        if (value.is_string()) {
+          if (unicode::length(value.as_string()) != 1) fail("%c requires int or char");
+          out += value.as_string();
+        } else {
+          const std::int64_t code = detail::int_arg(value, "%c");
+          if (code < 0 || code > 0x10FFFF) fail("%c arg not in range(0x110000)");
+          unicode::append(out, static_cast<char32_t>(code));
+        }
         continue;
       default:
         fail("unsupported format character '", std::string(1, type), "' (0x", std::hex, static_cast<int>(type), ") at index ", std::dec, i);

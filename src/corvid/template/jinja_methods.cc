@@ -75,6 +75,7 @@ Value all_chars(const std::string& s, Pred pred) {
 }
 
 std::string pad(std::string_view s, std::int64_t width, char32_t fill, char align) {
+  checked_width(width);
   const auto n = static_cast<std::int64_t>(unicode::length(s));
   if (width <= n) return std::string(s);
   if (align == '^') return center(s, width, fill);
@@ -182,7 +183,7 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   if (name == "zfill") {
     const Value* width = arg(a, "width", 0);
     if (!width) fail("zfill() takes exactly one argument (0 given)");
-    const auto w = int_arg(*width, "width");
+    const auto w = checked_width(int_arg(*width, "width"));
     const auto n = static_cast<std::int64_t>(unicode::length(s));
     if (w <= n) return Value(s);
     const bool signed_text = !s.empty() && (s[0] == '+' || s[0] == '-');
@@ -403,6 +404,7 @@ std::string replace(std::string_view s, std::string_view old_text, std::string_v
 }
 
 std::string center(std::string_view s, std::int64_t width, char32_t fill) {
+  checked_width(width);
   const auto n = static_cast<std::int64_t>(unicode::length(s));
   if (width <= n) return std::string(s);
   // CPython: left = marg/2 + (marg & width & 1).
