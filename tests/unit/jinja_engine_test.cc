@@ -368,6 +368,17 @@ TEST(JinjaEngine, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("{{ (1 }}"), "template line 1: unexpected '}', expected ')'");
 }
 
+TEST(JinjaEngine, UnknownFiltersFailWhenJinjaWould) {
+  // At parse time, except inside `if` and conditional expressions, where jinja2
+  // defers the check to run time (with a different message).
+  EXPECT_THROW(Template::parse("{{ s|from_json }}"), TemplateError);
+  EXPECT_EQ(error_of("\n{{ s|from_json }}"), "template line 2: No filter named 'from_json'.");
+  EXPECT_EQ(error_of("{% if 0 %}{% for m in l %}{{ m is hashable }}{% endfor %}{% endif %}"),
+            "template line 1: No test named 'hashable'.");
+  EXPECT_EQ(render("{% if 0 %}{{ s|from_json }}{% endif %}{{ s if 1 else s|from_json }}"), "hello");
+  EXPECT_EQ(error_of("{% if 1 %}\n{{ s|from_json }}{% endif %}"), "template line 2: No filter named 'from_json' found.");
+}
+
 TEST(JinjaEngine, MalformedTemplatesThrowAndNeverCrash) {
   const char* malformed[] = {
       "{{", "{%", "{# x", "{{ }}", "{% %}", "{% if %}", "{% for %}", "{% for x %}", "{% for x in %}",

@@ -275,11 +275,13 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
     case K::Filter: {
       Value target = eval(*e.items[0], frame);
       CallArgs args = eval_args(e, frame, 1);
+      if (e.unknown) fail("No filter named '", e.name, "' found.");
       return apply_filter(e.name, target, args);
     }
     case K::Test: {
       Value target = eval(*e.items[0], frame);
       CallArgs args = eval_args(e, frame, 1);
+      if (e.unknown) fail("No test named '", e.name, "' found.");
       return Value(apply_test(e.name, target, args) != e.negated);
     }
     case K::Not: return Value(!eval(*e.items[0], frame).truthy());
