@@ -290,6 +290,24 @@ TEST(JinjaBuiltinsMethods, StrMethods) {
   EXPECT_EQ((method(S("a=b=c"), "partition", {S("=")})).repr(), "('a', '=', 'b=c')");
   // ['a=b=c'.rpartition('=')] (repr)
   EXPECT_EQ((method(S("a=b=c"), "rpartition", {S("=")})).repr(), "('a=b', '=', 'c')");
+  // ['b '.startswith('', 10)] (repr)
+  EXPECT_EQ((method(S("b "), "startswith", {S(""), I(10)})).repr(), "False");
+  // ['abc'.count('', 10, 10)] (repr)
+  EXPECT_EQ((method(S("abc"), "count", {S(""), I(10), I(10)})).repr(), "0");
+  // ['abc'.find('', 3)] (repr)
+  EXPECT_EQ((method(S("abc"), "find", {S(""), I(3)})).repr(), "3");
+  // ['abc'.find('', 2, 1)] (repr)
+  EXPECT_EQ((method(S("abc"), "find", {S(""), I(2), I(1)})).repr(), "-1");
+  // ['aé😀'.find('', -2)] (repr)
+  EXPECT_EQ((method(S("aé😀"), "find", {S(""), I(-2)})).repr(), "1");
+  // ['{:c}'.format(980)] (repr)
+  EXPECT_EQ((method(S("{:c}"), "format", {I(980)})).repr(), "'\xcf""\x94""'");
+  // {{ '{:,}'.format('a') }} raises
+  expect_error([&] { (void)(method(S("{:,}"), "format", {S("a")})); }, "Cannot specify ',' with 's'.");
+  // ['{:.3}|{:.1}|{:.4}'.format(100.0, 1.5, 0.00001234)] (repr)
+  EXPECT_EQ((method(S("{:.3}|{:.1}|{:.4}"), "format", {Fl(100.0), Fl(1.5), Fl(0.00001234)})).repr(), "'1e+02|2e+00|1.234e-05'");
+  // ['{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}'.format(-3.14159, 42, 1234567, 255, 5, 12345.678, 1e-20)] (repr)
+  EXPECT_EQ((method(S("{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}"), "format", {Fl(-3.14159), I(42), I(1234567), I(255), I(5), Fl(12345.678), Fl(1e-20)})).repr(), "'-003.142|+     42|1_234_567|0xff|101|1.2346e+04|1E-20'");
   // ['prefix-x'.removeprefix('prefix-')] (repr)
   EXPECT_EQ((method(S("prefix-x"), "removeprefix", {S("prefix-")})).repr(), "'x'");
 }

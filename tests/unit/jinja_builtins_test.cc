@@ -91,6 +91,20 @@ TEST(JinjaBuiltinsFilters, StringFilters) {
   expect_error([&] { (void)(filter("format", S("%s"), {I(1), I(2)})); }, "not all arguments converted during string formatting");
   // {{ '%d'|format('x') }} raises
   expect_error([&] { (void)(filter("format", S("%d"), {S("x")})); }, "%d format: a real number is required, not str");
+  // {{ '%x'|format(2.5) }} raises
+  expect_error([&] { (void)(filter("format", S("%x"), {Fl(2.5)})); }, "%x format: an integer is required, not float");
+  // ['%d|%+d|%5.1f|%-4s|%c'|format(1e20, 3.9, 2.25, 'ab', 'é')] (repr)
+  EXPECT_EQ((filter("format", S("%d|%+d|%5.1f|%-4s|%c"), {Fl(1e20), Fl(3.9), Fl(2.25), S("ab"), S("é")})).repr(), "'100000000000000000000|+3|  2.2|ab  |\xc3""\xa9""'");
+  // {{ 5|indent }} raises
+  expect_error([&] { (void)(filter("indent", I(5))); }, "unsupported operand type(s) for +=: 'int' and 'str'");
+  // {{ ['a']|indent }} raises
+  expect_error([&] { (void)(filter("indent", L({S("a")}))); }, "'list' object has no attribute 'splitlines'");
+  // [['a', 'b']|truncate(5)] (repr)
+  EXPECT_EQ((filter("truncate", L({S("a"), S("b")}), {I(5)})).repr(), "['a', 'b']");
+  // ['٣'|float] (repr)
+  EXPECT_EQ((filter("float", S("٣"))).repr(), "3.0");
+  // ['٣٤'|int] (repr)
+  EXPECT_EQ((filter("int", S("٣٤"))).repr(), "34");
   // ['<p>a  <b>b</b><!-- c --> &amp; d</p>'|striptags] (repr)
   EXPECT_EQ((filter("striptags", S("<p>a  <b>b</b><!-- c --> &amp; d</p>"))).repr(), "'a b & d'");
   // ['abc'|reverse] (repr)

@@ -175,7 +175,11 @@ Value do_round(const Value& v, const CallArgs& args) {
 }
 
 Value do_indent(const Value& v, const CallArgs& args) {
-  if (v.is_undefined()) fail(v.undefined_message());  // jinja2 appends "\n" to it, which raises
+  // jinja2 starts with `s += "\n"`, which only a str survives.
+  if (v.is_undefined()) fail(v.undefined_message());
+  if (v.is_list()) fail("'list' object has no attribute 'splitlines'");
+  if (v.is_tuple()) fail("can only concatenate tuple (not \"str\") to tuple");
+  if (!v.is_string()) fail("unsupported operand type(s) for +=: '", v.type_name(), "' and 'str'");
   const Value* width = optional_arg(args, "width", 0);
   std::string indention = "    ";
   if (width && width->is_string()) {
@@ -203,6 +207,11 @@ Value do_indent(const Value& v, const CallArgs& args) {
 Value do_truncate(const Value& v, const CallArgs& args) {
   if (!v.is_string() && !v.is_undefined() && !v.has_len()) {
     fail("object of type '", v.type_name(), "' has no len()");
+  }
+  if (v.is_array() || v.is_object()) {  // len() counts items; longer ones cannot be cut like text
+    const std::int64_t n = static_cast<std::int64_t>(v.is_array() ? v.as_array().size() : v.as_object().entries.size());
+    if (n <= int_param(args, "length", 0, 255) + int_param(args, "leeway", 3, 5)) return v;
+    fail("cannot truncate a ", v.type_name());
   }
   const std::string s = v.str();
   const std::int64_t length = int_param(args, "length", 0, 255);

@@ -12,6 +12,23 @@ namespace corvid::jinja {
 namespace detail {
 namespace {
 
+// int() and float() read any Unicode decimal digit as its ASCII digit.
+std::string ascii_digits(std::string_view text) {
+  bool ascii = true;
+  for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(text);
+  std::string out;
+  for (char32_t c : unicode::decode(text)) {
+    const int d = unicode::decimal_value(c);
+    if (d >= 0) {
+      out.push_back(static_cast<char>('0' + d));
+    } else {
+      unicode::append(out, c);
+    }
+  }
+  return out;
+}
+
 std::string_view trim_python_space(std::string_view text) {
   const std::u32string cps = unicode::decode(text);
   std::size_t begin = 0;
@@ -143,10 +160,33 @@ std::string c_format(const char* pattern, std::int64_t precision, double value) 
   return out;
 }
 
+// Python's float format with a precision and no type: like 'g', but scientific
+// from exponent p-1 on and always a digit after the point ('{:.3}'.format(100.0) == '1e+02').
+std::string general_no_type(double d, std::int64_t p) {
+  if (!std::isfinite(d)) return c_format("%.*g", p, d);
+  const std::string sci = c_format("%.*e", p - 1, d);
+  const std::size_t e = sci.find('e');
+  const int exponent = std::atoi(sci.c_str() + e + 1);
+  if (exponent < -4 || exponent >= p - 1) {
+    std::string mantissa = sci.substr(0, e);
+    if (mantissa.find('.') != std::string::npos) {
+      mantissa.erase(mantissa.find_last_not_of('0') + 1);
+      if (mantissa.back() == '.') mantissa.pop_back();
+    }
+    return mantissa + sci.substr(e);
+  }
+  std::string fixed = c_format("%.*f", p - 1 - exponent, d);
+  if (fixed.find('.') == std::string::npos) return fixed + ".0";
+  fixed.erase(fixed.find_last_not_of('0') + 1);
+  if (fixed.back() == '.') fixed += "0";
+  return fixed;
+}
+
 }  // namespace
 
-std::optional<std::int64_t> parse_python_int(std::string_view text, int base) {
-  text = trim_python_space(text);
+std::optional<std::int64_t> parse_python_int(std::string_view original, int base) {
+  const std::string converted = ascii_digits(original);
+  std::string_view text = trim_python_space(converted);
   std::size_t i = 0;
   bool negative = false;
   if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
@@ -173,8 +213,9 @@ std::optional<std::int64_t> parse_python_int(std::string_view text, int base) {
   return negative ? -value : value;
 }
 
-std::optional<double> parse_python_float(std::string_view text) {
-  text = trim_python_space(text);
+std::optional<double> parse_python_float(std::string_view original) {
+  const std::string converted = ascii_digits(original);
+  const std::string_view text = trim_python_space(converted);
   std::string lowered;
   for (char c : text) lowered.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
   std::size_t i = 0;
@@ -214,6 +255,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
     if (s.type && s.type != 's') fail("Unknown format code '", s.type, "' for object of type 'str'");
     if (s.sign != '-') fail("Sign not allowed in string format specifier");
     if (s.align == '=') fail("'=' alignment not allowed in string format specifier");
+    if (s.grouping) fail("Cannot specify '", s.grouping, "' with 's'.");
     std::string body = v.as_string();
     if (s.precision >= 0) {
       body = unicode::encode(std::u32string_view(unicode::decode(body)).substr(
@@ -228,6 +270,12 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
   if (!v.is_float() && (integer_type || s.type == 0)) {
     if (s.precision >= 0) fail("Precision not allowed in integer format specifier");
     const std::int64_t i = v.is_bool() ? v.as_bool() : v.as_int();
+    if (s.type == 'c') {
+      if (i < 0 || i > 0x10FFFF) fail("%c arg not in range(0x110000)");
+      std::string ch;
+      unicode::append(ch, static_cast<char32_t>(i));
+      return aligned("", ch, s, '<');
+    }
     const std::uint64_t magnitude = i < 0 ? 0 - static_cast<std::uint64_t>(i) : static_cast<std::uint64_t>(i);
     std::string digits;
     const int base = s.type == 'b' ? 2 : s.type == 'o' ? 8 : (s.type == 'x' || s.type == 'X') ? 16 : 10;
@@ -270,8 +318,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
       if (s.precision < 0) {
         body = python_float_repr(d);
       } else {
-        body = c_format("%.*g", precision == 0 ? 1 : precision, d);
-        if (body.find_first_of(".en") == std::string::npos) body += ".0";
+        body = general_no_type(d, precision == 0 ? 1 : precision);
       }
   }
   if (std::isinf(d)) body = s.type && std::isupper(static_cast<unsigned char>(s.type)) ? "INF" : "inf";
@@ -484,7 +531,23 @@ std::string percent_format(const Value& format, const Value& args) {
         if (!value.is_number() && !value.is_bool()) {
           fail("%", type, " format: a real number is required, not ", value.type_name());
         }
-        if (value.is_float()) value = Value(static_cast<std::int64_t>(std::trunc(value.as_float())));
+        if (value.is_float()) {
+          if (type == 'x' || type == 'X' || type == 'o') {
+            fail("%", type, " format: an integer is required, not float");
+          }
+          if (!std::isfinite(value.as_float())) fail("cannot convert float ", value.repr(), " to integer");
+          const double whole = std::trunc(value.as_float());
+          if (std::fabs(whole) >= 9223372036854775808.0) {  // Python's int is unbounded: print all digits
+            char buf[400];  // DBL_MAX has 309 digits
+            std::snprintf(buf, sizeof buf, "%.0f", whole);
+            std::string digits = buf;
+            if (whole >= 0 && flags.find('+') != std::string::npos) digits = "+" + digits;
+            else if (whole >= 0 && flags.find(' ') != std::string::npos) digits = " " + digits;
+            out += detail::format_spec(Value(digits), std::string(1, align) + width);
+            continue;
+          }
+          value = Value(static_cast<std::int64_t>(whole));
+        }
         const char t = (type == 'i' || type == 'u') ? 'd' : type;
         for (char fl : flags) {
           if (fl == '+' || fl == ' ') spec.push_back(fl);

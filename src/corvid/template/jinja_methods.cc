@@ -26,21 +26,24 @@ std::size_t code_point_index(std::string_view s, std::size_t byte_pos) {
   return unicode::length(s.substr(0, byte_pos));
 }
 
-// Python's str[start:end] bounds for find/count/startswith, as byte offsets.
-std::pair<std::size_t, std::size_t> byte_range(std::string_view s, const Value* start, const Value* end) {
-  if ((!start || start->is_none()) && (!end || end->is_none())) return {0, s.size()};
+// Python's str[start:end] window for find/count/startswith, as byte offsets;
+// nullopt when start lies past end (CPython then finds nothing, not even "").
+std::optional<std::pair<std::size_t, std::size_t>> byte_range(std::string_view s, const Value* start,
+                                                              const Value* end) {
+  if ((!start || start->is_none()) && (!end || end->is_none())) return std::pair{std::size_t{0}, s.size()};
   const std::u32string text = unicode::decode(s);
   const auto n = static_cast<std::int64_t>(text.size());
-  auto clamp = [&](const Value* v, std::int64_t fallback) {
+  auto adjust = [&](const Value* v, std::int64_t fallback) {
     if (!v || v->is_none()) return fallback;
     std::int64_t i = int_arg(*v, "slice");
     if (i < 0) i = std::max<std::int64_t>(0, i + n);
-    return std::min(i, n);
+    return i;
   };
-  const auto from = static_cast<std::size_t>(clamp(start, 0));
-  const auto to = std::max(from, static_cast<std::size_t>(clamp(end, n)));
-  return {unicode::encode(std::u32string_view(text).substr(0, from)).size(),
-          unicode::encode(std::u32string_view(text).substr(0, to)).size()};
+  const std::int64_t from = adjust(start, 0);
+  const std::int64_t to = std::min(adjust(end, n), n);
+  if (from > to) return std::nullopt;
+  return std::pair{unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(from))).size(),
+                   unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(to))).size()};
 }
 
 std::vector<std::string> prefix_list(const Value* v, std::string_view method) {
@@ -94,7 +97,9 @@ char32_t fill_arg(const Value* v) {
 
 std::int64_t find(const std::string& s, const CallArgs& a, bool from_right) {
   const std::string& sub = str_arg(arg(a, "sub", 0), from_right ? "rfind" : "find");
-  const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+  const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+  if (!range) return -1;
+  const auto [from, to] = *range;
   const std::string_view window = std::string_view(s).substr(from, to - from);
   const std::size_t pos = from_right ? window.rfind(sub) : window.find(sub);
   if (pos == std::string_view::npos) return -1;
@@ -119,9 +124,11 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   }
   if (name == "startswith" || name == "endswith") {
     const bool starts = name == "startswith";
-    const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
-    const std::string_view window = std::string_view(s).substr(from, to - from);
-    for (const std::string& p : prefix_list(arg(a, "prefix", 0), name)) {
+    const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+    const std::vector<std::string> affixes = prefix_list(arg(a, "prefix", 0), name);
+    if (!range) return Value(false);
+    const std::string_view window = std::string_view(s).substr(range->first, range->second - range->first);
+    for (const std::string& p : affixes) {
       if (starts ? window.starts_with(p) : window.ends_with(p)) return Value(true);
     }
     return Value(false);
@@ -139,8 +146,9 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   }
   if (name == "count") {
     const std::string& sub = str_arg(arg(a, "sub", 0), "count");
-    const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
-    const std::string_view window = std::string_view(s).substr(from, to - from);
+    const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+    if (!range) return Value(0);
+    const std::string_view window = std::string_view(s).substr(range->first, range->second - range->first);
     if (sub.empty()) return Value(static_cast<std::int64_t>(unicode::length(window) + 1));
     std::int64_t n = 0;
     for (std::size_t pos = window.find(sub); pos != std::string_view::npos; pos = window.find(sub, pos + sub.size())) ++n;

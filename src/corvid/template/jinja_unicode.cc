@@ -203,6 +203,12 @@ bool is_numeric(char32_t c) {
   return u_getIntPropertyValue(static_cast<UChar32>(c), UCHAR_NUMERIC_TYPE) != U_NT_NONE;
 }
 
+int decimal_value(char32_t c) {
+  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
+  if (c < 0x80 || !is_decimal(c)) return -1;
+  return u_charDigitValue(static_cast<UChar32>(c));
+}
+
 bool is_printable(char32_t c) {
   if (c == ' ') return true;
   if (is_escaped_byte(c)) return false;

@@ -31,5 +31,6 @@ bool is_digit(char32_t c);
 bool is_decimal(char32_t c);
 bool is_numeric(char32_t c);
 bool is_printable(char32_t c);  // what repr() leaves unescaped
+int decimal_value(char32_t c);  // 0-9 for a Unicode decimal digit (Nd), else -1
 
 }  // namespace corvid::jinja::unicode
