@@ -361,8 +361,11 @@ TEST(JinjaEngine, RuntimeErrorsNameTheLineAndJinjaMessage) {
 TEST(JinjaEngine, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("a\nb\n\n\n\n\n{% foo %}"), "template line 7: unknown tag 'foo'");
   EXPECT_EQ(error_of("{% include 'x' %}"), "template line 1: unknown tag 'include'");
-  EXPECT_EQ(error_of("\n{% if true %}\nx"), "template line 3: unexpected end of template, expected 'elif' or 'else' or 'endif'");
-  EXPECT_EQ(error_of("{{ 1 + }}"), "template line 1: unexpected end of print statement");
+  EXPECT_EQ(error_of("\n{% if true %}\nx"),
+            "template line 3: Unexpected end of template. Jinja was looking for the following tags: 'elif' or "
+            "'else' or 'endif'. The innermost block that needs to be closed is 'if'.");
+  EXPECT_EQ(error_of("{{ 1 + }}"), "template line 1: unexpected 'end of print statement'");
+  EXPECT_EQ(error_of("{% for x y %}{% endfor %}"), "template line 1: expected token 'in', got 'y'");
   EXPECT_EQ(error_of("\n{# open"), "template line 2: Missing end of comment tag");
   EXPECT_EQ(error_of("{% break %}"), "template line 1: 'break' outside of a loop");
   EXPECT_EQ(error_of("{{ (1 }}"), "template line 1: unexpected '}', expected ')'");

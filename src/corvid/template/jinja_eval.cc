@@ -94,7 +94,8 @@ FramePtr Renderer::make_globals() {
   auto globals = std::make_shared<Frame>();
   globals->set("raise_exception", Value::function("raise_exception", [](const CallArgs& args) -> Value {
     const Value* message = args.get("message", 0);
-    throw RaisedException(message ? message->str() : std::string());
+    if (!message) fail("raise_exception() missing 1 required positional argument: 'message'");
+    throw RaisedException(message->str());
   }));
   const Options* options = &options_;
   globals->set("strftime_now", Value::function("strftime_now", [options](const CallArgs& args) -> Value {

@@ -16,7 +16,8 @@ bool is_numeric(const Value& v) { return v.is_number() || v.is_bool(); }
 double numeric(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_float(); }
 
 [[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
-  fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+  fail("unsupported operand type(s) for ", op == "**" ? "** or pow()" : op, ": '", a.type_name(), "' and '",
+       b.type_name(), "'");
 }
 
 // Python ints are unbounded; corvid's are 64-bit and refuse to wrap.
@@ -137,13 +138,13 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
   if (!is_numeric(a) || !is_numeric(b)) unsupported(op, a, b);
   bool ints = is_integral(a) && is_integral(b);
   if (op == "/") {
-    if (numeric(b) == 0) fail("division by zero");
+    if (numeric(b) == 0) fail(ints ? "division by zero" : "float division by zero");
     return Value(numeric(a) / numeric(b));
   }
   if (op == "//" || op == "%") {
     if (ints) {
       std::int64_t x = integral(a), y = integral(b);
-      if (y == 0) fail("integer division or modulo by zero");
+      if (y == 0) fail(op == "//" ? "integer division or modulo by zero" : "integer modulo by zero");
       if (x == INT64_MIN && y == -1) fail("integer overflow");
       std::int64_t q = x / y, m = x % y;
       if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors toward negative infinity
@@ -228,10 +229,14 @@ Value Renderer::eval_compare(const Expr& e, const FramePtr& frame) {
     else {
       if (left.is_undefined()) raise_undefined(left);
       if (right.is_undefined()) raise_undefined(right);
-      if (op == "<") ok = Value::less(left, right);
-      else if (op == ">") ok = Value::less(right, left);
-      else if (op == "<=") ok = !Value::less(right, left);
-      else ok = !Value::less(left, right);
+      try {
+        if (op == "<") ok = Value::less(left, right);
+        else if (op == ">") ok = Value::less(right, left);
+        else if (op == "<=") ok = !Value::less(right, left);
+        else ok = !Value::less(left, right);
+      } catch (const Error&) {  // Python names the operator as written, operands in order
+        fail("'", op, "' not supported between instances of '", left.type_name(), "' and '", right.type_name(), "'");
+      }
     }
     if (!ok) return Value(false);
     left = std::move(right);
@@ -263,7 +268,10 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       return Value::object(std::move(object));
     }
     case K::Attribute: return get_attribute(eval(*e.items[0], frame), e.name);
-    case K::Item: return get_item(eval(*e.items[0], frame), eval(*e.items[1], frame));
+    case K::Item: {  // operands left to right, as Python
+      Value target = eval(*e.items[0], frame);
+      return get_item(target, eval(*e.items[1], frame));
+    }
     case K::Slice: {
       Value target = eval(*e.items[0], frame);
       Value parts[3];
@@ -295,7 +303,10 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       return Value(-v.as_float());
     }
     case K::Binary:
-      return binary_operator(e.name, eval(*e.items[0], frame), eval(*e.items[1], frame), options_.max_output_bytes);
+    {
+      Value left = eval(*e.items[0], frame);
+      return binary_operator(e.name, left, eval(*e.items[1], frame), options_.max_output_bytes);
+    }
     case K::And: {
       Value left = eval(*e.items[0], frame);
       return left.truthy() ? eval(*e.items[1], frame) : left;

@@ -9,18 +9,19 @@ namespace corvid::jinja {
 namespace parser_detail {
 
 
+// jinja2's describe_token: a name's text, an operator itself, else the kind.
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case TokenKind::Text: return "template text";
-    case TokenKind::PrintBegin: return "'{{'";
+    case TokenKind::Text: return "template data";
+    case TokenKind::PrintBegin: return "begin of print statement";
     case TokenKind::PrintEnd: return "end of print statement";
-    case TokenKind::BlockBegin: return "'{%'";
+    case TokenKind::BlockBegin: return "begin of statement block";
     case TokenKind::BlockEnd: return "end of statement block";
-    case TokenKind::Name: return "'" + t.text + "'";
+    case TokenKind::Name: return t.text;
     case TokenKind::String: return "string";
     case TokenKind::Int: return "integer";
     case TokenKind::Float: return "float";
-    case TokenKind::Operator: return "'" + t.text + "'";
+    case TokenKind::Operator: return t.text;
     case TokenKind::End: return "end of template";
   }
   return "token";
@@ -71,11 +72,16 @@ Body Parser::parse_body(std::initializer_list<std::string_view> ends, std::strin
       body.push_back(parse_statement());
     } else if (t.kind == TokenKind::End) {
       if (ends.size() == 0) return body;
-      std::string expected;
-      for (std::string_view e : ends) expected += (expected.empty() ? "'" : " or '") + std::string(e) + "'";
-      fail_at(t, "unexpected end of template, expected " + expected);
+      std::string message = "Unexpected end of template. Jinja was looking for the following tags: ";
+      bool first = true;
+      for (std::string_view e : ends) {
+        message.append(first ? "'" : " or '").append(e).append("'");
+        first = false;
+      }
+      message.append(". The innermost block that needs to be closed is '").append(open_tags_.back()).append("'.");
+      fail_at(t, message);
     } else {
-      fail_at(t, "unexpected " + describe(t));
+      fail_at(t, "unexpected '" + describe(t) + "'");
     }
   }
 }
@@ -93,6 +99,11 @@ std::unique_ptr<Stmt> Parser::parse_statement() {
   const std::string tag = t.text;
   int line = t.line;
   next();
+  open_tags_.push_back(tag);
+  struct Pop {
+    std::vector<std::string>& tags;
+    ~Pop() { tags.pop_back(); }
+  } pop{open_tags_};
   std::string end;
   if (tag == "if") return parse_if(line);
   if (tag == "for") return parse_for(line);
@@ -156,7 +167,7 @@ std::unique_ptr<Stmt> Parser::parse_if(int line) {
 std::unique_ptr<Stmt> Parser::parse_for(int line) {
   auto s = new_stmt(Stmt::Kind::For, line);
   s->target = parse_assign_target(true);
-  if (!skip_name("in")) unexpected("'in'");
+  if (!skip_name("in")) unexpected("in");
   s->expr = parse_tuple(false, {"recursive"});
   if (skip_name("if")) s->condition = parse_expression(true);
   s->recursive = skip_name("recursive");

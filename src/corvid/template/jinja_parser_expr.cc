@@ -39,7 +39,7 @@ ExprPtr Parser::parse_tuple(bool with_conditional, std::initializer_list<std::st
     else break;
   }
   if (!is_tuple) {
-    if (items.empty()) unexpected("an expression");
+    if (items.empty()) fail_at(cur(), "unexpected '" + describe(cur()) + "'");
     return std::move(items[0]);
   }
   auto t = make(Expr::Kind::Tuple, line);
@@ -255,7 +255,7 @@ ExprPtr Parser::parse_primary() {
     default:
       break;
   }
-  fail_at(t, "unexpected " + describe(t));
+  fail_at(t, "unexpected '" + describe(t) + "'");
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr node) {
@@ -293,35 +293,46 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
       item->items.push_back(std::move(key));
       return seal(std::move(item));
     }
-    unexpected("a name or number after '.'");
+    unexpected("name");
   }
-  // [index] or [start:stop:step]
-  ExprPtr parts[3];
-  int part = 0;
-  bool is_slice = false;
-  while (true) {
-    if (is_op(":")) {
-      next();
-      is_slice = true;
-      if (++part > 2) unexpected("']'");
-      continue;
-    }
-    if (is_op("]")) break;
-    if (parts[part]) unexpected("']'");
-    parts[part] = parse_expression(true);
+  // [index], [start:stop:step], or several separated by commas (a tuple index).
+  std::vector<ExprPtr> subscripts;
+  while (!is_op("]")) {
+    if (!subscripts.empty()) expect_op(",");
+    subscripts.push_back(parse_subscribed());
   }
   next();
-  if (!is_slice) {
-    if (!parts[0]) fail_at(t, "expected an index");
-    auto item = make(Expr::Kind::Item, t.line);
-    item->items.push_back(std::move(node));
-    item->items.push_back(std::move(parts[0]));
-    return seal(std::move(item));
+  auto item = make(Expr::Kind::Item, t.line);
+  item->items.push_back(std::move(node));
+  if (subscripts.size() == 1 && subscripts[0]->kind == Expr::Kind::Slice) {
+    subscripts[0]->items[0] = std::move(item->items[0]);
+    return seal(std::move(subscripts[0]));
   }
-  auto slice = make(Expr::Kind::Slice, t.line);
-  slice->items.push_back(std::move(node));
+  if (subscripts.size() == 1) {
+    item->items.push_back(std::move(subscripts[0]));
+  } else {
+    auto tuple = make(Expr::Kind::Tuple, t.line);
+    tuple->items = std::move(subscripts);
+    item->items.push_back(seal(std::move(tuple)));
+  }
+  return seal(std::move(item));
+}
+
+// One subscript: an expression, or a slice whose target (items[0]) the caller fills in.
+ExprPtr Parser::parse_subscribed() {
+  int line = cur().line;
+  ExprPtr parts[3];
+  if (!is_op(":")) {
+    parts[0] = parse_expression(true);
+    if (!is_op(":")) return std::move(parts[0]);
+  }
+  next();
+  if (!is_op("]") && !is_op(",") && !is_op(":")) parts[1] = parse_expression(true);
+  if (skip_op(":") && !is_op("]") && !is_op(",")) parts[2] = parse_expression(true);
+  auto slice = make(Expr::Kind::Slice, line);
+  slice->items.push_back(make(Expr::Kind::Literal, line));  // placeholder for the target
   for (auto& p : parts) slice->items.push_back(std::move(p));
-  return seal(std::move(slice));
+  return slice;
 }
 
 // (positional..., name=value..., *args, **kwargs) into `call`.

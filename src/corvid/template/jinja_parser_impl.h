@@ -48,16 +48,16 @@ class Parser {
   }
   [[noreturn]] void fail_at(const Token& t, const std::string& message) const { throw TemplateError(t.line, message); }
   [[noreturn]] void unexpected(const std::string& expected) const {
-    fail_at(cur(), "expected " + expected + ", got " + describe(cur()));
+    std::string message = "expected token '";  // jinja2's wording
+    message.append(expected).append("', got '").append(describe(cur())).append("'");
+    fail_at(cur(), message);
   }
   void expect_op(std::string_view op) {
     if (skip_op(op)) return;
-    std::string expected = "'";  // (built by appending: GCC 12 misreports `"'" + s + "'"` under -Wrestrict)
-    expected.append(op).append("'");
-    unexpected(expected);
+    unexpected(std::string(op));
   }
   std::string expect_name() {
-    if (cur().kind != TokenKind::Name) unexpected("a name");
+    if (cur().kind != TokenKind::Name) unexpected("name");
     return next().text;
   }
   void expect_block_end() {
@@ -114,6 +114,7 @@ class Parser {
   ExprPtr parse_postfix(ExprPtr node);
   ExprPtr parse_filter_expr(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
+  ExprPtr parse_subscribed();
   // (positional..., name=value..., *args, **kwargs) into `call`.
   void parse_call_args(Expr& call);
   ExprPtr parse_call(ExprPtr callee);
@@ -126,6 +127,7 @@ class Parser {
   std::size_t pos_ = 0;
   int nesting_ = 0;
   int loop_depth_ = 0;
+  std::vector<std::string> open_tags_;  // the statements being parsed, innermost last
 };
 
 }  // namespace corvid::jinja::parser_detail
