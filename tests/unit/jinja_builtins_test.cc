@@ -127,6 +127,14 @@ TEST(JinjaBuiltinsFilters, StringFilters) {
   EXPECT_EQ((filter("string", N())).repr(), "'None'");
   // [{'a': [1, 2]}|pprint] (repr)
   EXPECT_EQ((filter("pprint", D({{"a", L({I(1), I(2)})}}))).repr(), "\"{'a': [1, 2]}\"");
+  // [{'b': 1, 'a': [1, 2]}|pprint] (repr)
+  EXPECT_EQ((filter("pprint", D({{"b", I(1)}, {"a", L({I(1), I(2)})}}))).repr(), "\"{'a': [1, 2], 'b': 1}\"");
+  // [[{'name': 'get_weather', 'description': 'Get the current weather in a given location', 'parameters': {'type': 'object', 'properties': {'location': {'type': 'string'}, 'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}}}}]|pprint] (repr)
+  EXPECT_EQ((filter("pprint", L({D({{"name", S("get_weather")}, {"description", S("Get the current weather in a given location")}, {"parameters", D({{"type", S("object")}, {"properties", D({{"location", D({{"type", S("string")}})}, {"unit", D({{"type", S("string")}, {"enum", L({S("celsius"), S("fahrenheit")})}})}})}})}})}))).repr(), "\"[{'description': 'Get the current weather in a given location',\\n  'name': 'get_weather',\\n  'parameters': {'properties': {'location': {'type': 'string'},\\n                                'unit': {'enum': ['celsius', 'fahrenheit'],\\n                                         'type': 'string'}},\\n                 'type': 'object'}}]\"");
+  // [('word ' * 30)|pprint] (repr)
+  EXPECT_EQ((filter("pprint", S([] { std::string s; for (int i = 0; i < 30; ++i) s += "word "; return s; }()))).repr(), "\"('word word word word word word word word word word word word word word word '\\n 'word word word word word word word word word word word word word word word ')\"");
+  // [['line one\nline two ' ~ 'x' * 80, (1,), [(1, 2)] * 15]|pprint] (repr)
+  EXPECT_EQ((filter("pprint", L({S("line one\nline two " + std::string(80, 'x')), Value::tuple({I(1)}), [] { std::vector<Value> v; for (int i = 0; i < 15; ++i) v.push_back(Value::tuple({I(1), I(2)})); return L(v); }()}))).repr(), "\"['line one\\\\n'\\n 'line two '\\n 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',\\n (1,),\\n [(1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2)]]\"");
 }
 
 TEST(JinjaBuiltinsFilters, NumberFilters) {

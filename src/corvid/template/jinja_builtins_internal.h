@@ -75,6 +75,9 @@ Value do_dictsort(const Value& v, const CallArgs& args);
 Value do_unique(const Value& v, const CallArgs& args);
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch);
 
+// Python's pprint.pformat (jinja_pprint.cc).
+std::string pformat(const Value& value);
+
 // markupsafe's escape: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
 std::string html_escape(std::string_view s);
 

@@ -429,7 +429,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       std::string text = percent_format(format, args);
       return format.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
     };
-    f["pprint"] = [](const Value& v, const CallArgs&) { return Value(v.repr()); };
+    f["pprint"] = [](const Value& v, const CallArgs&) { return Value(pformat(v)); };
     f["striptags"] = [](const Value& v, const CallArgs&) { return do_striptags(v); };
     return f;
   }();
