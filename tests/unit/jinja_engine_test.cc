@@ -246,6 +246,10 @@ const Case kLoopsCases[] = {
      R"J(31False22True)J"},
     {R"J({% for i in [] %}x{% else %}empty{% endfor %}{% for i in undefined_name %}x{% endfor %})J",
      R"J(empty)J"},
+    {R"J({% for i in l %}{% continue %}{% else %}[else runs: no iteration reached the end]{% endfor %})J",
+     R"J([else runs: no iteration reached the end])J"},
+    {R"J({% for i in l %}{% if i == 1 %}{% continue %}{% endif %}{% else %}[not shown]{% endfor %}{% for i in l %}{% break %}{% else %}[shown]{% endfor %})J",
+     R"J([shown])J"},
     {R"J({% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %})J",
      R"J(a=1;b=[1, 2];ab)J"},
     {R"J({% for i in l %}{% if i == 1 %}{% continue %}{% endif %}{% if i == 2 %}{% break %}{% endif %}{{ i }}{% endfor %})J",
@@ -278,6 +282,10 @@ const Case kScopingCases[] = {
      R"J(5)J"},
     {R"J({% macro m() %}{% set inner = 1 %}{% endmacro %}{{ m() }}[{{ inner }}])J",
      R"J([])J"},
+    {R"J({% set a = 1 %}{% set b %}{% set a = 2 %}{{ a }}{% endset %}{{ b }}{{ a }}{% filter upper %}{% set a = 3 %}{% endfilter %}{{ a }})J",
+     R"J(211)J"},
+    {R"J({% for i in [] %}{% else %}{% set e = 1 %}{% endfor %}{{ e }}{% with w = 1 %}{% set a = 2 %}{% endwith %}{{ a }}{{ w }})J",
+     R"J()J"},
 };
 
 const Case kMacrosCases[] = {

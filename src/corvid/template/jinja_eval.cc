@@ -188,7 +188,9 @@ Renderer::Flow Renderer::exec(const Stmt& s, const FramePtr& frame) {
       case Stmt::Kind::For: return exec_for(s, frame);
       case Stmt::Kind::Set: assign(*s.target, eval(*s.expr, frame), frame); return Flow::Normal;
       case Stmt::Kind::SetBlock: {
-        Value text(capture(s.body, frame));
+        auto inner = std::make_shared<Frame>();  // the block's own assignments stay inside it
+        inner->parent = frame;
+        Value text(capture(s.body, inner));
         if (s.expr) {
           const Value* saved = block_value_;
           block_value_ = &text;

@@ -111,12 +111,6 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
     ~Restore() { out = saved; }
   } restore{out_, saved};
 
-  if (items.empty()) {
-    auto inner = std::make_shared<Frame>();
-    inner->parent = frame;
-    exec_body(s.else_body, inner);
-    return buffer;
-  }
   Value recurse;
   if (s.recursive) {
     keep_alive_.push_back(frame);
@@ -129,6 +123,7 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
   }
   auto last_changed = std::make_shared<std::optional<std::vector<Value>>>();
   const auto length = static_cast<std::int64_t>(items.size());
+  bool body_completed = false;
   for (std::int64_t i = 0; i < length; ++i) {
     step(s.line);
     auto inner = std::make_shared<Frame>();
@@ -156,7 +151,16 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
       inner->set("loop", Value::object(std::move(loop)));
     }
     assign(*s.target, items[i], inner);
-    if (exec_body(s.body, inner) == Flow::Break) break;
+    Flow flow = exec_body(s.body, inner);
+    if (flow == Flow::Normal) body_completed = true;
+    if (flow == Flow::Break) break;
+  }
+  // jinja2 runs `else` unless some iteration reached the end of the body (its
+  // flag is cleared there), so a loop that only `continue`d or `break`s at once runs it.
+  if (!body_completed) {
+    auto inner = std::make_shared<Frame>();
+    inner->parent = frame;
+    exec_body(s.else_body, inner);
   }
   return buffer;
 }
