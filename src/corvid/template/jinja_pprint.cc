@@ -48,6 +48,11 @@ std::string sorted_repr(const Value& v) {
 struct Printer {
   std::string out;
 
+  void new_line(const char* separator, std::int64_t indent) {
+    out += separator;
+    out.append(static_cast<std::size_t>(indent), ' ');
+  }
+
   void format(const Value& v, std::int64_t indent, std::int64_t allowance, int level) {
     const std::string rep = sorted_repr(v);
     if (text_length(rep) > kWidth - indent - allowance) {
@@ -67,7 +72,7 @@ struct Printer {
       const std::string key = python_string_repr(entries[i].first);
       out += key + ": ";
       format(*entries[i].second, indent + text_length(key) + 2, last ? allowance + 1 : 1, level);
-      if (!last) out += ",\n" + std::string(static_cast<std::size_t>(indent), ' ');
+      if (!last) new_line(",\n", indent);
     }
     out += "}";
   }
@@ -80,7 +85,7 @@ struct Printer {
     indent += 1;
     for (std::size_t i = 0; i < items.size(); ++i) {
       const bool last = i + 1 == items.size();
-      if (i) out += ",\n" + std::string(static_cast<std::size_t>(indent), ' ');
+      if (i) new_line(",\n", indent);
       format(items[i], indent, last ? allowance : 1, level);
     }
     out += close;
@@ -130,7 +135,7 @@ struct Printer {
     }
     if (level == 1) out += "(";
     for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (i) out += "\n" + std::string(static_cast<std::size_t>(indent), ' ');
+      if (i) new_line("\n", indent);
       out += chunks[i];
     }
     if (level == 1) out += ")";
