@@ -301,6 +301,8 @@ const Case kMacrosCases[] = {
      R"J(321)J"},
     {R"J({% macro m(a) %}[{{ a }}]{% endmacro %}{{ m() }})J",
      R"J([])J"},
+    {R"J({% macro m() %}{{ caller(1, 2, k=3) }}{% endmacro %}{% call(a) m() %}{{ a }}{{ varargs }}{{ kwargs }}{{ caller is defined }}{% endcall %})J",
+     R"J(1(2,){'k': 3}False)J"},
     {R"J({% macro m(a, b=a ~ '!') %}{{ b }}{% endmacro %}{{ m('x') }})J",
      R"J(x!)J"},
 };

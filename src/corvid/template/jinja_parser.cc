@@ -284,6 +284,10 @@ std::unique_ptr<Stmt> Parser::parse_call_block(int line) {
   std::string end;
   s->body = parse_body({"endcall"}, end);
   expect_block_end();
+  // The body is the caller() macro: it takes varargs/kwargs/caller like any macro.
+  s->uses_varargs = mentions(s->body, "varargs");
+  s->uses_kwargs = mentions(s->body, "kwargs");
+  s->uses_caller = mentions(s->body, "caller");
   return s;
 }
 

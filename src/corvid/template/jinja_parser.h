@@ -93,7 +93,7 @@ struct Stmt {
   std::vector<Param> params;        // Macro, CallBlock
   bool recursive = false;           // For
   bool uses_loop = false;           // For: the body reads `loop`
-  bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro
+  bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro, CallBlock
 };
 
 struct Template::Program {
