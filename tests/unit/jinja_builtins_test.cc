@@ -291,6 +291,20 @@ TEST(JinjaBuiltinsFilters, SequenceFilters) {
   EXPECT_EQ((filter("sort", L({D({{"t", S("b")}, {"i", I(1)}}), D({{"t", S("a")}, {"i", I(2)}}), D({{"t", S("b")}, {"i", I(0)}})}), {}, {{"attribute", S("t,i")}})).repr(), "[{'t': 'a', 'i': 2}, {'t': 'b', 'i': 0}, {'t': 'b', 'i': 1}]");
   // [[[2, 'a'], [1, 'b'], [2, 'A']]|sort] (repr)
   EXPECT_EQ((filter("sort", L({L({I(2), S("a")}), L({I(1), S("b")}), L({I(2), S("A")})}))).repr(), "[[1, 'b'], [2, 'A'], [2, 'a']]");
+  // {{ [{'b': 1}, none, {'x': 2}, [1]]|sort(reverse=true) }} raises
+  expect_error([&] { (void)(filter("sort", L({D({{"b", I(1)}}), N(), D({{"x", I(2)}}), L({I(1)})}), {B(true)})); }, "'<' not supported between instances of 'dict' and 'list'");
+  // {{ [3, 1, 'a', 2, none]|sort }} raises
+  expect_error([&] { (void)(filter("sort", L({I(3), I(1), S("a"), I(2), N()}))); }, "'<' not supported between instances of 'str' and 'int'");
+  // {{ [{'a': 1}, {'b': 2}]|sort(attribute='a') }} raises
+  expect_error([&] { (void)(filter("sort", L({D({{"a", I(1)}}), D({{"b", I(2)}})}), {}, {{"attribute", S("a")}})); }, "'dict object' has no attribute 'a'");
+  // {{ [{'a': 1}, {'b': 2}]|sum(attribute='a') }} raises
+  expect_error([&] { (void)(filter("sum", L({D({{"a", I(1)}}), D({{"b", I(2)}})}), {}, {{"attribute", S("a")}})); }, "'dict object' has no attribute 'a'");
+  // [[5, 3, 9, 1, 1, 7, 2, 8, 0, 4, 6]|sort] (repr)
+  EXPECT_EQ((filter("sort", L({I(5), I(3), I(9), I(1), I(1), I(7), I(2), I(8), I(0), I(4), I(6)}))).repr(), "[0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9]");
+  // {{ 5|reverse }} raises
+  expect_error([&] { (void)(filter("reverse", I(5))); }, "argument must be iterable");
+  // {{ 5|last }} raises
+  expect_error([&] { (void)(filter("last", I(5))); }, "'int' object is not reversible");
   // {{ [3, 'a']|sort }} raises
   expect_error([&] { (void)(filter("sort", L({I(3), S("a")}))); }, "'<' not supported between instances of 'str' and 'int'");
   // [[none, none]|sort] (repr)

@@ -43,7 +43,7 @@ std::vector<Value> iterate(const Value& v) {
 std::int64_t int_arg(const Value& v, std::string_view what) {
   if (v.is_int()) return v.as_int();
   if (v.is_bool()) return v.as_bool() ? 1 : 0;
-  fail("'", v.type_name(), "' object cannot be interpreted as an integer (", what, ")");
+  fail("'", v.type_name(), "' object cannot be interpreted as an integer");
 }
 
 std::int64_t checked_width(std::int64_t width) {
@@ -79,6 +79,9 @@ static bool comparable(const Value& a, const Value& b) {
 
 // Python's rich comparison for `op` in < <= > >=.
 bool compare(std::string_view op, const Value& a, const Value& b) {
+  // jinja2's Undefined raises its own error from every comparison.
+  if (a.is_undefined()) fail(a.undefined_message());
+  if (b.is_undefined()) fail(b.undefined_message());
   if (!comparable(a, b)) {
     fail("'", op, "' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
   }

@@ -27,6 +27,8 @@ using namespace detail;
 
 // Python's a + b for sum().
 Value add(const Value& a, const Value& b) {
+  if (a.is_undefined()) fail(a.undefined_message());  // Undefined's + raises
+  if (b.is_undefined()) fail(b.undefined_message());
   const bool a_num = a.is_number() || a.is_bool();
   const bool b_num = b.is_number() || b.is_bool();
   if (a_num && b_num) {
@@ -322,7 +324,9 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       return items.empty() ? Value::undefined_with_message("No first item, sequence was empty.") : items.front();
     };
     f["last"] = [](const Value& v, const CallArgs&) {
-      if (v.is_iterator()) fail("'", v.type_name(), "' object is not reversible");
+      if (!v.is_undefined() && !v.is_string() && !v.is_list() && !v.is_tuple() && !v.is_object() && !v.is_view()) {
+        fail("'", v.type_name(), "' object is not reversible");
+      }
       const std::vector<Value> items = iterate(v);
       return items.empty() ? Value::undefined_with_message("No last item, sequence was empty.") : items.back();
     };
@@ -373,6 +377,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
                                    count && !count->is_none() ? int_arg(*count, "count") : -1));
     };
     f["reverse"] = [](const Value& v, const CallArgs&) {
+      if (!v.is_undefined() && !v.is_string() && !v.is_array() && !v.is_object()) fail("argument must be iterable");
       if (v.is_string()) {
         std::u32string text = unicode::decode(v.as_string());
         std::reverse(text.begin(), text.end());

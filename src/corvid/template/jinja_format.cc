@@ -529,7 +529,8 @@ std::string percent_format(const Value& format, const Value& args) {
       case 'X':
       case 'o': {
         if (!value.is_number() && !value.is_bool()) {
-          fail("%", type, " format: a real number is required, not ", value.type_name());
+          fail("%", type, " format: ", (type == 'x' || type == 'X' || type == 'o') ? "an integer" : "a real number",
+               " is required, not ", value.type_name());
         }
         if (value.is_float()) {
           if (type == 'x' || type == 'X' || type == 'o') {
@@ -574,6 +575,7 @@ std::string percent_format(const Value& format, const Value& args) {
         continue;
       }
       case 'c':
+        if (!value.is_string() && !value.is_int() && !value.is_bool()) fail("%c requires int or char");
         if (value.is_string()) {
           if (unicode::length(value.as_string()) != 1) fail("%c requires int or char");
           out += value.as_string();

@@ -509,6 +509,9 @@ bool operator==(const Value& a, const Value& b) {
 }
 
 bool Value::less(const Value& a, const Value& b) {
+  // jinja2's Undefined raises its own error from every comparison.
+  if (a.is_undefined()) fail(a.undefined_message());
+  if (b.is_undefined()) fail(b.undefined_message());
   if (is_numeric_like(a) && is_numeric_like(b)) {
     if (!a.is_float() && !b.is_float()) return integral(a) < integral(b);
     if (a.is_float() && b.is_float()) return a.as_float() < b.as_float();
