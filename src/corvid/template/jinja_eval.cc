@@ -75,7 +75,8 @@ void Frame::set(const std::string& name, Value value) {
 DepthGuard::DepthGuard(int& c, int line, int limit) : counter(c) {
   if (++counter > limit) {
     --counter;
-    throw TemplateError(line, "maximum recursion depth exceeded");
+    // Python's RecursionError text, as a runaway macro recursion raises it under jinja2.
+    throw TemplateError(line, "maximum recursion depth exceeded while calling a Python object");
   }
 }
 DepthGuard::~DepthGuard() { --counter; }
