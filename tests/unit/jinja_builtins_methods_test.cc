@@ -141,6 +141,14 @@ TEST(JinjaBuiltinsTests, Tests) {
   EXPECT_FALSE(test("lower", S("123")));
   // {{ 'ÉCOLE' is upper }}
   EXPECT_TRUE(test("upper", S("ÉCOLE")));
+  // {{ 'upper' is filter }}
+  EXPECT_TRUE(test("filter", S("upper")));
+  // {{ 'nosuch' is filter }}
+  EXPECT_FALSE(test("filter", S("nosuch")));
+  // {{ 'odd' is test }}
+  EXPECT_TRUE(test("test", S("odd")));
+  // {{ 'x'|e is escaped }}
+  EXPECT_TRUE(test("escaped", filter("e", S("x"))));
   // {{ 'x' is escaped }}
   EXPECT_FALSE(test("escaped", S("x")));
   // {{ 1 is nosuchtest }} raises

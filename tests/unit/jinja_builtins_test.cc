@@ -140,6 +140,20 @@ TEST(JinjaBuiltinsFilters, StringFilters) {
 TEST(JinjaBuiltinsFilters, NumberFilters) {
   auto ns = std::make_shared<Object>();
   ns->is_namespace = true;
+  // [1|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(1))).repr(), "'1 Byte'");
+  // [999|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(999))).repr(), "'999 Bytes'");
+  // ['123456789'|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", S("123456789"))).repr(), "'123.5 MB'");
+  // [1536|filesizeformat(true)] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(1536), {B(true)})).repr(), "'1.5 KiB'");
+  // {{ 'abc'|filesizeformat }} raises
+  expect_error([&] { (void)(filter("filesizeformat", S("abc"))); }, "could not convert string to float: 'abc'");
+  // {{ none|filesizeformat }} raises
+  expect_error([&] { (void)(filter("filesizeformat", N())); }, "float() argument must be a string or a real number, not 'NoneType'");
+  // [1e30|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", Fl(1e30))).repr(), "'1000000.0 YB'");
   // [-3|abs] (repr)
   EXPECT_EQ((filter("abs", I(-3))).repr(), "3");
   // [-2.5|abs] (repr)

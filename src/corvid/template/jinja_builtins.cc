@@ -235,7 +235,9 @@ const std::unordered_map<std::string_view, Test>& tests() {
     };
     t["lower"] = [](const Value& v, const CallArgs&) { return all_cased_chars(v.str(), false); };
     t["upper"] = [](const Value& v, const CallArgs&) { return all_cased_chars(v.str(), true); };
-    t["escaped"] = [](const Value&, const CallArgs&) { return false; };  // no Markup values
+    t["escaped"] = [](const Value& v, const CallArgs&) { return v.is_markup(); };
+    t["filter"] = [](const Value& v, const CallArgs&) { return v.is_string() && has_filter(v.as_string()); };
+    t["test"] = [](const Value& v, const CallArgs&) { return v.is_string() && has_test(v.as_string()); };
     return t;
   }();
   return table;

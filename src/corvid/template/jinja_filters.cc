@@ -434,6 +434,35 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       std::string text = percent_format(format, args);
       return format.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
     };
+    f["filesizeformat"] = [](const Value& v, const CallArgs& a) {
+      double bytes = 0;  // Python's float(value)
+      if (v.is_undefined()) fail(v.undefined_message());
+      if (v.is_string()) {
+        const auto parsed = detail::parse_python_float(v.as_string());
+        if (!parsed) fail("could not convert string to float: ", v.repr());
+        bytes = *parsed;
+      } else if (v.is_number() || v.is_bool()) {
+        bytes = v.is_bool() ? v.as_bool() : v.as_float();
+      } else {
+        fail("float() argument must be a string or a real number, not '", v.type_name(), "'");
+      }
+      const bool binary = bool_param(a, "binary", 0, false);
+      const double base = binary ? 1024 : 1000;
+      static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+      static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+      if (bytes == 1) return Value("1 Byte");
+      if (bytes < base) return Value(std::to_string(static_cast<std::int64_t>(bytes)) + " Bytes");
+      double unit = base;
+      for (int i = 0; i < 8; ++i) {
+        unit = std::pow(base, i + 2);
+        if (bytes < unit || i == 7) {
+          char text[64];
+          std::snprintf(text, sizeof text, "%.1f %s", base * bytes / unit, binary ? kBinary[i] : kDecimal[i]);
+          return Value(text);
+        }
+      }
+      return Value("");
+    };
     f["pprint"] = [](const Value& v, const CallArgs&) { return Value(pformat(v)); };
     f["striptags"] = [](const Value& v, const CallArgs&) { return do_striptags(v); };
     return f;
