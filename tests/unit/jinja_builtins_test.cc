@@ -341,6 +341,16 @@ TEST(JinjaBuiltinsFilters, SequenceFilters) {
   EXPECT_EQ((filter("list", filter("unique", L({D({{"n", I(1)}}), D({{"n", I(1)}}), D({{"n", I(2)}})}), {}, {{"attribute", S("n")}}))).repr(), "[{'n': 1}, {'n': 2}]");
   // {{ [[1], [1]]|unique|list }} raises
   expect_error([&] { (void)(filter("list", filter("unique", L({L({I(1)}), L({I(1)})})))); }, "unhashable type: 'list'");
+  // [[{'a': 'x', 'n': 1}, {'a': 'X', 'n': 2}, {'a': 'y', 'n': 3}]|groupby('a')] (repr)
+  EXPECT_EQ((filter("groupby", L({D({{"a", S("x")}, {"n", I(1)}}), D({{"a", S("X")}, {"n", I(2)}}), D({{"a", S("y")}, {"n", I(3)}})}), {S("a")})).repr(), "[('x', [{'a': 'x', 'n': 1}, {'a': 'X', 'n': 2}]), ('y', [{'a': 'y', 'n': 3}])]");
+  // [[{'a': 'x'}, {'a': 'X'}]|groupby('a', case_sensitive=true)] (repr)
+  EXPECT_EQ((filter("groupby", L({D({{"a", S("x")}}), D({{"a", S("X")}})}), {S("a")}, {{"case_sensitive", B(true)}})).repr(), "[('X', [{'a': 'X'}]), ('x', [{'a': 'x'}])]");
+  // [([{'a': 'x'}, {'b': 1}]|groupby('a', default='z'))[1].grouper] (repr)
+  EXPECT_EQ((get_attribute(get_item(filter("groupby", L({D({{"a", S("x")}}), D({{"b", I(1)}})}), {S("a")}, {{"default", S("z")}}), I(1)), "grouper")).repr(), "'z'");
+  // [([{'a': {'b': 2}}, {'a': {'b': 1}}]|groupby('a.b'))[0].list] (repr)
+  EXPECT_EQ((get_attribute(get_item(filter("groupby", L({D({{"a", D({{"b", I(2)}})}}), D({{"a", D({{"b", I(1)}})}})}), {S("a.b")}), I(0)), "list")).repr(), "[{'a': {'b': 1}}]");
+  // {{ [{'a': 1}, {'b': 1}]|groupby('a') }} raises
+  expect_error([&] { (void)(filter("groupby", L({D({{"a", I(1)}}), D({{"b", I(1)}})}), {S("a")})); }, "'dict object' has no attribute 'a'");
   // [[1, 2, 3, 4, 5]|batch(2)|list] (repr)
   EXPECT_EQ((filter("list", filter("batch", L({I(1), I(2), I(3), I(4), I(5)}), {I(2)}))).repr(), "[[1, 2], [3, 4], [5]]");
   // [[1, 2, 3, 4, 5]|batch(2, 0)|list] (repr)

@@ -309,6 +309,9 @@ Value get_attribute(const Value& obj, std::string_view name) {
     return Value::undefined_with_message("access to attribute '" + std::string(name) + "' of '" +
                                          obj.type_name() + "' object is unsafe.");
   }
+  if (obj.is_tuple() && obj.name() == "_GroupTuple" && (name == "grouper" || name == "list")) {
+    return obj.as_array()[name == "grouper" ? 0 : 1];
+  }
   // getattr first (so d.items is the method even when d has a key "items"), then getitem.
   if (auto method = detail::bound_method(obj, name)) return *method;
   if (obj.is_object()) {

@@ -74,6 +74,7 @@ Value do_sort(const Value& v, const CallArgs& args);
 Value do_dictsort(const Value& v, const CallArgs& args);
 Value do_unique(const Value& v, const CallArgs& args);
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch);
+Value do_groupby(const Value& v, const CallArgs& args);
 
 // Python's pprint.pformat (jinja_pprint.cc).
 std::string pformat(const Value& value);

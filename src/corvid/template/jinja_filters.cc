@@ -304,6 +304,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       return Value::undefined_member(v, *name);
     };
     f["batch"] = [](const Value& v, const CallArgs& a) { return do_batch_or_slice(v, a, true); };
+    f["groupby"] = detail::do_groupby;
     f["slice"] = [](const Value& v, const CallArgs& a) { return do_batch_or_slice(v, a, false); };
     f["capitalize"] = [](const Value& v, const CallArgs&) { return Value(unicode::capitalize(v.str())); };
     f["center"] = [](const Value& v, const CallArgs& a) {

@@ -191,6 +191,47 @@ Value do_unique(const Value& v, const CallArgs& args) {
   return generator(std::move(out));
 }
 
+Value do_groupby(const Value& v, const CallArgs& args) {
+  const Value* attribute = optional_arg(args, "attribute", 0);
+  if (!attribute) fail("sync_do_groupby() missing 1 required positional argument: 'attribute'");
+  const Value* fallback = optional_arg(args, "default", 1);
+  if (fallback && fallback->is_none()) fallback = nullptr;
+  const bool case_sensitive = bool_param(args, "case_sensitive", 2, false);
+  auto group_key = [&](const Value& item) {  // make_attrgetter with default, per path step
+    Value key = item;
+    const Value dot(".");
+    std::vector<Value> parts;
+    if (attribute->is_string()) {
+      for (const std::string& part : split(attribute->as_string(), &dot, -1, false)) parts.emplace_back(part);
+    } else {
+      parts.push_back(*attribute);
+    }
+    for (const Value& part : parts) {
+      key = lookup_attribute_path(key, part);
+      if (fallback && key.is_undefined()) key = *fallback;
+    }
+    return key;
+  };
+  Keyed keyed;
+  for (const Value& item : iterate(v)) {
+    const Value key = group_key(item);
+    keyed.emplace_back(case_sensitive ? key : ignore_case(key), item);
+  }
+  python_sort(keyed, false);
+  std::vector<Value> groups;
+  for (std::size_t i = 0; i < keyed.size();) {
+    std::size_t j = i + 1;
+    while (j < keyed.size() && keyed[j].first == keyed[i].first) ++j;
+    std::vector<Value> members;
+    for (std::size_t k = i; k < j; ++k) members.push_back(keyed[k].second);
+    // The group shows the first member's own key, not its lowercased form.
+    const Value grouper = case_sensitive ? keyed[i].first : group_key(members.front());
+    groups.push_back(Value::named_tuple({grouper, Value::array(std::move(members))}, "_GroupTuple"));
+    i = j;
+  }
+  return Value::array(std::move(groups));
+}
+
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
   const std::vector<Value> items = iterate(v);
   const std::int64_t count = int_param(args, batch ? "linecount" : "slices", 0, 0);

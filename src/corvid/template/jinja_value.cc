@@ -131,6 +131,12 @@ Value Value::tuple(std::vector<Value> items) {
   return v;
 }
 
+Value Value::named_tuple(std::vector<Value> items, std::string type_name) {
+  Value v = tuple(std::move(items));
+  v.name_ = std::move(type_name);
+  return v;
+}
+
 Value Value::iterator(std::vector<Value> items, std::string type_name) {
   Value v = array(std::move(items));
   v.flavor_ = Flavor::Iterator;
@@ -428,7 +434,8 @@ std::string Value::type_name() const {
     case Kind::String:
       return "str";
     case Kind::Array:
-      return flavor_ == Flavor::List ? "list" : flavor_ == Flavor::Tuple ? "tuple" : name_;
+      if (flavor_ == Flavor::Tuple) return name_.empty() ? "tuple" : name_;
+      return flavor_ == Flavor::List ? "list" : name_;
     case Kind::Object:
       return o_->is_namespace ? "Namespace" : "dict";
     case Kind::Function:

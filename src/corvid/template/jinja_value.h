@@ -78,6 +78,9 @@ class Value {
   //   view: dict.keys()/values()/items() ("dict_items([...])"): len() and `in`
   //     work, indexing and tojson do not.
   static Value tuple(std::vector<Value> items);
+  // A namedtuple: a tuple whose attributes name its items (see get_attribute);
+  // only jinja2's groupby result, _GroupTuple(grouper, list), is one.
+  static Value named_tuple(std::vector<Value> items, std::string type_name);
   static Value iterator(std::vector<Value> items, std::string type_name = "generator");
   static Value view(std::vector<Value> items, std::string type_name);
   // jinja2's Markup (from |safe, |escape): a str that `+`/`~` with a plain str
