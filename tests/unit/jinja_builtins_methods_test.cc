@@ -316,6 +316,36 @@ TEST(JinjaBuiltinsMethods, StrMethods) {
   EXPECT_EQ((method(S("{:.3}|{:.1}|{:.4}"), "format", {Fl(100.0), Fl(1.5), Fl(0.00001234)})).repr(), "'1e+02|2e+00|1.234e-05'");
   // ['{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}'.format(-3.14159, 42, 1234567, 255, 5, 12345.678, 1e-20)] (repr)
   EXPECT_EQ((method(S("{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}"), "format", {Fl(-3.14159), I(42), I(1234567), I(255), I(5), Fl(12345.678), Fl(1e-20)})).repr(), "'-003.142|+     42|1_234_567|0xff|101|1.2346e+04|1E-20'");
+  // ['Straße ǅx İ'.casefold()] (repr)
+  EXPECT_EQ((method(S("Straße ǅx İ"), "casefold")).repr(), "'strasse \xc7""\x86""x i\xcc""\x87""'");
+  // ['Hello wORLD ß'.swapcase()] (repr)
+  EXPECT_EQ((method(S("Hello wORLD ß"), "swapcase")).repr(), "'hELLO World SS'");
+  // ['a\tbc\td\n\te'.expandtabs()] (repr)
+  EXPECT_EQ((method(S("a\tbc\td\n\te"), "expandtabs")).repr(), "'a       bc      d\\n        e'");
+  // ['a\tbc'.expandtabs(4)] (repr)
+  EXPECT_EQ((method(S("a\tbc"), "expandtabs", {I(4)})).repr(), "'a   bc'");
+  // ['{a}-{b!r}'.format_map({'a': 1, 'b': 'x'})] (repr)
+  EXPECT_EQ((method(S("{a}-{b!r}"), "format_map", {D({{"a", I(1)}, {"b", S("x")}})})).repr(), "\"1-'x'\"");
+  // ['abc'.isascii()] (repr)
+  EXPECT_EQ((method(S("abc"), "isascii")).repr(), "True");
+  // ['é'.isascii()] (repr)
+  EXPECT_EQ((method(S("é"), "isascii")).repr(), "False");
+  // ['a\tb'.isprintable()] (repr)
+  EXPECT_EQ((method(S("a\tb"), "isprintable")).repr(), "False");
+  // ['Hello World'.istitle()] (repr)
+  EXPECT_EQ((method(S("Hello World"), "istitle")).repr(), "True");
+  // ['Hello world'.istitle()] (repr)
+  EXPECT_EQ((method(S("Hello world"), "istitle")).repr(), "False");
+  // ['ǅungla'.istitle()] (repr)
+  EXPECT_EQ((method(S("ǅungla"), "istitle")).repr(), "True");
+  // ['HELLO'.istitle()] (repr)
+  EXPECT_EQ((method(S("HELLO"), "istitle")).repr(), "False");
+  // ['1A'.istitle()] (repr)
+  EXPECT_EQ((method(S("1A"), "istitle")).repr(), "True");
+  // [''.istitle()] (repr)
+  EXPECT_EQ((method(S(""), "istitle")).repr(), "False");
+  // ['A1 B2'.istitle()] (repr)
+  EXPECT_EQ((method(S("A1 B2"), "istitle")).repr(), "True");
   // ['prefix-x'.removeprefix('prefix-')] (repr)
   EXPECT_EQ((method(S("prefix-x"), "removeprefix", {S("prefix-")})).repr(), "'x'");
 }

@@ -108,7 +108,63 @@ std::int64_t find(const std::string& s, const CallArgs& a, bool from_right) {
 
 Value str_method(const std::string& s, std::string_view name, const CallArgs& a) {
   if (name == "upper") return Value(unicode::upper(s));
-  if (name == "lower" || name == "casefold") return Value(unicode::lower(s));
+  if (name == "lower") return Value(unicode::lower(s));
+  if (name == "casefold") return Value(unicode::casefold(s));
+  if (name == "swapcase") return Value(unicode::swapcase(s));
+  if (name == "isascii") {
+    for (char c : s) {
+      if (static_cast<unsigned char>(c) >= 0x80) return Value(false);
+    }
+    return Value(true);
+  }
+  if (name == "isprintable") {
+    for (char32_t c : unicode::decode(s)) {
+      if (!unicode::is_printable(c)) return Value(false);
+    }
+    return Value(true);
+  }
+  if (name == "istitle") {
+    bool cased = false;
+    bool previous_cased = false;
+    for (char32_t c : unicode::decode(s)) {
+      if (unicode::is_upper(c) || unicode::is_titlecase(c)) {
+        if (previous_cased) return Value(false);
+        previous_cased = cased = true;
+      } else if (unicode::is_lower(c)) {
+        if (!previous_cased) return Value(false);
+        previous_cased = cased = true;
+      } else {
+        previous_cased = false;
+      }
+    }
+    return Value(cased);
+  }
+  if (name == "expandtabs") {
+    const Value* size = arg(a, "tabsize", 0);
+    const std::int64_t tab = size ? checked_width(int_arg(*size, "tabsize")) : 8;
+    std::string out;
+    std::int64_t column = 0;
+    for (char32_t c : unicode::decode(s)) {
+      if (c == '\t') {
+        if (tab > 0) {
+          const std::int64_t spaces = tab - column % tab;
+          out.append(static_cast<std::size_t>(spaces), ' ');
+          column += spaces;
+        }
+      } else {
+        unicode::append(out, c);
+        column = (c == '\n' || c == '\r') ? 0 : column + 1;
+      }
+    }
+    return Value(out);
+  }
+  if (name == "format_map") {
+    const Value* mapping = arg(a, "mapping", 0);
+    if (!mapping || !mapping->is_object()) fail("format_map() argument must be a mapping");
+    CallArgs keywords;
+    for (const auto& [key, value] : mapping->as_object().entries) keywords.keyword.emplace_back(key, *value);
+    return Value(python_format(s, keywords));
+  }
   if (name == "title") return Value(unicode::title(s));
   if (name == "capitalize") return Value(unicode::capitalize(s));
   if (name == "strip") return Value(strip(s, arg(a, "chars", 0), true, true));
@@ -231,7 +287,8 @@ const std::unordered_set<std::string_view>& str_methods() {
       "find",      "rfind",      "index",      "rindex",      "count",        "join",    "format",
       "isdigit",   "isdecimal",  "isnumeric",  "isalpha",     "isspace",      "isalnum", "isupper",
       "islower",   "zfill",      "center",     "ljust",       "rjust",        "removeprefix",
-      "removesuffix", "partition", "rpartition"};
+      "removesuffix", "partition", "rpartition", "swapcase", "isascii", "isprintable", "istitle",
+      "expandtabs", "format_map"};
   return names;
 }
 
