@@ -432,6 +432,12 @@ TEST(JinjaBuiltinsAccess, AttributesItemsSlices) {
   EXPECT_EQ((get_slice(S("héllo wörld"), I(1), I(7), U())).repr(), "'\xc3""\xa9""llo w'");
   // ['héllo'[::-1]] (repr)
   EXPECT_EQ((get_slice(S("héllo"), U(), U(), I(-1))).repr(), "'oll\xc3""\xa9""h'");
+  // {{ (x|default({'a': 1}))[1:2] }} raises
+  expect_error([&] { (void)(get_slice(D({{"a", I(1)}}), I(1), I(2), U())); }, "unhashable type: 'slice'");
+  // {{ (x|default(none, true))[::2] }} raises
+  expect_error([&] { (void)(get_slice(N(), U(), U(), I(2))); }, "'NoneType' object is not subscriptable");
+  // {{ ([1]|select)[:1] }} raises
+  expect_error([&] { (void)(get_slice(filter("select", L({I(1)})), U(), I(1), U())); }, "'generator' object is not subscriptable");
   // {{ 'abc'[::0] }} raises
   expect_error([&] { (void)(get_slice(S("abc"), U(), U(), I(0))); }, "slice step cannot be zero");
 }

@@ -374,9 +374,9 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
     take_slice(text, r, [&](char32_t c) { out.push_back(c); });
     return Value(unicode::encode(out));
   }
-  // Python raises TypeError for a dict; jinja2's getitem turns it into Undefined.
-  return Value::undefined_with_message(obj.type_name() + " object has no element slice(" + start.repr() + ", " +
-                                       stop.repr() + ", " + step.repr() + ")");
+  // jinja2 compiles a slice to a plain Python subscript, so these raise at once.
+  if (obj.is_object() && !obj.as_object().is_namespace) fail("unhashable type: 'slice'");
+  fail("'", obj.type_name(), "' object is not subscriptable");
 }
 
 }  // namespace corvid::jinja
