@@ -31,11 +31,14 @@ Value make_range(const CallArgs& args) {
     fail("range expected at most 3 arguments, got ", p.size());
   }
   if (step == 0) fail("range() arg 3 must not be zero");
-  std::int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                : (start > stop ? (start - stop - step - 1) / -step : 0);
+  // 128-bit so that extreme bounds cannot overflow.
+  __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  __int128 stride = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  __int128 count = span > 0 ? (span + stride - 1) / stride : 0;
   if (count > kMaxRange) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (", kMaxRange, ").");
   std::vector<Value> items;
-  for (std::int64_t i = 0; i < count; ++i) items.emplace_back(start + i * step);
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i)
+    items.emplace_back(static_cast<std::int64_t>(start + static_cast<__int128>(i) * step));
   return Value::array(std::move(items));
 }
 
