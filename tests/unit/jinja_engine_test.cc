@@ -439,6 +439,9 @@ TEST(JinjaEngine, LimitsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% for i in range(100) %}\n{{ 'xxxxxxxxxxxxxxxxxxxx' }}{% endfor %}", small_output),
             "template line 2: template output exceeds 1000 bytes");
   EXPECT_EQ(error_of("{{ 'x' * 2000 }}", small_output), "template line 1: string repetition too large");
+  EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                     small_output),
+            "template line 1: value larger than the template output limit (1000 bytes)");
   Options shallow = test_options();
   shallow.max_recursion_depth = 3;
   EXPECT_EQ(render("{% macro f(n) %}{% if n %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(2) }}",

@@ -177,7 +177,12 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
 Value Renderer::eval(const Expr& e, const FramePtr& frame) {
   DepthGuard guard(nesting_, e.line, kMaxNestedEvaluation);
   try {
-    return eval_node(e, frame);
+    Value v = eval_node(e, frame);
+    // Bounds memory as the output is bounded: `{% set ns.s = ns.s + ns.s %}` in a loop doubles a string.
+    if ((v.is_string() && v.as_string().size() > options_.max_output_bytes) ||
+        (v.is_array() && v.as_array().size() > options_.max_output_bytes))
+      fail("value larger than the template output limit (", options_.max_output_bytes, " bytes)");
+    return v;
   } catch (const TemplateError&) {
     throw;
   } catch (const RaisedException&) {
