@@ -16,10 +16,18 @@ Value cycle_function(std::size_t index0) {
 
 }  // namespace
 
+void Renderer::keep_alive(const FramePtr& frame, int line) {
+  if (!keep_alive_.empty() && keep_alive_.back() == frame) return;
+  // Each kept scope lives until the render ends; a template defining macros
+  // in a long loop would otherwise grow without bound.
+  if (keep_alive_.size() >= kMaxClosures) throw TemplateError(line, "too many macro and call-block definitions");
+  keep_alive_.push_back(frame);
+}
+
 Value Renderer::make_macro(const Stmt& s, const FramePtr& frame) {
   // The closure is held weakly (a macro stored in its own frame would
   // otherwise keep it alive forever); keep_alive_ holds it for the render.
-  keep_alive_.push_back(frame);
+  keep_alive(frame, s.line);
   std::weak_ptr<Frame> closure = frame;
   const Stmt* macro = &s;
   return Value::function(s.text, [this, macro, closure](const CallArgs& args) {
@@ -28,7 +36,7 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& frame) {
 }
 
 Value Renderer::make_caller(const Stmt& s, const FramePtr& frame) {
-  keep_alive_.push_back(frame);
+  keep_alive(frame, s.line);
   std::weak_ptr<Frame> closure = frame;
   const Stmt* block = &s;
   return Value::function("caller", [this, block, closure](const CallArgs& args) {
@@ -113,7 +121,7 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
 
   Value recurse;
   if (s.recursive) {
-    keep_alive_.push_back(frame);
+    keep_alive(frame, s.line);
     std::weak_ptr<Frame> outer = frame;
     const Stmt* loop_stmt = &s;
     recurse = Value::function("loop", [this, loop_stmt, outer, depth](const CallArgs& args) {
