@@ -442,6 +442,8 @@ TEST(JinjaEngine, LimitsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
                      small_output),
             "template line 1: value larger than the template output limit (1000 bytes)");
+  EXPECT_EQ(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+            "template line 1: list longer than 1048576 items");
   EXPECT_EQ(error_of("{% for i in range(100000) %}{% for j in range(2) %}{% macro m() %}{% endmacro %}"
                      "{% endfor %}{% endfor %}"),
             "template line 1: too many macro and call-block definitions");

@@ -33,6 +33,8 @@ class Renderer;
 constexpr int kMaxNestedEvaluation = 1500;
 // Scopes that macros and call blocks close over, kept until the render ends.
 constexpr std::size_t kMaxClosures = 100000;
+// Longest list an expression may build (`l + l` doubling in a loop).
+constexpr std::size_t kMaxListLength = 1u << 20;
 
 // Counts one level of nesting in `counter`; throws TemplateError past `limit`.
 struct DepthGuard {

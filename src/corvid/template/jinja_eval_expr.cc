@@ -179,9 +179,9 @@ Value Renderer::eval(const Expr& e, const FramePtr& frame) {
   try {
     Value v = eval_node(e, frame);
     // Bounds memory as the output is bounded: `{% set ns.s = ns.s + ns.s %}` in a loop doubles a string.
-    if ((v.is_string() && v.as_string().size() > options_.max_output_bytes) ||
-        (v.is_array() && v.as_array().size() > options_.max_output_bytes))
+    if (v.is_string() && v.as_string().size() > options_.max_output_bytes)
       fail("value larger than the template output limit (", options_.max_output_bytes, " bytes)");
+    if (v.is_array() && v.as_array().size() > kMaxListLength) fail("list longer than ", kMaxListLength, " items");
     return v;
   } catch (const TemplateError&) {
     throw;
