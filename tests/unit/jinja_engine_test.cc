@@ -169,6 +169,9 @@ y)J"},
 endif
 %})J",
      R"J(y)J"},
+    {"a\u00a0 \u3000{%- if true %}x{% endif -%}\u2028\u00a0b|x\n \u00a0{% if true %}y{% endif %}",
+     R"J(axb|x
+y)J"},
 };
 
 const Case kExpressionsCases[] = {
