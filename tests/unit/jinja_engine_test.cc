@@ -234,6 +234,8 @@ const Case kStatementsCases[] = {
      R"J(1[]3)J"},
     {R"J({% generation %}gen {{ 1 }}{% endgeneration %})J",
      R"J(gen 1)J"},
+    {R"J({% set héllo = '日本' %}{{ héllo }})J",
+     R"J(日本)J"},
     {R"J({{ strftime_now('%Y-%m-%d %H:%M %b') }})J",
      R"J(2026-03-05 14:07 Mar)J"},
     {R"J({{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ dict(a=1)|tojson }} {{ namespace(a=1).a }})J",

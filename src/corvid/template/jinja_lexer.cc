@@ -356,9 +356,15 @@ class Lexer {
       tokens_.push_back(Token{TokenKind::Int, {}, line, static_cast<std::int64_t>(value), 0});
       return q;
     }
-    if (is_name_start(c)) {
+    // Names are Python identifiers; any non-ASCII character other than
+    // whitespace is taken as part of one (é, 日本, ...).
+    auto name_byte = [&](std::size_t i, bool first) {
+      unsigned char b = static_cast<unsigned char>(src_[i]);
+      return (first ? is_name_start(src_[i]) : is_name_char(src_[i])) || (b >= 0x80 && space_at(src_, i) == 0);
+    };
+    if (name_byte(p, true)) {
       std::size_t q = p;
-      while (q < src_.size() && is_name_char(src_[q])) ++q;
+      while (q < src_.size() && name_byte(q, false)) ++q;
       tokens_.push_back(Token{TokenKind::Name, src_.substr(p, q - p), line, 0, 0});
       return q;
     }
