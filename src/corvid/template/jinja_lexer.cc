@@ -175,6 +175,15 @@ class Lexer {
     throw TemplateError(line_of(pos), message);
   }
 
+  // jinja2's "unexpected char '@' at 12" (the position counts characters).
+  [[noreturn]] void unexpected_char(std::size_t p) {
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < p; ++i) chars += (static_cast<unsigned char>(src_[i]) & 0xC0) != 0x80;
+    std::string message = "unexpected char ";
+    message.append(src_[p] == '\'' ? "\"'\"" : "'" + std::string(1, src_[p]) + "'").append(" at ").append(std::to_string(chars));
+    error(p, message);
+  }
+
   std::size_t find_tag(std::size_t from) const {
     for (std::size_t p = src_.find('{', from); p != std::string::npos; p = src_.find('{', p + 1)) {
       if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#')) return p;
@@ -371,7 +380,7 @@ class Lexer {
     if (c == '\'' || c == '"') {
       std::size_t q = p + 1;
       while (q < src_.size() && src_[q] != c) q += src_[q] == '\\' ? 2 : 1;
-      if (q >= src_.size()) error(p, "unexpected char '" + std::string(1, c) + "'");
+      if (q >= src_.size()) unexpected_char(p);
       tokens_.push_back(Token{TokenKind::String, unescape(std::string_view(src_).substr(p + 1, q - p - 1), line), line, 0, 0});
       return q + 1;
     }
@@ -383,7 +392,7 @@ class Lexer {
       }
     }
     if (std::string_view("+-/*%~[](){}><=.:|,;").find(c) == std::string_view::npos)
-      error(p, "unexpected char '" + std::string(1, c) + "'");
+      unexpected_char(p);
     if (c == '{') balancing.push_back('}');
     if (c == '(') balancing.push_back(')');
     if (c == '[') balancing.push_back(']');
