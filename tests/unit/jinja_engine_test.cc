@@ -384,7 +384,7 @@ TEST(JinjaEngine, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("\n{# open"), "template line 2: Missing end of comment tag");
   EXPECT_EQ(error_of("{% break %}"), "template line 1: 'break' outside of a loop");
   EXPECT_EQ(error_of("{{ (1 }}"), "template line 1: unexpected '}', expected ')'");
-  EXPECT_EQ(error_of("\u00e9\n{{ a @ }}"), "template line 2: unexpected char '@' at 6");
+  EXPECT_EQ(error_of("\u00e9\n{{ a @ }}"), "template line 2: unexpected char '@' at 7");
 }
 
 TEST(JinjaEngine, UnknownFiltersFailWhenJinjaWould) {
