@@ -78,8 +78,9 @@ void Frame::set(const std::string& name, Value value) {
 DepthGuard::DepthGuard(int& c, int line, int limit) : counter(c) {
   if (++counter > limit) {
     --counter;
-    // Python's RecursionError text, as a runaway macro recursion raises it under jinja2.
-    throw TemplateError(line, "maximum recursion depth exceeded while calling a Python object");
+    // Python's RecursionError text as a runaway macro recursion (Hermes/Command-R tool
+    // templates on a non-basic "type") raises it under jinja2 with Python 3.11.
+    throw TemplateError(line, "maximum recursion depth exceeded");
   }
 }
 DepthGuard::~DepthGuard() { --counter; }
