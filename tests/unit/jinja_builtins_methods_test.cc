@@ -141,6 +141,14 @@ TEST(JinjaBuiltinsTests, Tests) {
   EXPECT_FALSE(test("lower", S("123")));
   // {{ 'ÉCOLE' is upper }}
   EXPECT_TRUE(test("upper", S("ÉCOLE")));
+  // {{ 'upper' is filter }}
+  EXPECT_TRUE(test("filter", S("upper")));
+  // {{ 'nosuch' is filter }}
+  EXPECT_FALSE(test("filter", S("nosuch")));
+  // {{ 'odd' is test }}
+  EXPECT_TRUE(test("test", S("odd")));
+  // {{ 'x'|e is escaped }}
+  EXPECT_TRUE(test("escaped", filter("e", S("x"))));
   // {{ 'x' is escaped }}
   EXPECT_FALSE(test("escaped", S("x")));
   // {{ 1 is nosuchtest }} raises
@@ -290,6 +298,54 @@ TEST(JinjaBuiltinsMethods, StrMethods) {
   EXPECT_EQ((method(S("a=b=c"), "partition", {S("=")})).repr(), "('a', '=', 'b=c')");
   // ['a=b=c'.rpartition('=')] (repr)
   EXPECT_EQ((method(S("a=b=c"), "rpartition", {S("=")})).repr(), "('a=b', '=', 'c')");
+  // ['b '.startswith('', 10)] (repr)
+  EXPECT_EQ((method(S("b "), "startswith", {S(""), I(10)})).repr(), "False");
+  // ['abc'.count('', 10, 10)] (repr)
+  EXPECT_EQ((method(S("abc"), "count", {S(""), I(10), I(10)})).repr(), "0");
+  // ['abc'.find('', 3)] (repr)
+  EXPECT_EQ((method(S("abc"), "find", {S(""), I(3)})).repr(), "3");
+  // ['abc'.find('', 2, 1)] (repr)
+  EXPECT_EQ((method(S("abc"), "find", {S(""), I(2), I(1)})).repr(), "-1");
+  // ['aé😀'.find('', -2)] (repr)
+  EXPECT_EQ((method(S("aé😀"), "find", {S(""), I(-2)})).repr(), "1");
+  // ['{:c}'.format(980)] (repr)
+  EXPECT_EQ((method(S("{:c}"), "format", {I(980)})).repr(), "'\xcf""\x94""'");
+  // {{ '{:,}'.format('a') }} raises
+  expect_error([&] { (void)(method(S("{:,}"), "format", {S("a")})); }, "Cannot specify ',' with 's'.");
+  // ['{:.3}|{:.1}|{:.4}'.format(100.0, 1.5, 0.00001234)] (repr)
+  EXPECT_EQ((method(S("{:.3}|{:.1}|{:.4}"), "format", {Fl(100.0), Fl(1.5), Fl(0.00001234)})).repr(), "'1e+02|2e+00|1.234e-05'");
+  // ['{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}'.format(-3.14159, 42, 1234567, 255, 5, 12345.678, 1e-20)] (repr)
+  EXPECT_EQ((method(S("{:08.3f}|{:=+8d}|{:_}|{:#x}|{:b}|{:10.4e}|{:G}"), "format", {Fl(-3.14159), I(42), I(1234567), I(255), I(5), Fl(12345.678), Fl(1e-20)})).repr(), "'-003.142|+     42|1_234_567|0xff|101|1.2346e+04|1E-20'");
+  // ['Straße ǅx İ'.casefold()] (repr)
+  EXPECT_EQ((method(S("Straße ǅx İ"), "casefold")).repr(), "'strasse \xc7""\x86""x i\xcc""\x87""'");
+  // ['Hello wORLD ß'.swapcase()] (repr)
+  EXPECT_EQ((method(S("Hello wORLD ß"), "swapcase")).repr(), "'hELLO World SS'");
+  // ['a\tbc\td\n\te'.expandtabs()] (repr)
+  EXPECT_EQ((method(S("a\tbc\td\n\te"), "expandtabs")).repr(), "'a       bc      d\\n        e'");
+  // ['a\tbc'.expandtabs(4)] (repr)
+  EXPECT_EQ((method(S("a\tbc"), "expandtabs", {I(4)})).repr(), "'a   bc'");
+  // ['{a}-{b!r}'.format_map({'a': 1, 'b': 'x'})] (repr)
+  EXPECT_EQ((method(S("{a}-{b!r}"), "format_map", {D({{"a", I(1)}, {"b", S("x")}})})).repr(), "\"1-'x'\"");
+  // ['abc'.isascii()] (repr)
+  EXPECT_EQ((method(S("abc"), "isascii")).repr(), "True");
+  // ['é'.isascii()] (repr)
+  EXPECT_EQ((method(S("é"), "isascii")).repr(), "False");
+  // ['a\tb'.isprintable()] (repr)
+  EXPECT_EQ((method(S("a\tb"), "isprintable")).repr(), "False");
+  // ['Hello World'.istitle()] (repr)
+  EXPECT_EQ((method(S("Hello World"), "istitle")).repr(), "True");
+  // ['Hello world'.istitle()] (repr)
+  EXPECT_EQ((method(S("Hello world"), "istitle")).repr(), "False");
+  // ['ǅungla'.istitle()] (repr)
+  EXPECT_EQ((method(S("ǅungla"), "istitle")).repr(), "True");
+  // ['HELLO'.istitle()] (repr)
+  EXPECT_EQ((method(S("HELLO"), "istitle")).repr(), "False");
+  // ['1A'.istitle()] (repr)
+  EXPECT_EQ((method(S("1A"), "istitle")).repr(), "True");
+  // [''.istitle()] (repr)
+  EXPECT_EQ((method(S(""), "istitle")).repr(), "False");
+  // ['A1 B2'.istitle()] (repr)
+  EXPECT_EQ((method(S("A1 B2"), "istitle")).repr(), "True");
   // ['prefix-x'.removeprefix('prefix-')] (repr)
   EXPECT_EQ((method(S("prefix-x"), "removeprefix", {S("prefix-")})).repr(), "'x'");
 }
@@ -376,6 +432,12 @@ TEST(JinjaBuiltinsAccess, AttributesItemsSlices) {
   EXPECT_EQ((get_slice(S("héllo wörld"), I(1), I(7), U())).repr(), "'\xc3""\xa9""llo w'");
   // ['héllo'[::-1]] (repr)
   EXPECT_EQ((get_slice(S("héllo"), U(), U(), I(-1))).repr(), "'oll\xc3""\xa9""h'");
+  // {{ (x|default({'a': 1}))[1:2] }} raises
+  expect_error([&] { (void)(get_slice(D({{"a", I(1)}}), I(1), I(2), U())); }, "unhashable type: 'slice'");
+  // {{ (x|default(none, true))[::2] }} raises
+  expect_error([&] { (void)(get_slice(N(), U(), U(), I(2))); }, "'NoneType' object is not subscriptable");
+  // {{ ([1]|select)[:1] }} raises
+  expect_error([&] { (void)(get_slice(filter("select", L({I(1)})), U(), I(1), U())); }, "'generator' object is not subscriptable");
   // {{ 'abc'[::0] }} raises
   expect_error([&] { (void)(get_slice(S("abc"), U(), U(), I(0))); }, "slice step cannot be zero");
 }

@@ -91,6 +91,20 @@ TEST(JinjaBuiltinsFilters, StringFilters) {
   expect_error([&] { (void)(filter("format", S("%s"), {I(1), I(2)})); }, "not all arguments converted during string formatting");
   // {{ '%d'|format('x') }} raises
   expect_error([&] { (void)(filter("format", S("%d"), {S("x")})); }, "%d format: a real number is required, not str");
+  // {{ '%x'|format(2.5) }} raises
+  expect_error([&] { (void)(filter("format", S("%x"), {Fl(2.5)})); }, "%x format: an integer is required, not float");
+  // ['%d|%+d|%5.1f|%-4s|%c'|format(1e20, 3.9, 2.25, 'ab', 'é')] (repr)
+  EXPECT_EQ((filter("format", S("%d|%+d|%5.1f|%-4s|%c"), {Fl(1e20), Fl(3.9), Fl(2.25), S("ab"), S("é")})).repr(), "'100000000000000000000|+3|  2.2|ab  |\xc3""\xa9""'");
+  // {{ 5|indent }} raises
+  expect_error([&] { (void)(filter("indent", I(5))); }, "unsupported operand type(s) for +=: 'int' and 'str'");
+  // {{ ['a']|indent }} raises
+  expect_error([&] { (void)(filter("indent", L({S("a")}))); }, "'list' object has no attribute 'splitlines'");
+  // [['a', 'b']|truncate(5)] (repr)
+  EXPECT_EQ((filter("truncate", L({S("a"), S("b")}), {I(5)})).repr(), "['a', 'b']");
+  // ['٣'|float] (repr)
+  EXPECT_EQ((filter("float", S("٣"))).repr(), "3.0");
+  // ['٣٤'|int] (repr)
+  EXPECT_EQ((filter("int", S("٣٤"))).repr(), "34");
   // ['<p>a  <b>b</b><!-- c --> &amp; d</p>'|striptags] (repr)
   EXPECT_EQ((filter("striptags", S("<p>a  <b>b</b><!-- c --> &amp; d</p>"))).repr(), "'a b & d'");
   // ['abc'|reverse] (repr)
@@ -113,11 +127,33 @@ TEST(JinjaBuiltinsFilters, StringFilters) {
   EXPECT_EQ((filter("string", N())).repr(), "'None'");
   // [{'a': [1, 2]}|pprint] (repr)
   EXPECT_EQ((filter("pprint", D({{"a", L({I(1), I(2)})}}))).repr(), "\"{'a': [1, 2]}\"");
+  // [{'b': 1, 'a': [1, 2]}|pprint] (repr)
+  EXPECT_EQ((filter("pprint", D({{"b", I(1)}, {"a", L({I(1), I(2)})}}))).repr(), "\"{'a': [1, 2], 'b': 1}\"");
+  // [[{'name': 'get_weather', 'description': 'Get the current weather in a given location', 'parameters': {'type': 'object', 'properties': {'location': {'type': 'string'}, 'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}}}}]|pprint] (repr)
+  EXPECT_EQ((filter("pprint", L({D({{"name", S("get_weather")}, {"description", S("Get the current weather in a given location")}, {"parameters", D({{"type", S("object")}, {"properties", D({{"location", D({{"type", S("string")}})}, {"unit", D({{"type", S("string")}, {"enum", L({S("celsius"), S("fahrenheit")})}})}})}})}})}))).repr(), "\"[{'description': 'Get the current weather in a given location',\\n  'name': 'get_weather',\\n  'parameters': {'properties': {'location': {'type': 'string'},\\n                                'unit': {'enum': ['celsius', 'fahrenheit'],\\n                                         'type': 'string'}},\\n                 'type': 'object'}}]\"");
+  // [('word ' * 30)|pprint] (repr)
+  EXPECT_EQ((filter("pprint", S([] { std::string s; for (int i = 0; i < 30; ++i) s += "word "; return s; }()))).repr(), "\"('word word word word word word word word word word word word word word word '\\n 'word word word word word word word word word word word word word word word ')\"");
+  // [['line one\nline two ' ~ 'x' * 80, (1,), [(1, 2)] * 15]|pprint] (repr)
+  EXPECT_EQ((filter("pprint", L({S("line one\nline two " + std::string(80, 'x')), Value::tuple({I(1)}), [] { std::vector<Value> v; for (int i = 0; i < 15; ++i) v.push_back(Value::tuple({I(1), I(2)})); return L(v); }()}))).repr(), "\"['line one\\\\n'\\n 'line two '\\n 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',\\n (1,),\\n [(1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2),\\n  (1, 2)]]\"");
 }
 
 TEST(JinjaBuiltinsFilters, NumberFilters) {
   auto ns = std::make_shared<Object>();
   ns->is_namespace = true;
+  // [1|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(1))).repr(), "'1 Byte'");
+  // [999|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(999))).repr(), "'999 Bytes'");
+  // ['123456789'|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", S("123456789"))).repr(), "'123.5 MB'");
+  // [1536|filesizeformat(true)] (repr)
+  EXPECT_EQ((filter("filesizeformat", I(1536), {B(true)})).repr(), "'1.5 KiB'");
+  // {{ 'abc'|filesizeformat }} raises
+  expect_error([&] { (void)(filter("filesizeformat", S("abc"))); }, "could not convert string to float: 'abc'");
+  // {{ none|filesizeformat }} raises
+  expect_error([&] { (void)(filter("filesizeformat", N())); }, "float() argument must be a string or a real number, not 'NoneType'");
+  // [1e30|filesizeformat] (repr)
+  EXPECT_EQ((filter("filesizeformat", Fl(1e30))).repr(), "'1000000.0 YB'");
   // [-3|abs] (repr)
   EXPECT_EQ((filter("abs", I(-3))).repr(), "3");
   // [-2.5|abs] (repr)
@@ -269,6 +305,20 @@ TEST(JinjaBuiltinsFilters, SequenceFilters) {
   EXPECT_EQ((filter("sort", L({D({{"t", S("b")}, {"i", I(1)}}), D({{"t", S("a")}, {"i", I(2)}}), D({{"t", S("b")}, {"i", I(0)}})}), {}, {{"attribute", S("t,i")}})).repr(), "[{'t': 'a', 'i': 2}, {'t': 'b', 'i': 0}, {'t': 'b', 'i': 1}]");
   // [[[2, 'a'], [1, 'b'], [2, 'A']]|sort] (repr)
   EXPECT_EQ((filter("sort", L({L({I(2), S("a")}), L({I(1), S("b")}), L({I(2), S("A")})}))).repr(), "[[1, 'b'], [2, 'A'], [2, 'a']]");
+  // {{ [{'b': 1}, none, {'x': 2}, [1]]|sort(reverse=true) }} raises
+  expect_error([&] { (void)(filter("sort", L({D({{"b", I(1)}}), N(), D({{"x", I(2)}}), L({I(1)})}), {B(true)})); }, "'<' not supported between instances of 'dict' and 'list'");
+  // {{ [3, 1, 'a', 2, none]|sort }} raises
+  expect_error([&] { (void)(filter("sort", L({I(3), I(1), S("a"), I(2), N()}))); }, "'<' not supported between instances of 'str' and 'int'");
+  // {{ [{'a': 1}, {'b': 2}]|sort(attribute='a') }} raises
+  expect_error([&] { (void)(filter("sort", L({D({{"a", I(1)}}), D({{"b", I(2)}})}), {}, {{"attribute", S("a")}})); }, "'dict object' has no attribute 'a'");
+  // {{ [{'a': 1}, {'b': 2}]|sum(attribute='a') }} raises
+  expect_error([&] { (void)(filter("sum", L({D({{"a", I(1)}}), D({{"b", I(2)}})}), {}, {{"attribute", S("a")}})); }, "'dict object' has no attribute 'a'");
+  // [[5, 3, 9, 1, 1, 7, 2, 8, 0, 4, 6]|sort] (repr)
+  EXPECT_EQ((filter("sort", L({I(5), I(3), I(9), I(1), I(1), I(7), I(2), I(8), I(0), I(4), I(6)}))).repr(), "[0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9]");
+  // {{ 5|reverse }} raises
+  expect_error([&] { (void)(filter("reverse", I(5))); }, "argument must be iterable");
+  // {{ 5|last }} raises
+  expect_error([&] { (void)(filter("last", I(5))); }, "'int' object is not reversible");
   // {{ [3, 'a']|sort }} raises
   expect_error([&] { (void)(filter("sort", L({I(3), S("a")}))); }, "'<' not supported between instances of 'str' and 'int'");
   // [[none, none]|sort] (repr)
@@ -291,6 +341,16 @@ TEST(JinjaBuiltinsFilters, SequenceFilters) {
   EXPECT_EQ((filter("list", filter("unique", L({D({{"n", I(1)}}), D({{"n", I(1)}}), D({{"n", I(2)}})}), {}, {{"attribute", S("n")}}))).repr(), "[{'n': 1}, {'n': 2}]");
   // {{ [[1], [1]]|unique|list }} raises
   expect_error([&] { (void)(filter("list", filter("unique", L({L({I(1)}), L({I(1)})})))); }, "unhashable type: 'list'");
+  // [[{'a': 'x', 'n': 1}, {'a': 'X', 'n': 2}, {'a': 'y', 'n': 3}]|groupby('a')] (repr)
+  EXPECT_EQ((filter("groupby", L({D({{"a", S("x")}, {"n", I(1)}}), D({{"a", S("X")}, {"n", I(2)}}), D({{"a", S("y")}, {"n", I(3)}})}), {S("a")})).repr(), "[('x', [{'a': 'x', 'n': 1}, {'a': 'X', 'n': 2}]), ('y', [{'a': 'y', 'n': 3}])]");
+  // [[{'a': 'x'}, {'a': 'X'}]|groupby('a', case_sensitive=true)] (repr)
+  EXPECT_EQ((filter("groupby", L({D({{"a", S("x")}}), D({{"a", S("X")}})}), {S("a")}, {{"case_sensitive", B(true)}})).repr(), "[('X', [{'a': 'X'}]), ('x', [{'a': 'x'}])]");
+  // [([{'a': 'x'}, {'b': 1}]|groupby('a', default='z'))[1].grouper] (repr)
+  EXPECT_EQ((get_attribute(get_item(filter("groupby", L({D({{"a", S("x")}}), D({{"b", I(1)}})}), {S("a")}, {{"default", S("z")}}), I(1)), "grouper")).repr(), "'z'");
+  // [([{'a': {'b': 2}}, {'a': {'b': 1}}]|groupby('a.b'))[0].list] (repr)
+  EXPECT_EQ((get_attribute(get_item(filter("groupby", L({D({{"a", D({{"b", I(2)}})}}), D({{"a", D({{"b", I(1)}})}})}), {S("a.b")}), I(0)), "list")).repr(), "[{'a': {'b': 1}}]");
+  // {{ [{'a': 1}, {'b': 1}]|groupby('a') }} raises
+  expect_error([&] { (void)(filter("groupby", L({D({{"a", I(1)}}), D({{"b", I(1)}})}), {S("a")})); }, "'dict object' has no attribute 'a'");
   // [[1, 2, 3, 4, 5]|batch(2)|list] (repr)
   EXPECT_EQ((filter("list", filter("batch", L({I(1), I(2), I(3), I(4), I(5)}), {I(2)}))).repr(), "[[1, 2], [3, 4], [5]]");
   // [[1, 2, 3, 4, 5]|batch(2, 0)|list] (repr)

@@ -169,6 +169,9 @@ y)J"},
 endif
 %})J",
      R"J(y)J"},
+    {"a\u00a0 \u3000{%- if true %}x{% endif -%}\u2028\u00a0b|x\n \u00a0{% if true %}y{% endif %}",
+     R"J(axb|x
+y)J"},
 };
 
 const Case kExpressionsCases[] = {
@@ -231,6 +234,8 @@ const Case kStatementsCases[] = {
      R"J(1[]3)J"},
     {R"J({% generation %}gen {{ 1 }}{% endgeneration %})J",
      R"J(gen 1)J"},
+    {R"J({% set héllo = '日本' %}{{ héllo }})J",
+     R"J(日本)J"},
     {R"J({{ strftime_now('%Y-%m-%d %H:%M %b') }})J",
      R"J(2026-03-05 14:07 Mar)J"},
     {R"J({{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ dict(a=1)|tojson }} {{ namespace(a=1).a }})J",
@@ -246,6 +251,10 @@ const Case kLoopsCases[] = {
      R"J(31False22True)J"},
     {R"J({% for i in [] %}x{% else %}empty{% endfor %}{% for i in undefined_name %}x{% endfor %})J",
      R"J(empty)J"},
+    {R"J({% for i in l %}{% continue %}{% else %}[else runs: no iteration reached the end]{% endfor %})J",
+     R"J([else runs: no iteration reached the end])J"},
+    {R"J({% for i in l %}{% if i == 1 %}{% continue %}{% endif %}{% else %}[not shown]{% endfor %}{% for i in l %}{% break %}{% else %}[shown]{% endfor %})J",
+     R"J([shown])J"},
     {R"J({% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %})J",
      R"J(a=1;b=[1, 2];ab)J"},
     {R"J({% for i in l %}{% if i == 1 %}{% continue %}{% endif %}{% if i == 2 %}{% break %}{% endif %}{{ i }}{% endfor %})J",
@@ -278,6 +287,10 @@ const Case kScopingCases[] = {
      R"J(5)J"},
     {R"J({% macro m() %}{% set inner = 1 %}{% endmacro %}{{ m() }}[{{ inner }}])J",
      R"J([])J"},
+    {R"J({% set a = 1 %}{% set b %}{% set a = 2 %}{{ a }}{% endset %}{{ b }}{{ a }}{% filter upper %}{% set a = 3 %}{% endfilter %}{{ a }})J",
+     R"J(211)J"},
+    {R"J({% for i in [] %}{% else %}{% set e = 1 %}{% endfor %}{{ e }}{% with w = 1 %}{% set a = 2 %}{% endwith %}{{ a }}{{ w }})J",
+     R"J()J"},
 };
 
 const Case kMacrosCases[] = {
@@ -293,6 +306,8 @@ const Case kMacrosCases[] = {
      R"J(321)J"},
     {R"J({% macro m(a) %}[{{ a }}]{% endmacro %}{{ m() }})J",
      R"J([])J"},
+    {R"J({% macro m() %}{{ caller(1, 2, k=3) }}{% endmacro %}{% call(a) m() %}{{ a }}{{ varargs }}{{ kwargs }}{{ caller is defined }}{% endcall %})J",
+     R"J(1(2,){'k': 3}False)J"},
     {R"J({% macro m(a, b=a ~ '!') %}{{ b }}{% endmacro %}{{ m('x') }})J",
      R"J(x!)J"},
 };
@@ -361,11 +376,26 @@ TEST(JinjaEngine, RuntimeErrorsNameTheLineAndJinjaMessage) {
 TEST(JinjaEngine, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(error_of("a\nb\n\n\n\n\n{% foo %}"), "template line 7: unknown tag 'foo'");
   EXPECT_EQ(error_of("{% include 'x' %}"), "template line 1: unknown tag 'include'");
-  EXPECT_EQ(error_of("\n{% if true %}\nx"), "template line 3: unexpected end of template, expected 'elif' or 'else' or 'endif'");
-  EXPECT_EQ(error_of("{{ 1 + }}"), "template line 1: unexpected end of print statement");
+  EXPECT_EQ(error_of("\n{% if true %}\nx"),
+            "template line 3: Unexpected end of template. Jinja was looking for the following tags: 'elif' or "
+            "'else' or 'endif'. The innermost block that needs to be closed is 'if'.");
+  EXPECT_EQ(error_of("{{ 1 + }}"), "template line 1: unexpected 'end of print statement'");
+  EXPECT_EQ(error_of("{% for x y %}{% endfor %}"), "template line 1: expected token 'in', got 'y'");
   EXPECT_EQ(error_of("\n{# open"), "template line 2: Missing end of comment tag");
   EXPECT_EQ(error_of("{% break %}"), "template line 1: 'break' outside of a loop");
   EXPECT_EQ(error_of("{{ (1 }}"), "template line 1: unexpected '}', expected ')'");
+  EXPECT_EQ(error_of("\u00e9\n{{ a @ }}"), "template line 2: unexpected char '@' at 7");
+}
+
+TEST(JinjaEngine, UnknownFiltersFailWhenJinjaWould) {
+  // At parse time, except inside `if` and conditional expressions, where jinja2
+  // defers the check to run time (with a different message).
+  EXPECT_THROW(Template::parse("{{ s|from_json }}"), TemplateError);
+  EXPECT_EQ(error_of("\n{{ s|from_json }}"), "template line 2: No filter named 'from_json'.");
+  EXPECT_EQ(error_of("{% if 0 %}{% for m in l %}{{ m is hashable }}{% endfor %}{% endif %}"),
+            "template line 1: No test named 'hashable'.");
+  EXPECT_EQ(render("{% if 0 %}{{ s|from_json }}{% endif %}{{ s if 1 else s|from_json }}"), "hello");
+  EXPECT_EQ(error_of("{% if 1 %}\n{{ s|from_json }}{% endif %}"), "template line 2: No filter named 'from_json' found.");
 }
 
 TEST(JinjaEngine, MalformedTemplatesThrowAndNeverCrash) {
@@ -415,6 +445,14 @@ TEST(JinjaEngine, LimitsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% for i in range(100) %}\n{{ 'xxxxxxxxxxxxxxxxxxxx' }}{% endfor %}", small_output),
             "template line 2: template output exceeds 1000 bytes");
   EXPECT_EQ(error_of("{{ 'x' * 2000 }}", small_output), "template line 1: string repetition too large");
+  EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                     small_output),
+            "template line 1: value larger than the template output limit (1000 bytes)");
+  EXPECT_EQ(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+            "template line 1: list longer than 1048576 items");
+  EXPECT_EQ(error_of("{% for i in range(100000) %}{% for j in range(2) %}{% macro m() %}{% endmacro %}"
+                     "{% endfor %}{% endfor %}"),
+            "template line 1: too many macro and call-block definitions");
   Options shallow = test_options();
   shallow.max_recursion_depth = 3;
   EXPECT_EQ(render("{% macro f(n) %}{% if n %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(2) }}",

@@ -312,3 +312,39 @@ TEST(JinjaValue, InvalidUtf8PassesThrough) {
   EXPECT_EQ(filter("upper", S(bad)).as_string(), "A\xff\xc3");
   EXPECT_EQ(get_slice(S(bad), I(1), U(), U()).as_string(), "\xff\xc3");
 }
+
+TEST(JinjaValue, NestingIsBounded) {
+  // Lists nest up to kMaxNesting; deeper fails with an Error instead of exhausting the stack.
+  Value v = L({});
+  for (std::uint32_t i = 1; i < corvid::jinja::kMaxNesting; ++i) v = L({v});
+  EXPECT_EQ(v.repr().size(), 2 * corvid::jinja::kMaxNesting);
+  EXPECT_TRUE(v == v);
+  EXPECT_THROW(L({v}), corvid::Error);
+  EXPECT_THROW(D({{"k", v}}), corvid::Error);
+  // JSON input is checked on the way down.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_THROW(Value::from_json(corvid::jinja::Json::parse(deep)), corvid::Error);
+  // A namespace that contains itself cannot be printed (Python prints "{...}"), but it fails cleanly.
+  auto ns = std::make_shared<Object>();
+  ns->is_namespace = true;
+  ns->set("self", Value::object(ns));
+  EXPECT_THROW((void)Value::object(ns).str(), corvid::Error);
+  ns->entries.clear();  // break the cycle
+}
+
+TEST(JinjaValue, HugeSizesFailCleanly) {
+  expect_error([] { (void)method(S("a"), "center", {I(std::int64_t{1} << 40)}); },
+               "width 1099511627776 is too large (at most 16777216)");
+  EXPECT_THROW(method(S("{:99999999999999999999}"), "format", {S("a")}), corvid::Error);
+  EXPECT_THROW(method(S("{99999999999999999999}"), "format", {S("a")}), corvid::Error);
+  EXPECT_THROW(filter("format", S("%99999999999s"), {S("a")}), corvid::Error);
+  EXPECT_THROW(filter("indent", S("a\nb"), {I(std::int64_t{1} << 40)}), corvid::Error);
+  EXPECT_THROW(filter("slice", L({I(1)}), {I(std::int64_t{1} << 40)}), corvid::Error);
+  // A step beyond any length picks the first item (Python: [1, 2, 3][::2**62] == [1]).
+  EXPECT_EQ(get_slice(L({I(1), I(2), I(3)}), U(), U(), I(INT64_MAX)).repr(), "[1]");
+  EXPECT_EQ(get_slice(L({I(1), I(2), I(3)}), U(), U(), I(INT64_MIN)).repr(), "[3]");
+  // '{:.30f}'.format(0.1) needs more than a fixed buffer.
+  EXPECT_EQ(method(S("{:.30f}"), "format", {Fl(0.1)}).str(), "0.100000000000000005551115123126");
+  // '%c' % 233 / '%c' % 'é'
+  EXPECT_EQ(filter("format", S("%c%c"), {I(233), S("é")}).str(), "éé");
+}

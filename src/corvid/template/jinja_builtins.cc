@@ -3,6 +3,7 @@
 // str/list/dict: jinja_methods.cc.
 #include "corvid/template/jinja_builtins.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -42,7 +43,12 @@ std::vector<Value> iterate(const Value& v) {
 std::int64_t int_arg(const Value& v, std::string_view what) {
   if (v.is_int()) return v.as_int();
   if (v.is_bool()) return v.as_bool() ? 1 : 0;
-  fail("'", v.type_name(), "' object cannot be interpreted as an integer (", what, ")");
+  fail("'", v.type_name(), "' object cannot be interpreted as an integer");
+}
+
+std::int64_t checked_width(std::int64_t width) {
+  if (width > kMaxWidth) fail("width ", width, " is too large (at most ", kMaxWidth, ")");
+  return width;
 }
 
 Value lookup_attribute_path(const Value& item, const Value& attribute) {
@@ -73,6 +79,9 @@ static bool comparable(const Value& a, const Value& b) {
 
 // Python's rich comparison for `op` in < <= > >=.
 bool compare(std::string_view op, const Value& a, const Value& b) {
+  // jinja2's Undefined raises its own error from every comparison.
+  if (a.is_undefined()) fail(a.undefined_message());
+  if (b.is_undefined()) fail(b.undefined_message());
   if (!comparable(a, b)) {
     fail("'", op, "' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
   }
@@ -226,7 +235,9 @@ const std::unordered_map<std::string_view, Test>& tests() {
     };
     t["lower"] = [](const Value& v, const CallArgs&) { return all_cased_chars(v.str(), false); };
     t["upper"] = [](const Value& v, const CallArgs&) { return all_cased_chars(v.str(), true); };
-    t["escaped"] = [](const Value&, const CallArgs&) { return false; };  // no Markup values
+    t["escaped"] = [](const Value& v, const CallArgs&) { return v.is_markup(); };
+    t["filter"] = [](const Value& v, const CallArgs&) { return v.is_string() && has_filter(v.as_string()); };
+    t["test"] = [](const Value& v, const CallArgs&) { return v.is_string() && has_test(v.as_string()); };
     return t;
   }();
   return table;
@@ -247,6 +258,8 @@ SliceRange slice_indices(std::int64_t length, const Value& start, const Value& s
   };
   SliceRange r{0, 0, absent(step) ? 1 : index(step)};
   if (r.step == 0) fail("slice step cannot be zero");
+  // Any |step| beyond the length selects at most one item; clamping keeps i += step from overflowing.
+  r.step = std::clamp<std::int64_t>(r.step, -(std::int64_t{1} << 62), std::int64_t{1} << 62);
   const std::int64_t lower = r.step < 0 ? -1 : 0;
   const std::int64_t upper = r.step < 0 ? length - 1 : length;
   auto clamp = [&](const Value& v, std::int64_t fallback) {
@@ -295,6 +308,9 @@ Value get_attribute(const Value& obj, std::string_view name) {
   if (name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__") {
     return Value::undefined_with_message("access to attribute '" + std::string(name) + "' of '" +
                                          obj.type_name() + "' object is unsafe.");
+  }
+  if (obj.is_tuple() && obj.name() == "_GroupTuple" && (name == "grouper" || name == "list")) {
+    return obj.as_array()[name == "grouper" ? 0 : 1];
   }
   // getattr first (so d.items is the method even when d has a key "items"), then getitem.
   if (auto method = detail::bound_method(obj, name)) return *method;
@@ -358,9 +374,9 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
     take_slice(text, r, [&](char32_t c) { out.push_back(c); });
     return Value(unicode::encode(out));
   }
-  // Python raises TypeError for a dict; jinja2's getitem turns it into Undefined.
-  return Value::undefined_with_message(obj.type_name() + " object has no element slice(" + start.repr() + ", " +
-                                       stop.repr() + ", " + step.repr() + ")");
+  // jinja2 compiles a slice to a plain Python subscript, so these raise at once.
+  if (obj.is_object() && !obj.as_object().is_namespace) fail("unhashable type: 'slice'");
+  fail("'", obj.type_name(), "' object is not subscriptable");
 }
 
 }  // namespace corvid::jinja

@@ -74,9 +74,18 @@ Value do_sort(const Value& v, const CallArgs& args);
 Value do_dictsort(const Value& v, const CallArgs& args);
 Value do_unique(const Value& v, const CallArgs& args);
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch);
+Value do_groupby(const Value& v, const CallArgs& args);
+
+// Python's pprint.pformat (jinja_pprint.cc).
+std::string pformat(const Value& value);
 
 // markupsafe's escape: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
 std::string html_escape(std::string_view s);
+
+// Padding widths, repeat counts and precisions above this fail instead of
+// allocating without bound (the rendered output is capped far below anyway).
+inline constexpr std::int64_t kMaxWidth = std::int64_t{1} << 24;
+std::int64_t checked_width(std::int64_t width);
 
 // An int argument (bool counts), or fail with Python's message naming `what`.
 std::int64_t int_arg(const Value& v, std::string_view what);

@@ -31,11 +31,14 @@ Value make_range(const CallArgs& args) {
     fail("range expected at most 3 arguments, got ", p.size());
   }
   if (step == 0) fail("range() arg 3 must not be zero");
-  std::int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                : (start > stop ? (start - stop - step - 1) / -step : 0);
+  // 128-bit so that extreme bounds cannot overflow.
+  __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  __int128 stride = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  __int128 count = span > 0 ? (span + stride - 1) / stride : 0;
   if (count > kMaxRange) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (", kMaxRange, ").");
   std::vector<Value> items;
-  for (std::int64_t i = 0; i < count; ++i) items.emplace_back(start + i * step);
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i)
+    items.emplace_back(static_cast<std::int64_t>(start + static_cast<__int128>(i) * step));
   return Value::array(std::move(items));
 }
 
@@ -75,6 +78,8 @@ void Frame::set(const std::string& name, Value value) {
 DepthGuard::DepthGuard(int& c, int line, int limit) : counter(c) {
   if (++counter > limit) {
     --counter;
+    // Python's RecursionError text as a runaway macro recursion (Hermes/Command-R tool
+    // templates on a non-basic "type") raises it under jinja2 with Python 3.11.
     throw TemplateError(line, "maximum recursion depth exceeded");
   }
 }
@@ -94,7 +99,8 @@ FramePtr Renderer::make_globals() {
   auto globals = std::make_shared<Frame>();
   globals->set("raise_exception", Value::function("raise_exception", [](const CallArgs& args) -> Value {
     const Value* message = args.get("message", 0);
-    throw RaisedException(message ? message->str() : std::string());
+    if (!message) fail("raise_exception() missing 1 required positional argument: 'message'");
+    throw RaisedException(message->str());
   }));
   const Options* options = &options_;
   globals->set("strftime_now", Value::function("strftime_now", [options](const CallArgs& args) -> Value {
@@ -187,7 +193,9 @@ Renderer::Flow Renderer::exec(const Stmt& s, const FramePtr& frame) {
       case Stmt::Kind::For: return exec_for(s, frame);
       case Stmt::Kind::Set: assign(*s.target, eval(*s.expr, frame), frame); return Flow::Normal;
       case Stmt::Kind::SetBlock: {
-        Value text(capture(s.body, frame));
+        auto inner = std::make_shared<Frame>();  // the block's own assignments stay inside it
+        inner->parent = frame;
+        Value text(capture(s.body, inner));
         if (s.expr) {
           const Value* saved = block_value_;
           block_value_ = &text;

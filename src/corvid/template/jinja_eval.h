@@ -31,6 +31,10 @@ class Renderer;
 // Bounds the C++ stack whatever the template does: statements and
 // expressions being evaluated inside one another, across macro calls.
 constexpr int kMaxNestedEvaluation = 1500;
+// Scopes that macros and call blocks close over, kept until the render ends.
+constexpr std::size_t kMaxClosures = 100000;
+// Longest list an expression may build (`l + l` doubling in a loop).
+constexpr std::size_t kMaxListLength = 1u << 20;
 
 // Counts one level of nesting in `counter`; throws TemplateError past `limit`.
 struct DepthGuard {
@@ -54,6 +58,7 @@ class Renderer {
   std::string render_loop(const Stmt& s, const FramePtr& frame, std::vector<Value> items, int depth);
   void assign(const Expr& target, const Value& value, const FramePtr& frame);
   std::string capture(const Body& body, const FramePtr& frame);
+  void keep_alive(const FramePtr& frame, int line);
   Value make_macro(const Stmt& s, const FramePtr& frame);
   Value make_caller(const Stmt& s, const FramePtr& frame);
   Value call_macro(const Stmt& s, const std::string& name, const FramePtr& closure, const CallArgs& args);

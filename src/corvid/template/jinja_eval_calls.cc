@@ -16,10 +16,18 @@ Value cycle_function(std::size_t index0) {
 
 }  // namespace
 
+void Renderer::keep_alive(const FramePtr& frame, int line) {
+  if (!keep_alive_.empty() && keep_alive_.back() == frame) return;
+  // Each kept scope lives until the render ends; a template defining macros
+  // in a long loop would otherwise grow without bound.
+  if (keep_alive_.size() >= kMaxClosures) throw TemplateError(line, "too many macro and call-block definitions");
+  keep_alive_.push_back(frame);
+}
+
 Value Renderer::make_macro(const Stmt& s, const FramePtr& frame) {
   // The closure is held weakly (a macro stored in its own frame would
   // otherwise keep it alive forever); keep_alive_ holds it for the render.
-  keep_alive_.push_back(frame);
+  keep_alive(frame, s.line);
   std::weak_ptr<Frame> closure = frame;
   const Stmt* macro = &s;
   return Value::function(s.text, [this, macro, closure](const CallArgs& args) {
@@ -28,7 +36,7 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& frame) {
 }
 
 Value Renderer::make_caller(const Stmt& s, const FramePtr& frame) {
-  keep_alive_.push_back(frame);
+  keep_alive(frame, s.line);
   std::weak_ptr<Frame> closure = frame;
   const Stmt* block = &s;
   return Value::function("caller", [this, block, closure](const CallArgs& args) {
@@ -111,15 +119,9 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
     ~Restore() { out = saved; }
   } restore{out_, saved};
 
-  if (items.empty()) {
-    auto inner = std::make_shared<Frame>();
-    inner->parent = frame;
-    exec_body(s.else_body, inner);
-    return buffer;
-  }
   Value recurse;
   if (s.recursive) {
-    keep_alive_.push_back(frame);
+    keep_alive(frame, s.line);
     std::weak_ptr<Frame> outer = frame;
     const Stmt* loop_stmt = &s;
     recurse = Value::function("loop", [this, loop_stmt, outer, depth](const CallArgs& args) {
@@ -129,6 +131,7 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
   }
   auto last_changed = std::make_shared<std::optional<std::vector<Value>>>();
   const auto length = static_cast<std::int64_t>(items.size());
+  bool body_completed = false;
   for (std::int64_t i = 0; i < length; ++i) {
     step(s.line);
     auto inner = std::make_shared<Frame>();
@@ -156,7 +159,16 @@ std::string Renderer::render_loop(const Stmt& s, const FramePtr& frame, std::vec
       inner->set("loop", Value::object(std::move(loop)));
     }
     assign(*s.target, items[i], inner);
-    if (exec_body(s.body, inner) == Flow::Break) break;
+    Flow flow = exec_body(s.body, inner);
+    if (flow == Flow::Normal) body_completed = true;
+    if (flow == Flow::Break) break;
+  }
+  // jinja2 runs `else` unless some iteration reached the end of the body (its
+  // flag is cleared there), so a loop that only `continue`d or `break`s at once runs it.
+  if (!body_completed) {
+    auto inner = std::make_shared<Frame>();
+    inner->parent = frame;
+    exec_body(s.else_body, inner);
   }
   return buffer;
 }

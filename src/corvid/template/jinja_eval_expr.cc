@@ -16,7 +16,8 @@ bool is_numeric(const Value& v) { return v.is_number() || v.is_bool(); }
 double numeric(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_float(); }
 
 [[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
-  fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+  fail("unsupported operand type(s) for ", op == "**" ? "** or pow()" : op, ": '", a.type_name(), "' and '",
+       b.type_name(), "'");
 }
 
 // Python ints are unbounded; corvid's are 64-bit and refuse to wrap.
@@ -137,13 +138,13 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
   if (!is_numeric(a) || !is_numeric(b)) unsupported(op, a, b);
   bool ints = is_integral(a) && is_integral(b);
   if (op == "/") {
-    if (numeric(b) == 0) fail("division by zero");
+    if (numeric(b) == 0) fail(ints ? "division by zero" : "float division by zero");
     return Value(numeric(a) / numeric(b));
   }
   if (op == "//" || op == "%") {
     if (ints) {
       std::int64_t x = integral(a), y = integral(b);
-      if (y == 0) fail("integer division or modulo by zero");
+      if (y == 0) fail(op == "//" ? "integer division or modulo by zero" : "integer modulo by zero");
       if (x == INT64_MIN && y == -1) fail("integer overflow");
       std::int64_t q = x / y, m = x % y;
       if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors toward negative infinity
@@ -176,7 +177,12 @@ Value binary_operator(std::string_view op, const Value& a, const Value& b, std::
 Value Renderer::eval(const Expr& e, const FramePtr& frame) {
   DepthGuard guard(nesting_, e.line, kMaxNestedEvaluation);
   try {
-    return eval_node(e, frame);
+    Value v = eval_node(e, frame);
+    // Bounds memory as the output is bounded: `{% set ns.s = ns.s + ns.s %}` in a loop doubles a string.
+    if (v.is_string() && v.as_string().size() > options_.max_output_bytes)
+      fail("value larger than the template output limit (", options_.max_output_bytes, " bytes)");
+    if (v.is_array() && v.as_array().size() > kMaxListLength) fail("list longer than ", kMaxListLength, " items");
+    return v;
   } catch (const TemplateError&) {
     throw;
   } catch (const RaisedException&) {
@@ -228,10 +234,14 @@ Value Renderer::eval_compare(const Expr& e, const FramePtr& frame) {
     else {
       if (left.is_undefined()) raise_undefined(left);
       if (right.is_undefined()) raise_undefined(right);
-      if (op == "<") ok = Value::less(left, right);
-      else if (op == ">") ok = Value::less(right, left);
-      else if (op == "<=") ok = !Value::less(right, left);
-      else ok = !Value::less(left, right);
+      try {
+        if (op == "<") ok = Value::less(left, right);
+        else if (op == ">") ok = Value::less(right, left);
+        else if (op == "<=") ok = !Value::less(right, left);
+        else ok = !Value::less(left, right);
+      } catch (const Error&) {  // Python names the operator as written, operands in order
+        fail("'", op, "' not supported between instances of '", left.type_name(), "' and '", right.type_name(), "'");
+      }
     }
     if (!ok) return Value(false);
     left = std::move(right);
@@ -263,7 +273,10 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       return Value::object(std::move(object));
     }
     case K::Attribute: return get_attribute(eval(*e.items[0], frame), e.name);
-    case K::Item: return get_item(eval(*e.items[0], frame), eval(*e.items[1], frame));
+    case K::Item: {  // operands left to right, as Python
+      Value target = eval(*e.items[0], frame);
+      return get_item(target, eval(*e.items[1], frame));
+    }
     case K::Slice: {
       Value target = eval(*e.items[0], frame);
       Value parts[3];
@@ -275,11 +288,13 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
     case K::Filter: {
       Value target = eval(*e.items[0], frame);
       CallArgs args = eval_args(e, frame, 1);
+      if (e.unknown) fail("No filter named '", e.name, "' found.");
       return apply_filter(e.name, target, args);
     }
     case K::Test: {
       Value target = eval(*e.items[0], frame);
       CallArgs args = eval_args(e, frame, 1);
+      if (e.unknown) fail("No test named '", e.name, "' found.");
       return Value(apply_test(e.name, target, args) != e.negated);
     }
     case K::Not: return Value(!eval(*e.items[0], frame).truthy());
@@ -293,7 +308,10 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       return Value(-v.as_float());
     }
     case K::Binary:
-      return binary_operator(e.name, eval(*e.items[0], frame), eval(*e.items[1], frame), options_.max_output_bytes);
+    {
+      Value left = eval(*e.items[0], frame);
+      return binary_operator(e.name, left, eval(*e.items[1], frame), options_.max_output_bytes);
+    }
     case K::And: {
       Value left = eval(*e.items[0], frame);
       return left.truthy() ? eval(*e.items[1], frame) : left;

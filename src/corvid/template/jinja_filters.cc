@@ -27,6 +27,8 @@ using namespace detail;
 
 // Python's a + b for sum().
 Value add(const Value& a, const Value& b) {
+  if (a.is_undefined()) fail(a.undefined_message());  // Undefined's + raises
+  if (b.is_undefined()) fail(b.undefined_message());
   const bool a_num = a.is_number() || a.is_bool();
   const bool b_num = b.is_number() || b.is_bool();
   if (a_num && b_num) {
@@ -175,13 +177,17 @@ Value do_round(const Value& v, const CallArgs& args) {
 }
 
 Value do_indent(const Value& v, const CallArgs& args) {
-  if (v.is_undefined()) fail(v.undefined_message());  // jinja2 appends "\n" to it, which raises
+  // jinja2 starts with `s += "\n"`, which only a str survives.
+  if (v.is_undefined()) fail(v.undefined_message());
+  if (v.is_list()) fail("'list' object has no attribute 'splitlines'");
+  if (v.is_tuple()) fail("can only concatenate tuple (not \"str\") to tuple");
+  if (!v.is_string()) fail("unsupported operand type(s) for +=: '", v.type_name(), "' and 'str'");
   const Value* width = optional_arg(args, "width", 0);
   std::string indention = "    ";
   if (width && width->is_string()) {
     indention = width->as_string();
   } else if (width) {
-    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, int_arg(*width, "width"))), ' ');
+    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, checked_width(int_arg(*width, "width")))), ' ');
   }
   const bool first = bool_param(args, "first", 1, false);
   const bool blank = bool_param(args, "blank", 2, false);
@@ -203,6 +209,11 @@ Value do_indent(const Value& v, const CallArgs& args) {
 Value do_truncate(const Value& v, const CallArgs& args) {
   if (!v.is_string() && !v.is_undefined() && !v.has_len()) {
     fail("object of type '", v.type_name(), "' has no len()");
+  }
+  if (v.is_array() || v.is_object()) {  // len() counts items; longer ones cannot be cut like text
+    const std::int64_t n = static_cast<std::int64_t>(v.is_array() ? v.as_array().size() : v.as_object().entries.size());
+    if (n <= int_param(args, "length", 0, 255) + int_param(args, "leeway", 3, 5)) return v;
+    fail("cannot truncate a ", v.type_name());
   }
   const std::string s = v.str();
   const std::int64_t length = int_param(args, "length", 0, 255);
@@ -293,6 +304,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       return Value::undefined_member(v, *name);
     };
     f["batch"] = [](const Value& v, const CallArgs& a) { return do_batch_or_slice(v, a, true); };
+    f["groupby"] = detail::do_groupby;
     f["slice"] = [](const Value& v, const CallArgs& a) { return do_batch_or_slice(v, a, false); };
     f["capitalize"] = [](const Value& v, const CallArgs&) { return Value(unicode::capitalize(v.str())); };
     f["center"] = [](const Value& v, const CallArgs& a) {
@@ -313,7 +325,9 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       return items.empty() ? Value::undefined_with_message("No first item, sequence was empty.") : items.front();
     };
     f["last"] = [](const Value& v, const CallArgs&) {
-      if (v.is_iterator()) fail("'", v.type_name(), "' object is not reversible");
+      if (!v.is_undefined() && !v.is_string() && !v.is_list() && !v.is_tuple() && !v.is_object() && !v.is_view()) {
+        fail("'", v.type_name(), "' object is not reversible");
+      }
       const std::vector<Value> items = iterate(v);
       return items.empty() ? Value::undefined_with_message("No last item, sequence was empty.") : items.back();
     };
@@ -364,6 +378,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
                                    count && !count->is_none() ? int_arg(*count, "count") : -1));
     };
     f["reverse"] = [](const Value& v, const CallArgs&) {
+      if (!v.is_undefined() && !v.is_string() && !v.is_array() && !v.is_object()) fail("argument must be iterable");
       if (v.is_string()) {
         std::u32string text = unicode::decode(v.as_string());
         std::reverse(text.begin(), text.end());
@@ -420,7 +435,36 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       std::string text = percent_format(format, args);
       return format.is_markup() ? Value::markup(std::move(text)) : Value(std::move(text));
     };
-    f["pprint"] = [](const Value& v, const CallArgs&) { return Value(v.repr()); };
+    f["filesizeformat"] = [](const Value& v, const CallArgs& a) {
+      double bytes = 0;  // Python's float(value)
+      if (v.is_undefined()) fail(v.undefined_message());
+      if (v.is_string()) {
+        const auto parsed = detail::parse_python_float(v.as_string());
+        if (!parsed) fail("could not convert string to float: ", v.repr());
+        bytes = *parsed;
+      } else if (v.is_number() || v.is_bool()) {
+        bytes = v.is_bool() ? v.as_bool() : v.as_float();
+      } else {
+        fail("float() argument must be a string or a real number, not '", v.type_name(), "'");
+      }
+      const bool binary = bool_param(a, "binary", 0, false);
+      const double base = binary ? 1024 : 1000;
+      static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+      static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+      if (bytes == 1) return Value("1 Byte");
+      if (bytes < base) return Value(std::to_string(static_cast<std::int64_t>(bytes)) + " Bytes");
+      double unit = base;
+      for (int i = 0; i < 8; ++i) {
+        unit = std::pow(base, i + 2);
+        if (bytes < unit || i == 7) {
+          char text[64];
+          std::snprintf(text, sizeof text, "%.1f %s", base * bytes / unit, binary ? kBinary[i] : kDecimal[i]);
+          return Value(text);
+        }
+      }
+      return Value("");
+    };
+    f["pprint"] = [](const Value& v, const CallArgs&) { return Value(pformat(v)); };
     f["striptags"] = [](const Value& v, const CallArgs&) { return do_striptags(v); };
     return f;
   }();

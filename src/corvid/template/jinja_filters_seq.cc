@@ -24,6 +24,45 @@ Value sort_key(const Value& item, const Value* attribute, bool case_sensitive, b
   return post(detail::lookup_attribute_path(item, *attribute));
 }
 
+using Keyed = std::vector<std::pair<Value, Value>>;
+
+// CPython's list.sort(key=..., reverse=...): for fewer than 64 items it is a
+// run count plus binary insertion sort, reproduced here comparison for
+// comparison so that an unorderable pair fails with the pair Python meets
+// first. Longer lists use std::stable_sort (same result; an error may name
+// another pair). reverse: reversed, sorted stably, reversed back.
+void python_sort(Keyed& keyed, bool reverse) {
+  if (reverse) std::reverse(keyed.begin(), keyed.end());
+  auto lt = [](const Keyed::value_type& a, const Keyed::value_type& b) { return Value::less(a.first, b.first); };
+  const std::size_t n = keyed.size();
+  if (n >= 64) {
+    std::stable_sort(keyed.begin(), keyed.end(), lt);
+  } else if (n > 1) {
+    std::size_t run = 2;  // count_run
+    if (lt(keyed[1], keyed[0])) {
+      while (run < n && lt(keyed[run], keyed[run - 1])) ++run;
+      std::reverse(keyed.begin(), keyed.begin() + static_cast<std::ptrdiff_t>(run));
+    } else {
+      while (run < n && !lt(keyed[run], keyed[run - 1])) ++run;
+    }
+    for (std::size_t start = run; start < n; ++start) {  // binarysort
+      std::size_t l = 0;
+      std::size_t r = start;
+      do {
+        const std::size_t p = l + ((r - l) >> 1);
+        if (lt(keyed[start], keyed[p])) {
+          r = p;
+        } else {
+          l = p + 1;
+        }
+      } while (l < r);
+      std::rotate(keyed.begin() + static_cast<std::ptrdiff_t>(l), keyed.begin() + static_cast<std::ptrdiff_t>(start),
+                  keyed.begin() + static_cast<std::ptrdiff_t>(start) + 1);
+    }
+  }
+  if (reverse) std::reverse(keyed.begin(), keyed.end());
+}
+
 void check_hashable(const Value& v) {
   if (v.is_list() || (v.is_object() && !v.as_object().is_namespace)) {
     fail("unhashable type: '", v.type_name(), "'");
@@ -112,9 +151,7 @@ Value do_sort(const Value& v, const CallArgs& args) {
     }
     keyed.emplace_back(std::move(key), item);
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
-    return reverse ? Value::less(b.first, a.first) : Value::less(a.first, b.first);
-  });
+  python_sort(keyed, reverse);
   std::vector<Value> out;
   for (auto& [key, item] : keyed) out.push_back(std::move(item));
   return Value::array(std::move(out));
@@ -133,9 +170,7 @@ Value do_dictsort(const Value& v, const CallArgs& args) {
     const Value k = by_text == "key" ? Value(key) : *value;
     keyed.emplace_back(case_sensitive ? k : ignore_case(k), tuple_pair(key, *value));
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
-    return reverse ? Value::less(b.first, a.first) : Value::less(a.first, b.first);
-  });
+  python_sort(keyed, reverse);
   std::vector<Value> out;
   for (auto& [key, item] : keyed) out.push_back(std::move(item));
   return Value::array(std::move(out));
@@ -156,6 +191,47 @@ Value do_unique(const Value& v, const CallArgs& args) {
   return generator(std::move(out));
 }
 
+Value do_groupby(const Value& v, const CallArgs& args) {
+  const Value* attribute = optional_arg(args, "attribute", 0);
+  if (!attribute) fail("sync_do_groupby() missing 1 required positional argument: 'attribute'");
+  const Value* fallback = optional_arg(args, "default", 1);
+  if (fallback && fallback->is_none()) fallback = nullptr;
+  const bool case_sensitive = bool_param(args, "case_sensitive", 2, false);
+  auto group_key = [&](const Value& item) {  // make_attrgetter with default, per path step
+    Value key = item;
+    const Value dot(".");
+    std::vector<Value> parts;
+    if (attribute->is_string()) {
+      for (const std::string& part : split(attribute->as_string(), &dot, -1, false)) parts.emplace_back(part);
+    } else {
+      parts.push_back(*attribute);
+    }
+    for (const Value& part : parts) {
+      key = lookup_attribute_path(key, part);
+      if (fallback && key.is_undefined()) key = *fallback;
+    }
+    return key;
+  };
+  Keyed keyed;
+  for (const Value& item : iterate(v)) {
+    const Value key = group_key(item);
+    keyed.emplace_back(case_sensitive ? key : ignore_case(key), item);
+  }
+  python_sort(keyed, false);
+  std::vector<Value> groups;
+  for (std::size_t i = 0; i < keyed.size();) {
+    std::size_t j = i + 1;
+    while (j < keyed.size() && keyed[j].first == keyed[i].first) ++j;
+    std::vector<Value> members;
+    for (std::size_t k = i; k < j; ++k) members.push_back(keyed[k].second);
+    // The group shows the first member's own key, not its lowercased form.
+    const Value grouper = case_sensitive ? keyed[i].first : group_key(members.front());
+    groups.push_back(Value::named_tuple({grouper, Value::array(std::move(members))}, "_GroupTuple"));
+    i = j;
+  }
+  return Value::array(std::move(groups));
+}
+
 Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
   const std::vector<Value> items = iterate(v);
   const std::int64_t count = int_param(args, batch ? "linecount" : "slices", 0, 0);
@@ -173,6 +249,7 @@ Value do_batch_or_slice(const Value& v, const CallArgs& args, bool batch) {
     return generator(std::move(out));
   }
   if (count <= 0) fail("integer division or modulo by zero");
+  checked_width(count);
   const auto n = static_cast<std::int64_t>(items.size());
   const std::int64_t per = n / count;
   const std::int64_t extra = n % count;

@@ -12,6 +12,23 @@ namespace corvid::jinja {
 namespace detail {
 namespace {
 
+// int() and float() read any Unicode decimal digit as its ASCII digit.
+std::string ascii_digits(std::string_view text) {
+  bool ascii = true;
+  for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(text);
+  std::string out;
+  for (char32_t c : unicode::decode(text)) {
+    const int d = unicode::decimal_value(c);
+    if (d >= 0) {
+      out.push_back(static_cast<char>('0' + d));
+    } else {
+      unicode::append(out, c);
+    }
+  }
+  return out;
+}
+
 std::string_view trim_python_space(std::string_view text) {
   const std::u32string cps = unicode::decode(text);
   std::size_t begin = 0;
@@ -83,7 +100,10 @@ Spec parse_spec(std::string_view spec) {
   }
   auto number = [&]() {
     std::int64_t n = -1;
-    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') n = (n < 0 ? 0 : n * 10) + (cps[i++] - '0');
+    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') {
+      n = (n < 0 ? 0 : n * 10) + (cps[i++] - '0');
+      if (n > kMaxWidth) fail("Too many decimal digits in format string");
+    }
     return n;
   };
   s.width = number();
@@ -132,15 +152,41 @@ std::string aligned(std::string sign, std::string body, const Spec& s, char defa
 }
 
 std::string c_format(const char* pattern, std::int64_t precision, double value) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, pattern, static_cast<int>(precision), value);
-  return buf;
+  const int p = static_cast<int>(precision);
+  const int size = std::snprintf(nullptr, 0, pattern, p, value);
+  std::string out(static_cast<std::size_t>(std::max(size, 0)) + 1, '\0');
+  std::snprintf(out.data(), out.size(), pattern, p, value);
+  out.resize(static_cast<std::size_t>(std::max(size, 0)));
+  return out;
+}
+
+// Python's float format with a precision and no type: like 'g', but scientific
+// from exponent p-1 on and always a digit after the point ('{:.3}'.format(100.0) == '1e+02').
+std::string general_no_type(double d, std::int64_t p) {
+  if (!std::isfinite(d)) return c_format("%.*g", p, d);
+  const std::string sci = c_format("%.*e", p - 1, d);
+  const std::size_t e = sci.find('e');
+  const int exponent = std::atoi(sci.c_str() + e + 1);
+  if (exponent < -4 || exponent >= p - 1) {
+    std::string mantissa = sci.substr(0, e);
+    if (mantissa.find('.') != std::string::npos) {
+      mantissa.erase(mantissa.find_last_not_of('0') + 1);
+      if (mantissa.back() == '.') mantissa.pop_back();
+    }
+    return mantissa + sci.substr(e);
+  }
+  std::string fixed = c_format("%.*f", p - 1 - exponent, d);
+  if (fixed.find('.') == std::string::npos) return fixed + ".0";
+  fixed.erase(fixed.find_last_not_of('0') + 1);
+  if (fixed.back() == '.') fixed += "0";
+  return fixed;
 }
 
 }  // namespace
 
-std::optional<std::int64_t> parse_python_int(std::string_view text, int base) {
-  text = trim_python_space(text);
+std::optional<std::int64_t> parse_python_int(std::string_view original, int base) {
+  const std::string converted = ascii_digits(original);
+  std::string_view text = trim_python_space(converted);
   std::size_t i = 0;
   bool negative = false;
   if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
@@ -167,8 +213,9 @@ std::optional<std::int64_t> parse_python_int(std::string_view text, int base) {
   return negative ? -value : value;
 }
 
-std::optional<double> parse_python_float(std::string_view text) {
-  text = trim_python_space(text);
+std::optional<double> parse_python_float(std::string_view original) {
+  const std::string converted = ascii_digits(original);
+  const std::string_view text = trim_python_space(converted);
   std::string lowered;
   for (char c : text) lowered.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
   std::size_t i = 0;
@@ -208,6 +255,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
     if (s.type && s.type != 's') fail("Unknown format code '", s.type, "' for object of type 'str'");
     if (s.sign != '-') fail("Sign not allowed in string format specifier");
     if (s.align == '=') fail("'=' alignment not allowed in string format specifier");
+    if (s.grouping) fail("Cannot specify '", s.grouping, "' with 's'.");
     std::string body = v.as_string();
     if (s.precision >= 0) {
       body = unicode::encode(std::u32string_view(unicode::decode(body)).substr(
@@ -222,6 +270,12 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
   if (!v.is_float() && (integer_type || s.type == 0)) {
     if (s.precision >= 0) fail("Precision not allowed in integer format specifier");
     const std::int64_t i = v.is_bool() ? v.as_bool() : v.as_int();
+    if (s.type == 'c') {
+      if (i < 0 || i > 0x10FFFF) fail("%c arg not in range(0x110000)");
+      std::string ch;
+      unicode::append(ch, static_cast<char32_t>(i));
+      return aligned("", ch, s, '<');
+    }
     const std::uint64_t magnitude = i < 0 ? 0 - static_cast<std::uint64_t>(i) : static_cast<std::uint64_t>(i);
     std::string digits;
     const int base = s.type == 'b' ? 2 : s.type == 'o' ? 8 : (s.type == 'x' || s.type == 'X') ? 16 : 10;
@@ -264,8 +318,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
       if (s.precision < 0) {
         body = python_float_repr(d);
       } else {
-        body = c_format("%.*g", precision == 0 ? 1 : precision, d);
-        if (body.find_first_of(".en") == std::string::npos) body += ".0";
+        body = general_no_type(d, precision == 0 ? 1 : precision);
       }
   }
   if (std::isinf(d)) body = s.type && std::isupper(static_cast<unsigned char>(s.type)) ? "INF" : "inf";
@@ -348,7 +401,9 @@ std::string python_format(std::string_view format, const CallArgs& args) {
       } else {
         if (used_auto) fail("cannot switch from automatic field numbering to manual field specification");
         used_manual = true;
-        index = static_cast<std::size_t>(std::stoull(std::string(head)));
+        const auto parsed = parse_python_int(head, 10);
+        if (!parsed) fail("Too many decimal digits in format string");
+        index = static_cast<std::size_t>(*parsed);
       }
       if (index >= args.positional.size()) {
         fail("tuple index out of range");  // jinja2's sandboxed formatter indexes args directly
@@ -431,12 +486,14 @@ std::string percent_format(const Value& format, const Value& args) {
       ++i;
     }
     while (i < f.size() && f[i] >= '0' && f[i] <= '9') width.push_back(f[i++]);
+    if (width.size() > 9) fail("width too big");
     std::string precision;
     bool has_precision = false;
     if (i < f.size() && f[i] == '.') {
       has_precision = true;
       ++i;
       while (i < f.size() && f[i] >= '0' && f[i] <= '9') precision.push_back(f[i++]);
+      if (precision.size() > 9) fail("precision too big");
     }
     if (i >= f.size()) fail("incomplete format");
     const char type = f[i];
@@ -458,7 +515,8 @@ std::string percent_format(const Value& format, const Value& args) {
         if (format.is_markup() && !value.is_markup()) body = detail::html_escape(body);  // Markup.__mod__
         if (has_precision) {
           body = unicode::encode(std::u32string_view(unicode::decode(body)).substr(
-              0, static_cast<std::size_t>(precision.empty() ? 0 : std::stoll(precision))));
+              0, static_cast<std::size_t>(precision.empty() ? 0 : detail::checked_width(*detail::parse_python_int(
+                                                                        precision.substr(0, 9), 10)))));
         }
         spec = std::string(1, align) + width;
         out += detail::format_spec(Value(body), spec);
@@ -471,9 +529,26 @@ std::string percent_format(const Value& format, const Value& args) {
       case 'X':
       case 'o': {
         if (!value.is_number() && !value.is_bool()) {
-          fail("%", type, " format: a real number is required, not ", value.type_name());
+          fail("%", type, " format: ", (type == 'x' || type == 'X' || type == 'o') ? "an integer" : "a real number",
+               " is required, not ", value.type_name());
         }
-        if (value.is_float()) value = Value(static_cast<std::int64_t>(std::trunc(value.as_float())));
+        if (value.is_float()) {
+          if (type == 'x' || type == 'X' || type == 'o') {
+            fail("%", type, " format: an integer is required, not float");
+          }
+          if (!std::isfinite(value.as_float())) fail("cannot convert float ", value.repr(), " to integer");
+          const double whole = std::trunc(value.as_float());
+          if (std::fabs(whole) >= 9223372036854775808.0) {  // Python's int is unbounded: print all digits
+            char buf[400];  // DBL_MAX has 309 digits
+            std::snprintf(buf, sizeof buf, "%.0f", whole);
+            std::string digits = buf;
+            if (whole >= 0 && flags.find('+') != std::string::npos) digits = "+" + digits;
+            else if (whole >= 0 && flags.find(' ') != std::string::npos) digits = " " + digits;
+            out += detail::format_spec(Value(digits), std::string(1, align) + width);
+            continue;
+          }
+          value = Value(static_cast<std::int64_t>(whole));
+        }
         const char t = (type == 'i' || type == 'u') ? 'd' : type;
         for (char fl : flags) {
           if (fl == '+' || fl == ' ') spec.push_back(fl);
@@ -500,7 +575,15 @@ std::string percent_format(const Value& format, const Value& args) {
         continue;
       }
       case 'c':
-        out += value.is_string() ? value.as_string() : std::string(1, static_cast<char>(detail::int_arg(value, "%c")));
+        if (!value.is_string() && !value.is_int() && !value.is_bool()) fail("%c requires int or char");
+        if (value.is_string()) {
+          if (unicode::length(value.as_string()) != 1) fail("%c requires int or char");
+          out += value.as_string();
+        } else {
+          const std::int64_t code = detail::int_arg(value, "%c");
+          if (code < 0 || code > 0x10FFFF) fail("%c arg not in range(0x110000)");
+          unicode::append(out, static_cast<char32_t>(code));
+        }
         continue;
       default:
         fail("unsupported format character '", std::string(1, type), "' (0x", std::hex, static_cast<int>(type), ") at index ", std::dec, i);

@@ -124,7 +124,8 @@ std::string dump_json(const Value& value, const JsonDumpOptions& options) {
     writer.indent_unit = options.indent.as_string();
   } else if (!options.indent.is_none() && !options.indent.is_undefined()) {
     writer.indented = true;
-    writer.indent_unit = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, int_arg(options.indent, "indent"))), ' ');
+    writer.indent_unit = std::string(
+        static_cast<std::size_t>(std::max<std::int64_t>(0, detail::checked_width(int_arg(options.indent, "indent")))), ' ');
   }
   writer.item_sep = options.item_separator.value_or(writer.indented ? "," : ", ");
   writer.key_sep = options.key_separator.value_or(": ");

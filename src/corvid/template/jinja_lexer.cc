@@ -6,7 +6,29 @@
 namespace corvid::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// Byte length of the whitespace character (Python's str.isspace, which is
+// what jinja2's `\s` and rstrip() match) starting at `p`, or 0.
+std::size_t space_at(std::string_view s, std::size_t p) {
+  if (p >= s.size()) return 0;
+  auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  unsigned c = byte(p);
+  if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+  if (c == 0xC2 && (byte(p + 1) == 0x85 || byte(p + 1) == 0xA0)) return 2;  // U+0085, U+00A0
+  unsigned c1 = byte(p + 1), c2 = byte(p + 2);
+  if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3;                      // U+1680
+  if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF) && c2 >= 0x80) return 3;
+  if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3;                      // U+205F
+  if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3;                      // U+3000
+  return 0;
+}
+
+// Byte length of the whitespace character that ends just before `end`, or 0.
+std::size_t space_before(std::string_view s, std::size_t end) {
+  for (std::size_t len = 1; len <= 3 && len <= end; ++len)
+    if (space_at(s, end - len) == len) return len;
+  return 0;
+}
+
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
@@ -153,6 +175,15 @@ class Lexer {
     throw TemplateError(line_of(pos), message);
   }
 
+  // jinja2's "unexpected char '@' at 12" (the position counts characters).
+  [[noreturn]] void unexpected_char(std::size_t p) {
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < p; ++i) chars += (static_cast<unsigned char>(src_[i]) & 0xC0) != 0x80;
+    std::string message = "unexpected char ";
+    message.append(src_[p] == '\'' ? "\"'\"" : "'" + std::string(1, src_[p]) + "'").append(" at ").append(std::to_string(chars));
+    error(p, message);
+  }
+
   std::size_t find_tag(std::size_t from) const {
     for (std::size_t p = src_.find('{', from); p != std::string::npos; p = src_.find('{', p + 1)) {
       if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#')) return p;
@@ -161,7 +192,7 @@ class Lexer {
   }
 
   std::size_t skip_space(std::size_t p) const {
-    while (p < src_.size() && is_space(src_[p])) ++p;
+    while (std::size_t n = space_at(src_, p)) p += n;
     return p;
   }
 
@@ -182,15 +213,18 @@ class Lexer {
   void strip_before_tag(std::string& text, char sign, bool lstrip_applies, bool line_starting) const {
     if (sign == '-') {
       std::size_t end = text.size();
-      while (end > 0 && is_space(text[end - 1])) --end;
+      while (std::size_t n = space_before(text, end)) end -= n;
       text.resize(end);
     } else if (sign != '+' && options_.lstrip_blocks && lstrip_applies) {
       std::size_t nl = text.rfind('\n');
       std::size_t line_start = nl == std::string::npos ? 0 : nl + 1;
       if (line_start == 0 && !line_starting) return;
       if (line_start == text.size()) return;
-      for (std::size_t i = line_start; i < text.size(); ++i)
-        if (!is_space(text[i])) return;
+      for (std::size_t i = line_start; i < text.size();) {
+        std::size_t n = space_at(text, i);
+        if (n == 0) return;
+        i += n;
+      }
       text.resize(line_start);
     }
   }
@@ -331,16 +365,22 @@ class Lexer {
       tokens_.push_back(Token{TokenKind::Int, {}, line, static_cast<std::int64_t>(value), 0});
       return q;
     }
-    if (is_name_start(c)) {
+    // Names are Python identifiers; any non-ASCII character other than
+    // whitespace is taken as part of one (é, 日本, ...).
+    auto name_byte = [&](std::size_t i, bool first) {
+      unsigned char b = static_cast<unsigned char>(src_[i]);
+      return (first ? is_name_start(src_[i]) : is_name_char(src_[i])) || (b >= 0x80 && space_at(src_, i) == 0);
+    };
+    if (name_byte(p, true)) {
       std::size_t q = p;
-      while (q < src_.size() && is_name_char(src_[q])) ++q;
+      while (q < src_.size() && name_byte(q, false)) ++q;
       tokens_.push_back(Token{TokenKind::Name, src_.substr(p, q - p), line, 0, 0});
       return q;
     }
     if (c == '\'' || c == '"') {
       std::size_t q = p + 1;
       while (q < src_.size() && src_[q] != c) q += src_[q] == '\\' ? 2 : 1;
-      if (q >= src_.size()) error(p, "unexpected char '" + std::string(1, c) + "'");
+      if (q >= src_.size()) unexpected_char(p);
       tokens_.push_back(Token{TokenKind::String, unescape(std::string_view(src_).substr(p + 1, q - p - 1), line), line, 0, 0});
       return q + 1;
     }
@@ -352,7 +392,7 @@ class Lexer {
       }
     }
     if (std::string_view("+-/*%~[](){}><=.:|,;").find(c) == std::string_view::npos)
-      error(p, "unexpected char '" + std::string(1, c) + "'");
+      unexpected_char(p);
     if (c == '{') balancing.push_back('}');
     if (c == '(') balancing.push_back(')');
     if (c == '[') balancing.push_back(']');

@@ -26,21 +26,24 @@ std::size_t code_point_index(std::string_view s, std::size_t byte_pos) {
   return unicode::length(s.substr(0, byte_pos));
 }
 
-// Python's str[start:end] bounds for find/count/startswith, as byte offsets.
-std::pair<std::size_t, std::size_t> byte_range(std::string_view s, const Value* start, const Value* end) {
-  if ((!start || start->is_none()) && (!end || end->is_none())) return {0, s.size()};
+// Python's str[start:end] window for find/count/startswith, as byte offsets;
+// nullopt when start lies past end (CPython then finds nothing, not even "").
+std::optional<std::pair<std::size_t, std::size_t>> byte_range(std::string_view s, const Value* start,
+                                                              const Value* end) {
+  if ((!start || start->is_none()) && (!end || end->is_none())) return std::pair{std::size_t{0}, s.size()};
   const std::u32string text = unicode::decode(s);
   const auto n = static_cast<std::int64_t>(text.size());
-  auto clamp = [&](const Value* v, std::int64_t fallback) {
+  auto adjust = [&](const Value* v, std::int64_t fallback) {
     if (!v || v->is_none()) return fallback;
     std::int64_t i = int_arg(*v, "slice");
     if (i < 0) i = std::max<std::int64_t>(0, i + n);
-    return std::min(i, n);
+    return i;
   };
-  const auto from = static_cast<std::size_t>(clamp(start, 0));
-  const auto to = std::max(from, static_cast<std::size_t>(clamp(end, n)));
-  return {unicode::encode(std::u32string_view(text).substr(0, from)).size(),
-          unicode::encode(std::u32string_view(text).substr(0, to)).size()};
+  const std::int64_t from = adjust(start, 0);
+  const std::int64_t to = std::min(adjust(end, n), n);
+  if (from > to) return std::nullopt;
+  return std::pair{unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(from))).size(),
+                   unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(to))).size()};
 }
 
 std::vector<std::string> prefix_list(const Value* v, std::string_view method) {
@@ -75,6 +78,7 @@ Value all_chars(const std::string& s, Pred pred) {
 }
 
 std::string pad(std::string_view s, std::int64_t width, char32_t fill, char align) {
+  checked_width(width);
   const auto n = static_cast<std::int64_t>(unicode::length(s));
   if (width <= n) return std::string(s);
   if (align == '^') return center(s, width, fill);
@@ -93,7 +97,9 @@ char32_t fill_arg(const Value* v) {
 
 std::int64_t find(const std::string& s, const CallArgs& a, bool from_right) {
   const std::string& sub = str_arg(arg(a, "sub", 0), from_right ? "rfind" : "find");
-  const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+  const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+  if (!range) return -1;
+  const auto [from, to] = *range;
   const std::string_view window = std::string_view(s).substr(from, to - from);
   const std::size_t pos = from_right ? window.rfind(sub) : window.find(sub);
   if (pos == std::string_view::npos) return -1;
@@ -102,7 +108,63 @@ std::int64_t find(const std::string& s, const CallArgs& a, bool from_right) {
 
 Value str_method(const std::string& s, std::string_view name, const CallArgs& a) {
   if (name == "upper") return Value(unicode::upper(s));
-  if (name == "lower" || name == "casefold") return Value(unicode::lower(s));
+  if (name == "lower") return Value(unicode::lower(s));
+  if (name == "casefold") return Value(unicode::casefold(s));
+  if (name == "swapcase") return Value(unicode::swapcase(s));
+  if (name == "isascii") {
+    for (char c : s) {
+      if (static_cast<unsigned char>(c) >= 0x80) return Value(false);
+    }
+    return Value(true);
+  }
+  if (name == "isprintable") {
+    for (char32_t c : unicode::decode(s)) {
+      if (!unicode::is_printable(c)) return Value(false);
+    }
+    return Value(true);
+  }
+  if (name == "istitle") {
+    bool cased = false;
+    bool previous_cased = false;
+    for (char32_t c : unicode::decode(s)) {
+      if (unicode::is_upper(c) || unicode::is_titlecase(c)) {
+        if (previous_cased) return Value(false);
+        previous_cased = cased = true;
+      } else if (unicode::is_lower(c)) {
+        if (!previous_cased) return Value(false);
+        previous_cased = cased = true;
+      } else {
+        previous_cased = false;
+      }
+    }
+    return Value(cased);
+  }
+  if (name == "expandtabs") {
+    const Value* size = arg(a, "tabsize", 0);
+    const std::int64_t tab = size ? checked_width(int_arg(*size, "tabsize")) : 8;
+    std::string out;
+    std::int64_t column = 0;
+    for (char32_t c : unicode::decode(s)) {
+      if (c == '\t') {
+        if (tab > 0) {
+          const std::int64_t spaces = tab - column % tab;
+          out.append(static_cast<std::size_t>(spaces), ' ');
+          column += spaces;
+        }
+      } else {
+        unicode::append(out, c);
+        column = (c == '\n' || c == '\r') ? 0 : column + 1;
+      }
+    }
+    return Value(out);
+  }
+  if (name == "format_map") {
+    const Value* mapping = arg(a, "mapping", 0);
+    if (!mapping || !mapping->is_object()) fail("format_map() argument must be a mapping");
+    CallArgs keywords;
+    for (const auto& [key, value] : mapping->as_object().entries) keywords.keyword.emplace_back(key, *value);
+    return Value(python_format(s, keywords));
+  }
   if (name == "title") return Value(unicode::title(s));
   if (name == "capitalize") return Value(unicode::capitalize(s));
   if (name == "strip") return Value(strip(s, arg(a, "chars", 0), true, true));
@@ -118,9 +180,11 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   }
   if (name == "startswith" || name == "endswith") {
     const bool starts = name == "startswith";
-    const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
-    const std::string_view window = std::string_view(s).substr(from, to - from);
-    for (const std::string& p : prefix_list(arg(a, "prefix", 0), name)) {
+    const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+    const std::vector<std::string> affixes = prefix_list(arg(a, "prefix", 0), name);
+    if (!range) return Value(false);
+    const std::string_view window = std::string_view(s).substr(range->first, range->second - range->first);
+    for (const std::string& p : affixes) {
       if (starts ? window.starts_with(p) : window.ends_with(p)) return Value(true);
     }
     return Value(false);
@@ -138,8 +202,9 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   }
   if (name == "count") {
     const std::string& sub = str_arg(arg(a, "sub", 0), "count");
-    const auto [from, to] = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
-    const std::string_view window = std::string_view(s).substr(from, to - from);
+    const auto range = byte_range(s, arg(a, "start", 1), arg(a, "end", 2));
+    if (!range) return Value(0);
+    const std::string_view window = std::string_view(s).substr(range->first, range->second - range->first);
     if (sub.empty()) return Value(static_cast<std::int64_t>(unicode::length(window) + 1));
     std::int64_t n = 0;
     for (std::size_t pos = window.find(sub); pos != std::string_view::npos; pos = window.find(sub, pos + sub.size())) ++n;
@@ -182,7 +247,7 @@ Value str_method(const std::string& s, std::string_view name, const CallArgs& a)
   if (name == "zfill") {
     const Value* width = arg(a, "width", 0);
     if (!width) fail("zfill() takes exactly one argument (0 given)");
-    const auto w = int_arg(*width, "width");
+    const auto w = checked_width(int_arg(*width, "width"));
     const auto n = static_cast<std::int64_t>(unicode::length(s));
     if (w <= n) return Value(s);
     const bool signed_text = !s.empty() && (s[0] == '+' || s[0] == '-');
@@ -222,7 +287,8 @@ const std::unordered_set<std::string_view>& str_methods() {
       "find",      "rfind",      "index",      "rindex",      "count",        "join",    "format",
       "isdigit",   "isdecimal",  "isnumeric",  "isalpha",     "isspace",      "isalnum", "isupper",
       "islower",   "zfill",      "center",     "ljust",       "rjust",        "removeprefix",
-      "removesuffix", "partition", "rpartition"};
+      "removesuffix", "partition", "rpartition", "swapcase", "isascii", "isprintable", "istitle",
+      "expandtabs", "format_map"};
   return names;
 }
 
@@ -403,6 +469,7 @@ std::string replace(std::string_view s, std::string_view old_text, std::string_v
 }
 
 std::string center(std::string_view s, std::int64_t width, char32_t fill) {
+  checked_width(width);
   const auto n = static_cast<std::int64_t>(unicode::length(s));
   if (width <= n) return std::string(s);
   // CPython: left = marg/2 + (marg & width & 1).

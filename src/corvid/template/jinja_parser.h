@@ -51,6 +51,9 @@ struct Expr {
   ExprPtr star_args, star_kwargs;  // f(*a, **k)
   std::vector<std::string> ops;    // Compare: "==", "!=", "<", "<=", ">", ">=", "in", "notin"
   bool negated = false;            // Test
+  // Filter/Test: not a known one, which jinja2 lets pass where it defers the
+  // check to run time (inside `if` and conditional expressions).
+  bool unknown = false;
 };
 
 struct Stmt;
@@ -90,7 +93,7 @@ struct Stmt {
   std::vector<Param> params;        // Macro, CallBlock
   bool recursive = false;           // For
   bool uses_loop = false;           // For: the body reads `loop`
-  bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro
+  bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro, CallBlock
 };
 
 struct Template::Program {

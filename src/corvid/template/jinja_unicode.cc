@@ -131,6 +131,20 @@ std::string lower(std::string_view s) {
 
 std::string capitalize(std::string_view s) { return map_runs(s, title_word); }
 
+std::string casefold(std::string_view s) {
+  return map_runs(s, [](icu::UnicodeString& t) { t.foldCase(U_FOLD_CASE_DEFAULT); });
+}
+
+std::string swapcase(std::string_view s) {
+  std::string out;
+  for (char32_t c : decode(s)) {
+    std::string one;
+    append(one, c);
+    out += is_upper(c) ? lower(one) : is_lower(c) ? upper(one) : one;
+  }
+  return out;
+}
+
 std::string title(std::string_view s) {
   // Python: a cased character is titlecased when the previous one is uncased,
   // lowercased otherwise. Each word (titlecased char + the run after it) is
@@ -174,6 +188,10 @@ bool is_lower(char32_t c) {
   return !is_escaped_byte(c) && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_LOWERCASE);
 }
 
+bool is_titlecase(char32_t c) {
+  return !is_escaped_byte(c) && u_charType(static_cast<UChar32>(c)) == U_TITLECASE_LETTER;
+}
+
 bool is_alpha(char32_t c) {
   if (is_escaped_byte(c)) return false;
   switch (u_charType(static_cast<UChar32>(c))) {
@@ -201,6 +219,12 @@ bool is_digit(char32_t c) {
 bool is_numeric(char32_t c) {
   if (is_escaped_byte(c)) return false;
   return u_getIntPropertyValue(static_cast<UChar32>(c), UCHAR_NUMERIC_TYPE) != U_NT_NONE;
+}
+
+int decimal_value(char32_t c) {
+  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
+  if (c < 0x80 || !is_decimal(c)) return -1;
+  return u_charDigitValue(static_cast<UChar32>(c));
 }
 
 bool is_printable(char32_t c) {

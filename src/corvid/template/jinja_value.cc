@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
 
 #include "corvid/template/jinja_unicode.h"
@@ -85,9 +86,41 @@ Value::Value(double d) : kind_(Kind::Float), d_(d) {}
 Value::Value(std::string s)
     : kind_(Kind::String), s_(std::make_shared<const std::string>(std::move(s))) {}
 
+namespace {
+
+[[noreturn]] void nesting_too_deep() {
+  fail("maximum recursion depth exceeded (values nested more than ", kMaxNesting, " deep)");
+}
+
+// Guards recursion that depth_ cannot bound (namespaces may contain themselves).
+class RecursionGuard {
+ public:
+  explicit RecursionGuard(const char* while_doing) {
+    if (++depth() > static_cast<int>(kMaxNesting) + 16) {
+      --depth();
+      fail("maximum recursion depth exceeded", while_doing);
+    }
+  }
+  ~RecursionGuard() { --depth(); }
+  RecursionGuard(const RecursionGuard&) = delete;
+  RecursionGuard& operator=(const RecursionGuard&) = delete;
+
+ private:
+  static int& depth() {
+    thread_local int value = 0;
+    return value;
+  }
+};
+
+}  // namespace
+
 Value Value::array(std::vector<Value> items) {
   Value v;
   v.kind_ = Kind::Array;
+  std::uint32_t deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth_);
+  if (deepest >= kMaxNesting) nesting_too_deep();
+  v.depth_ = deepest + 1;
   v.a_ = std::make_shared<const std::vector<Value>>(std::move(items));
   return v;
 }
@@ -95,6 +128,12 @@ Value Value::array(std::vector<Value> items) {
 Value Value::tuple(std::vector<Value> items) {
   Value v = array(std::move(items));
   v.flavor_ = Flavor::Tuple;
+  return v;
+}
+
+Value Value::named_tuple(std::vector<Value> items, std::string type_name) {
+  Value v = tuple(std::move(items));
+  v.name_ = std::move(type_name);
   return v;
 }
 
@@ -127,6 +166,12 @@ Value Value::object(std::shared_ptr<Object> object) {
   Value v;
   v.kind_ = Kind::Object;
   v.o_ = object ? std::move(object) : std::make_shared<Object>();
+  std::uint32_t deepest = 0;
+  if (!v.o_->is_namespace) {  // a namespace's attributes change later; RecursionGuard bounds those
+    for (const auto& entry : v.o_->entries) deepest = std::max(deepest, entry.second->depth_);
+  }
+  if (deepest >= kMaxNesting) nesting_too_deep();
+  v.depth_ = deepest + 1;
   return v;
 }
 
@@ -139,6 +184,8 @@ Value Value::function(std::string name, Function f) {
 }
 
 Value Value::from_json(const Json& j) {
+  // Checked top-down too: the recursion below must not outrun the stack.
+  const RecursionGuard guard("");
   switch (j.type()) {
     case Json::value_t::null:
       return none();
@@ -177,6 +224,7 @@ Value Value::from_json(const Json& j) {
 }
 
 Json Value::to_json() const {
+  const RecursionGuard guard(" while encoding a JSON object");
   switch (kind_) {
     case Kind::Undefined:
     case Kind::None:
@@ -328,6 +376,7 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+  const RecursionGuard guard(" while getting the repr of an object");
   switch (kind_) {
     case Kind::Undefined:
       return "Undefined";
@@ -385,7 +434,8 @@ std::string Value::type_name() const {
     case Kind::String:
       return "str";
     case Kind::Array:
-      return flavor_ == Flavor::List ? "list" : flavor_ == Flavor::Tuple ? "tuple" : name_;
+      if (flavor_ == Flavor::Tuple) return name_.empty() ? "tuple" : name_;
+      return flavor_ == Flavor::List ? "list" : name_;
     case Kind::Object:
       return o_->is_namespace ? "Namespace" : "dict";
     case Kind::Function:
@@ -466,6 +516,9 @@ bool operator==(const Value& a, const Value& b) {
 }
 
 bool Value::less(const Value& a, const Value& b) {
+  // jinja2's Undefined raises its own error from every comparison.
+  if (a.is_undefined()) fail(a.undefined_message());
+  if (b.is_undefined()) fail(b.undefined_message());
   if (is_numeric_like(a) && is_numeric_like(b)) {
     if (!a.is_float() && !b.is_float()) return integral(a) < integral(b);
     if (a.is_float() && b.is_float()) return a.as_float() < b.as_float();

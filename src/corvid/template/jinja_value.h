@@ -78,6 +78,9 @@ class Value {
   //   view: dict.keys()/values()/items() ("dict_items([...])"): len() and `in`
   //     work, indexing and tojson do not.
   static Value tuple(std::vector<Value> items);
+  // A namedtuple: a tuple whose attributes name its items (see get_attribute);
+  // only jinja2's groupby result, _GroupTuple(grouper, list), is one.
+  static Value named_tuple(std::vector<Value> items, std::string type_name);
   static Value iterator(std::vector<Value> items, std::string type_name = "generator");
   static Value view(std::vector<Value> items, std::string type_name);
   // jinja2's Markup (from |safe, |escape): a str that `+`/`~` with a plain str
@@ -146,7 +149,13 @@ class Value {
   enum class Flavor : std::uint8_t { List, Tuple, Iterator, View };
   Flavor flavor_ = Flavor::List;  // for Kind::Array
   bool markup_ = false;           // for Kind::String
+  // Nesting of lists/dicts below this value (namespaces count 1). Bounded by
+  // kMaxNesting so that repr, ==, JSON and destruction recurse boundedly.
+  std::uint32_t depth_ = 0;
 };
+
+// Deepest list/dict nesting a value may have (Python's recursion limit is 1000).
+inline constexpr std::uint32_t kMaxNesting = 1000;
 
 // Python's repr() of a float: shortest round-trip digits, "1.0", "1e+20", "inf".
 std::string python_float_repr(double d);
