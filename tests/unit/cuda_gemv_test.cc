@@ -22,31 +22,18 @@
 #include "corvid/core/device.h"
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/ops.h"
+#include "cuda_test_util.h"
 #include "ops_test_util.h"
 
 namespace corvid {
 namespace {
 
 using testing::f32_tensor;
+using testing::to_gpu;
+using testing::to_host;
 using testing::make_weight;
 using testing::random_floats;
 using testing::weight_values;
-
-DeviceTensor upload(const Tensor& host) {
-  DeviceTensor d;
-  d.buffer = DeviceBuffer(Device::CUDA, host.nbytes());
-  d.tensor = host;
-  d.tensor.device = Device::CUDA;
-  d.tensor.data = d.buffer.data();
-  copy_tensor(d.tensor, host);
-  return d;
-}
-
-std::vector<float> download(const Tensor& dev) {
-  std::vector<float> out(static_cast<size_t>(dev.numel()));
-  copy_bytes(out.data(), Device::CPU, dev.data, Device::CUDA, out.size() * sizeof(float));
-  return out;
-}
 
 struct Shape {
   int64_t m, k;
@@ -61,11 +48,11 @@ double check_gemv(DType t, Shape s, int64_t n, uint32_t seed) {
   const auto xv = random_floats(static_cast<size_t>(n * k), seed + 1);
   const auto bv = random_floats(static_cast<size_t>(m), seed + 2);
   OwnedTensor x = f32_tensor({n, k}, xv), bias = f32_tensor({m}, bv);
-  DeviceTensor gw = upload(w.tensor), gx = upload(x.tensor), gb = upload(bias.tensor);
+  DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor), gb = to_gpu(bias.tensor);
   OwnedTensor poison = f32_tensor({n, m}, std::vector<float>(static_cast<size_t>(n * m), std::nanf("")));
-  DeviceTensor g_out = upload(poison.tensor);
+  DeviceTensor g_out = to_gpu(poison.tensor);
   ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
-  const auto got = download(g_out.tensor);
+  const auto got = to_host(g_out.tensor);
 
   double worst = 0;
   for (int64_t c = 0; c < n; ++c)
@@ -168,9 +155,9 @@ TEST(CudaGemv, DetectsAWrongWeight) {
   OwnedTensor x = f32_tensor({n, k}, xv);
   OwnedTensor changed = make_weight(DType::Q4_0, m, k, random_floats(static_cast<size_t>(m * k), 21));
   static_cast<uint8_t*>(changed.tensor.row(3))[18 * 40 + 2 + 5] ^= 0x08;  // block 40, value 5: q +- 8
-  DeviceTensor gw = upload(changed.tensor), gx = upload(x.tensor), g_out(Device::CUDA, DType::F32, {n, m});
+  DeviceTensor gw = to_gpu(changed.tensor), gx = to_gpu(x.tensor), g_out(Device::CUDA, DType::F32, {n, m});
   ops::matmul(gx.tensor, gw.tensor, g_out.tensor);
-  const auto got = download(g_out.tensor);
+  const auto got = to_host(g_out.tensor);
   double ref = 0, mag = 0;
   for (int64_t i = 0; i < k; ++i) {
     ref += static_cast<double>(xv[static_cast<size_t>(i)]) * wv[static_cast<size_t>(3 * k + i)];

@@ -24,37 +24,18 @@
 #include "corvid/core/device.h"
 #include "corvid/core/half.h"
 #include "corvid/ops/ops.h"
+#include "cuda_test_util.h"
 #include "ops_test_util.h"
 
 namespace corvid {
 namespace {
 
 using testing::f32_tensor;
+using testing::to_gpu;
+using testing::to_host;
 using testing::make_weight;
 using testing::random_floats;
 using testing::weight_values;
-
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU"
-
-DeviceTensor to_gpu(const Tensor& host) {
-  DeviceTensor d;
-  d.buffer = DeviceBuffer(Device::CUDA, host.nbytes());
-  d.tensor = host;
-  d.tensor.device = Device::CUDA;
-  d.tensor.data = d.buffer.data();
-  copy_tensor(d.tensor, host);
-  return d;
-}
-
-std::vector<float> to_host(const Tensor& dev) {
-  std::vector<float> out(static_cast<size_t>(dev.numel()));
-  Tensor h = dev;
-  h.device = Device::CPU;
-  h.data = out.data();
-  copy_tensor(h, dev);
-  return out;
-}
 
 // Sets the process-wide numerics for one scope.
 struct NumericsScope {
