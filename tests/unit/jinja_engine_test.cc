@@ -398,6 +398,16 @@ TEST(JinjaEngine, UnknownFiltersFailWhenJinjaWould) {
   EXPECT_EQ(error_of("{% if 1 %}\n{{ s|from_json }}{% endif %}"), "template line 2: No filter named 'from_json' found.");
 }
 
+TEST(JinjaEngine, UnclosedTagsAtTheVeryEndAreAcceptedAsJinjaDoes) {
+  EXPECT_EQ(render("a{#"), "a");
+  EXPECT_EQ(render("a{#-"), "a");
+  EXPECT_EQ(render("a {%- raw %}"), "a");
+  EXPECT_EQ(render("a{% raw -%}  "), "a");
+  EXPECT_EQ(render("a{{+1}}"), "a1");
+  EXPECT_EQ(error_of("a  {#- x"), "template line 1: Missing end of comment tag");
+  EXPECT_EQ(error_of("x{% raw %}y"), "template line 1: Missing end of raw directive");
+}
+
 TEST(JinjaEngine, MalformedTemplatesThrowAndNeverCrash) {
   const char* malformed[] = {
       "{{", "{%", "{# x", "{{ }}", "{% %}", "{% if %}", "{% for %}", "{% for x %}", "{% for x in %}",
