@@ -369,6 +369,8 @@ TEST(JinjaEngine, RuntimeErrorsNameTheLineAndJinjaMessage) {
   EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}{{ m(k=2) }}"),
             "template line 1: macro 'm' takes no keyword argument 'k'");
   EXPECT_EQ(error_of("{% set l.x = 1 %}"), "template line 1: cannot assign attribute on non-namespace object");
+  EXPECT_EQ(error_of("{% set missing.x = 1 %}"), "template line 1: cannot assign attribute on non-namespace object");
+  EXPECT_EQ(error_of("{% for a, b in [none] %}{% endfor %}"), "template line 1: cannot unpack non-iterable NoneType object");
   EXPECT_EQ(error_of("{{ range(1000000)|length }}"),
             "template line 1: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
 }
