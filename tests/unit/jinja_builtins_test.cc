@@ -220,6 +220,30 @@ TEST(JinjaBuiltinsFilters, NumberFilters) {
   EXPECT_EQ((filter("round", I(7))).repr(), "7");
   // [1234.5678|round(-2)] (repr)
   EXPECT_EQ((filter("round", Fl(1234.5678), {I(-2)})).repr(), "1200.0");
+  // [25|round(-1)] (repr)
+  EXPECT_EQ((filter("round", I(25), {I(-1)})).repr(), "20");
+  // [35|round(-1)] (repr)
+  EXPECT_EQ((filter("round", I(35), {I(-1)})).repr(), "40");
+  // [-25|round(-1)] (repr)
+  EXPECT_EQ((filter("round", I(-25), {I(-1)})).repr(), "-20");
+  // [-35|round(-1)] (repr)
+  EXPECT_EQ((filter("round", I(-35), {I(-1)})).repr(), "-40");
+  // [149|round(-2)] (repr)
+  EXPECT_EQ((filter("round", I(149), {I(-2)})).repr(), "100");
+  // [150|round(-2)] (repr)
+  EXPECT_EQ((filter("round", I(150), {I(-2)})).repr(), "200");
+  // [250|round(-2)] (repr)
+  EXPECT_EQ((filter("round", I(250), {I(-2)})).repr(), "200");
+  // [-251|round(-2)] (repr)
+  EXPECT_EQ((filter("round", I(-251), {I(-2)})).repr(), "-300");
+  // [7|round(-400)] (repr)
+  EXPECT_EQ((filter("round", I(7), {I(-400)})).repr(), "0");
+  // [-2.5|round(-400)] (repr)
+  EXPECT_EQ((filter("round", Fl(-2.5), {I(-400)})).repr(), "-0.0");
+  // {{ [[1.0], [[]]]|max }} raises
+  expect_error([&] { (void)(filter("max", L({L({Fl(1.0)}), L({L({})})}))); }, "'>' not supported between instances of 'list' and 'float'");
+  // [[[2, 'a'], [2, 'b']]|max] (repr)
+  EXPECT_EQ((filter("max", L({L({I(2), S("a")}), L({I(2), S("b")})}))).repr(), "[2, 'b']");
   // [2.1|round(0, 'ceil')] (repr)
   EXPECT_EQ((filter("round", Fl(2.1), {I(0), S("ceil")})).repr(), "3.0");
   // [2.19|round(1, 'floor')] (repr)

@@ -369,6 +369,8 @@ TEST(JinjaEngine, RuntimeErrorsNameTheLineAndJinjaMessage) {
   EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}{{ m(k=2) }}"),
             "template line 1: macro 'm' takes no keyword argument 'k'");
   EXPECT_EQ(error_of("{% set l.x = 1 %}"), "template line 1: cannot assign attribute on non-namespace object");
+  EXPECT_EQ(error_of("{% set missing.x = 1 %}"), "template line 1: cannot assign attribute on non-namespace object");
+  EXPECT_EQ(error_of("{% for a, b in [none] %}{% endfor %}"), "template line 1: cannot unpack non-iterable NoneType object");
   EXPECT_EQ(error_of("{{ range(1000000)|length }}"),
             "template line 1: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
 }
@@ -396,6 +398,16 @@ TEST(JinjaEngine, UnknownFiltersFailWhenJinjaWould) {
             "template line 1: No test named 'hashable'.");
   EXPECT_EQ(render("{% if 0 %}{{ s|from_json }}{% endif %}{{ s if 1 else s|from_json }}"), "hello");
   EXPECT_EQ(error_of("{% if 1 %}\n{{ s|from_json }}{% endif %}"), "template line 2: No filter named 'from_json' found.");
+}
+
+TEST(JinjaEngine, UnclosedTagsAtTheVeryEndAreAcceptedAsJinjaDoes) {
+  EXPECT_EQ(render("a{#"), "a");
+  EXPECT_EQ(render("a{#-"), "a");
+  EXPECT_EQ(render("a {%- raw %}"), "a");
+  EXPECT_EQ(render("a{% raw -%}  "), "a");
+  EXPECT_EQ(render("a{{+1}}"), "a1");
+  EXPECT_EQ(error_of("a  {#- x"), "template line 1: Missing end of comment tag");
+  EXPECT_EQ(error_of("x{% raw %}y"), "template line 1: Missing end of raw directive");
 }
 
 TEST(JinjaEngine, MalformedTemplatesThrowAndNeverCrash) {

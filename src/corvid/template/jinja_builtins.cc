@@ -85,6 +85,14 @@ bool compare(std::string_view op, const Value& a, const Value& b) {
   if (!comparable(a, b)) {
     fail("'", op, "' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
   }
+  if ((a.is_list() || a.is_tuple()) && !(a == b)) {
+    // Python compares sequences at their first differing items, with the same operator.
+    const auto& x = a.as_array();
+    const auto& y = b.as_array();
+    for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!(x[i] == y[i])) return compare(op, x[i], y[i]);
+    }
+  }
   if (op == "<") return Value::less(a, b);
   if (op == ">") return Value::less(b, a);
   if (op == "<=") return Value::less(a, b) || a == b;
@@ -113,7 +121,7 @@ Value python_modulo(const Value& a, const Value& b) {
     const std::int64_t x = detail::int_arg(a, "%");
     const std::int64_t y = detail::int_arg(b, "%");
     if (y == 0) fail("integer modulo by zero");
-    std::int64_t r = x % y;
+    std::int64_t r = y == -1 ? 0 : x % y;  // INT64_MIN % -1 overflows in C++
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     return Value(r);
   }

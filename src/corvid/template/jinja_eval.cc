@@ -167,11 +167,13 @@ void Renderer::assign(const Expr& target, const Value& value, const FramePtr& fr
   }
   if (target.kind == Expr::Kind::Attribute) {  // {% set ns.attr = value %}
     const Value* object = frame->find(target.items[0]->name);
-    if (!object) fail("'", target.items[0]->name, "' is undefined");
-    if (!object->is_object() || !object->as_object().is_namespace) fail("cannot assign attribute on non-namespace object");
+    if (!object || !object->is_object() || !object->as_object().is_namespace)
+      fail("cannot assign attribute on non-namespace object");
     object->mutable_object().set(target.name, value);
     return;
   }
+  if (!value.is_array() && !value.is_string() && !value.is_object() && !value.is_undefined())
+    fail("cannot unpack non-iterable ", value.type_name(), " object");
   std::vector<Value> values = iterate_values(value);
   if (values.size() < target.items.size())
     fail("not enough values to unpack (expected ", target.items.size(), ", got ", values.size(), ")");

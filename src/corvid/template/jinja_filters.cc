@@ -32,7 +32,11 @@ Value add(const Value& a, const Value& b) {
   const bool a_num = a.is_number() || a.is_bool();
   const bool b_num = b.is_number() || b.is_bool();
   if (a_num && b_num) {
-    if (!a.is_float() && !b.is_float()) return Value(int_arg(a, "+") + int_arg(b, "+"));
+    if (!a.is_float() && !b.is_float()) {
+      std::int64_t sum = 0;
+      if (__builtin_add_overflow(int_arg(a, "+"), int_arg(b, "+"), &sum)) fail("integer overflow (beyond 64 bits)");
+      return Value(sum);
+    }
     auto f = [](const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_float(); };
     return Value(f(a) + f(b));
   }
@@ -122,8 +126,30 @@ double python_round(double x, std::int64_t ndigits) {
     std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(std::min<std::int64_t>(ndigits, 300)), x);
     return std::strtod(buf, nullptr);
   }
+  if (ndigits < -308) return std::copysign(0.0, x);
   const double scale = std::pow(10.0, static_cast<double>(-ndigits));
   return std::nearbyint(x / scale) * scale;
+}
+
+// Python round(int, ndigits < 0): exact, ties to even.
+std::int64_t python_round_int(std::int64_t i, std::int64_t ndigits) {
+  if (ndigits < -18) return 0;
+  std::int64_t scale = 1;
+  for (std::int64_t k = 0; k < -ndigits; ++k) scale *= 10;
+  std::int64_t quotient = i / scale;
+  const std::int64_t remainder = i % scale;  // same sign as i
+  const std::int64_t magnitude = remainder < 0 ? -remainder : remainder;
+  if (magnitude * 2 > scale || (magnitude * 2 == scale && quotient % 2 != 0)) quotient += remainder < 0 ? -1 : 1;
+  std::int64_t result = 0;
+  if (__builtin_mul_overflow(quotient, scale, &result)) fail("integer overflow (beyond 64 bits)");
+  return result;
+}
+
+// int(float): Python's ints are unbounded; corvid's stop at 64 bits.
+std::int64_t float_to_int(double d) {
+  const double whole = std::trunc(d);
+  if (!(whole >= -9223372036854775808.0 && whole < 9223372036854775808.0)) fail("integer overflow (beyond 64 bits)");
+  return static_cast<std::int64_t>(whole);
 }
 
 Value do_int(const Value& v, const CallArgs& args) {
@@ -135,12 +161,12 @@ Value do_int(const Value& v, const CallArgs& args) {
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
   if (v.is_float()) {
     if (!std::isfinite(v.as_float())) fail("cannot convert float ", python_float_repr(v.as_float()), " to integer");
-    return Value(static_cast<std::int64_t>(std::trunc(v.as_float())));
+    return Value(float_to_int(v.as_float()));
   }
   if (v.is_string()) {
     if (auto i = detail::parse_python_int(v.as_string(), base)) return Value(*i);
     if (auto d = detail::parse_python_float(v.as_string()); d && std::isfinite(*d)) {
-      return Value(static_cast<std::int64_t>(std::trunc(*d)));
+      return Value(float_to_int(*d));
     }
   }
   return result_default;
@@ -167,7 +193,7 @@ Value do_round(const Value& v, const CallArgs& args) {
     if (!v.is_float()) {  // round(int, n) stays an int
       const std::int64_t i = int_arg(v, "round");
       if (precision >= 0) return Value(i);
-      return Value(static_cast<std::int64_t>(python_round(static_cast<double>(i), precision)));
+      return Value(python_round_int(i, precision));
     }
     return Value(python_round(v.as_float(), precision));
   }
@@ -210,12 +236,6 @@ Value do_truncate(const Value& v, const CallArgs& args) {
   if (!v.is_string() && !v.is_undefined() && !v.has_len()) {
     fail("object of type '", v.type_name(), "' has no len()");
   }
-  if (v.is_array() || v.is_object()) {  // len() counts items; longer ones cannot be cut like text
-    const std::int64_t n = static_cast<std::int64_t>(v.is_array() ? v.as_array().size() : v.as_object().entries.size());
-    if (n <= int_param(args, "length", 0, 255) + int_param(args, "leeway", 3, 5)) return v;
-    fail("cannot truncate a ", v.type_name());
-  }
-  const std::string s = v.str();
   const std::int64_t length = int_param(args, "length", 0, 255);
   const bool killwords = bool_param(args, "killwords", 1, false);
   const Value* end_arg = optional_arg(args, "end", 2);
@@ -224,8 +244,14 @@ Value do_truncate(const Value& v, const CallArgs& args) {
   const auto end_len = static_cast<std::int64_t>(unicode::length(end));
   if (length < end_len) fail("expected length >= ", end_len, ", got ", length);
   if (leeway < 0) fail("expected leeway >= 0, got ", leeway);
+  if (v.is_array() || v.is_object()) {  // len() counts items; longer ones cannot be cut like text
+    const std::int64_t n = static_cast<std::int64_t>(v.is_array() ? v.as_array().size() : v.as_object().entries.size());
+    if (n - leeway <= length) return v;
+    fail("cannot truncate a ", v.type_name());
+  }
+  const std::string s = v.str();
   const std::u32string text = unicode::decode(s);
-  if (static_cast<std::int64_t>(text.size()) <= length + leeway) return v;  // unchanged, even an Undefined
+  if (static_cast<std::int64_t>(text.size()) - leeway <= length) return v;  // unchanged, even an Undefined
   const std::string head = unicode::encode(std::u32string_view(text).substr(0, static_cast<std::size_t>(length - end_len)));
   if (killwords) return Value(head + end);
   const std::size_t space = head.rfind(' ');
@@ -292,7 +318,11 @@ const std::unordered_map<std::string_view, Filter>& filters() {
     std::unordered_map<std::string_view, Filter> f;
     f["abs"] = [](const Value& v, const CallArgs&) {
       if (v.is_float()) return Value(std::fabs(v.as_float()));
-      if (v.is_int() || v.is_bool()) return Value(std::abs(int_arg(v, "abs")));
+      if (v.is_int() || v.is_bool()) {
+        const std::int64_t i = int_arg(v, "abs");
+        if (i == INT64_MIN) fail("integer overflow (beyond 64 bits)");
+        return Value(i < 0 ? -i : i);
+      }
       fail("bad operand type for abs(): '", v.type_name(), "'");
     };
     f["attr"] = [](const Value& v, const CallArgs& a) {
@@ -452,7 +482,7 @@ const std::unordered_map<std::string_view, Filter>& filters() {
       static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
       static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
       if (bytes == 1) return Value("1 Byte");
-      if (bytes < base) return Value(std::to_string(static_cast<std::int64_t>(bytes)) + " Bytes");
+      if (bytes < base) return Value(std::to_string(float_to_int(bytes)) + " Bytes");
       double unit = base;
       for (int i = 0; i < 8; ++i) {
         unit = std::pow(base, i + 2);

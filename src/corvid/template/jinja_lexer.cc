@@ -243,6 +243,7 @@ class Lexer {
   }
 
   std::size_t lex_comment(std::size_t start, std::size_t body) {
+    if (body >= src_.size()) return body;  // jinja2 lets a bare `{#` end the template
     std::size_t close = src_.find("#}", body);
     if (close == std::string::npos) error(start, "Missing end of comment tag");
     char marker = close > body && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : 0;
@@ -251,6 +252,7 @@ class Lexer {
 
   std::size_t lex_raw_body(std::size_t body, bool& line_starting) {
     line_starting = body > 0 && src_[body - 1] == '\n';
+    if (body >= src_.size()) return body;  // as jinja2, a `{% raw %}` that ends the template is empty
     for (std::size_t p = src_.find("{%", body); p != std::string::npos; p = src_.find("{%", p + 1)) {
       std::size_t q = p + 2;
       char sign = q < src_.size() && (src_[q] == '-' || src_[q] == '+') ? src_[q] : 0;
