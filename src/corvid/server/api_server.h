@@ -1,0 +1,79 @@
+// The OpenAI-compatible API over the engine: routes each HTTP exchange to its
+// endpoint, checks the API key, and drives generations from engine events.
+//
+// Engine events arrive on the engine thread; the callback only posts them to the
+// exchange's connection strand, where the reply is built and written (the engine
+// thread never waits on a client). A client that goes away cancels its request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "corvid/chat/chat_template.h"
+#include "corvid/engine/engine.h"
+#include "corvid/server/http.h"
+#include "corvid/server/metrics.h"
+#include "corvid/server/openai_api.h"
+
+namespace corvid::server {
+
+struct ApiConfig {
+  std::string model_name;              // what /v1/models lists and requests may name
+  std::string api_key;                 // empty: no authentication
+  std::vector<int32_t> chat_stop_ids;  // end-of-turn tokens that end a chat reply (besides EOS)
+};
+
+class ApiServer {
+ public:
+  // chat_template may be null (then chat endpoints answer 400). All must outlive the server.
+  ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config);
+
+  void handle(const std::shared_ptr<Exchange>& exchange);
+  // From now on generation requests get 503 (the server is shutting down).
+  void drain() { draining_ = true; }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  void route(const std::shared_ptr<Exchange>& exchange);
+  void chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  void completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  void tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  void detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  void apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  void models(const std::shared_ptr<Exchange>& exchange);
+
+  // Submits the request and answers the exchange from its events (Reply: ChatReply or
+  // CompletionReply). Throws RequestRejected when the engine refuses it.
+  template <class Reply>
+  void generate(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, const CommonParams& params,
+                std::shared_ptr<Reply> reply);
+
+  void check_model(const std::string& requested) const;
+  int64_t default_max_tokens(size_t prompt_tokens) const;
+  std::string render(const ChatRequest& request) const;
+  std::string new_id(const char* prefix);
+  void respond(Exchange& exchange, int status, const Json& body);
+  void respond_error(Exchange& exchange, int status, const std::string& message, const std::string& param = "",
+                     const std::string& code = "");
+
+  Engine& engine_;
+  const Tokenizer& tokenizer_;
+  const ChatTemplate* chat_template_;
+  mutable std::mutex template_mutex_;  // rendering is not promised to be reentrant
+  ApiConfig config_;
+  Metrics metrics_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{0};
+  uint64_t id_salt_ = 0;
+  int64_t created_ = 0;
+};
+
+// JSON text for the wire: invalid UTF-8 (never expected) is replaced, not thrown on.
+std::string to_text(const Json& json);
+
+}  // namespace corvid::server
