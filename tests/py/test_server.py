@@ -1,0 +1,285 @@
+"""corvid serve against the official openai client, on SmolLM2 (CPU)."""
+import asyncio
+import json
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import httpx
+import openai
+import pytest
+
+from conftest import SMOLLM2, corvid_bin, run_corvid
+
+API_KEY = "test-key"
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+class Server:
+    def __init__(self, *flags):
+        if not SMOLLM2.exists():
+            pytest.skip("SmolLM2 not fetched (scripts/fetch-model.sh)")
+        self.proc = subprocess.Popen([corvid_bin(), "serve", "-m", str(SMOLLM2), "--port", "0", "-t", "2", *flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        self.url = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"listening on (http://\S+)/v1", line)
+            if m:
+                self.url = m.group(1)
+                break
+        assert self.url, "the server did not start: " + self.proc.stderr.read()
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--api-key", API_KEY, "--served-model-name", "smollm2")
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=60)
+
+
+def http(server, method, path, key=API_KEY, **kwargs):
+    headers = kwargs.pop("headers", {})
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    return httpx.request(method, server.url + path, headers=headers, timeout=60, **kwargs)
+
+
+def metrics(server):
+    r = http(server, "GET", "/metrics")
+    assert r.status_code == 200
+    values = {}
+    for line in r.text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        m = re.fullmatch(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)', line)
+        assert m, "not Prometheus text: " + line
+        values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return {re.sub(r'\{model_name="[^"]*"\}', "", k): v for k, v in values.items()}
+
+
+def chat(client, **kwargs):
+    args = dict(model="smollm2", messages=QUESTION, temperature=0, max_tokens=24)
+    args.update(kwargs)
+    return client.chat.completions.create(**args)
+
+
+def streamed_text(stream):
+    text, finish, usage = "", None, None
+    for chunk in stream:
+        if chunk.usage:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    return text, finish, usage
+
+
+def test_chat_stream_equals_non_stream(client):
+    whole = chat(client)
+    assert whole.object == "chat.completion" and whole.model == "smollm2"
+    assert "Paris" in whole.choices[0].message.content
+    text, finish, usage = streamed_text(chat(client, stream=True, stream_options={"include_usage": True}))
+    assert text == whole.choices[0].message.content
+    assert finish == whole.choices[0].finish_reason == "stop"
+    assert usage.completion_tokens == whole.usage.completion_tokens
+
+
+def test_usage_counts_tokens(server, client):
+    r = chat(client, messages=[{"role": "user", "content": "Say something about usage counting."}])
+    prompt = http(server, "POST", "/apply-template", json={"messages": [{"role": "user", "content": "Say something about usage counting."}]}).json()["prompt"]
+    ids = http(server, "POST", "/tokenize", json={"content": prompt}).json()["tokens"]
+    assert r.usage.prompt_tokens == len(ids)
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    again = chat(client, messages=[{"role": "user", "content": "Say something about usage counting."}])
+    assert again.usage.prompt_tokens_details.cached_tokens >= 16  # full blocks of the same prompt come from the cache
+    assert again.choices[0].message.content == r.choices[0].message.content
+
+
+def test_max_tokens_ends_with_length(client):
+    r = chat(client, max_tokens=3, messages=[{"role": "user", "content": "Write a long story about a dragon."}])
+    assert r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 3
+    r = chat(client, max_completion_tokens=2, max_tokens=None)
+    assert r.choices[0].finish_reason == "length" and r.usage.completion_tokens == 2
+
+
+def test_stop_string_ends_the_reply_before_it(client):
+    full = chat(client).choices[0].message.content
+    assert "capital" in full
+    stopped = chat(client, stop=["capital"])
+    assert stopped.choices[0].message.content == full[:full.index("capital")]
+    assert stopped.choices[0].finish_reason == "stop"
+
+
+def test_seed_reproduces_sampling(client):
+    args = dict(temperature=1.0, top_p=0.95, max_tokens=16, messages=[{"role": "user", "content": "Tell me a story."}])
+    a = chat(client, seed=1234, **args).choices[0].message.content
+    b = chat(client, seed=1234, **args).choices[0].message.content
+    assert a == b
+    others = {chat(client, seed=s, **args).choices[0].message.content for s in (1, 2, 3)}
+    assert others != {a}
+
+
+def test_logprobs(client):
+    r = chat(client, logprobs=True, top_logprobs=3, max_tokens=5)
+    entries = r.choices[0].logprobs.content
+    assert len(entries) == r.usage.completion_tokens
+    for e in entries:  # greedy: the chosen token is the most likely one
+        assert len(e.top_logprobs) == 3 and e.logprob == pytest.approx(e.top_logprobs[0].logprob, abs=1e-5)
+        assert e.logprob <= 0
+
+
+def test_completions(client):
+    args = dict(model="smollm2", prompt="The capital of France is", max_tokens=12, temperature=0)
+    whole = client.completions.create(**args)
+    assert whole.object == "text_completion" and whole.choices[0].finish_reason == "length"
+    assert whole.usage.completion_tokens == 12
+    text = "".join(c.choices[0].text for c in client.completions.create(stream=True, **args) if c.choices)
+    assert text == whole.choices[0].text and "Paris" in text
+
+
+def test_tokenize_detokenize_apply_template(server, smollm2, tmp_path):
+    ids = http(server, "POST", "/tokenize", json={"content": "Hello world"}).json()["tokens"]
+    assert ids and all(isinstance(i, int) for i in ids)
+    assert http(server, "POST", "/detokenize", json={"tokens": ids}).json()["content"] == "Hello world"
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    (tmp_path / "m.json").write_text(json.dumps(messages))
+    want = run_corvid("template", "-m", smollm2, "--messages", tmp_path / "m.json")
+    assert want.returncode == 0, want.stderr
+    got = http(server, "POST", "/apply-template", json={"messages": messages}).json()["prompt"]
+    assert got == want.stdout
+
+
+def test_models_and_health(server, client):
+    assert [m.id for m in client.models.list()] == ["smollm2"]
+    r = httpx.get(server.url + "/health")  # open without the key
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def error_of(r, status):
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    return error
+
+
+def test_error_statuses(server, client):
+    error_of(http(server, "POST", "/v1/chat/completions", content=b"{not json"), 400)
+    error_of(http(server, "POST", "/v1/chat/completions", json={"messages": "hi"}), 400)
+    e = error_of(http(server, "POST", "/v1/chat/completions", json={"messages": QUESTION, "temperature": "hot"}), 400)
+    assert e["param"] == "temperature"
+    with pytest.raises(openai.BadRequestError, match="max_model_len"):
+        chat(client, max_tokens=100000)
+    with pytest.raises(openai.BadRequestError, match="max_model_len"):
+        client.completions.create(model="smollm2", prompt="word " * 9000, max_tokens=1)
+    error_of(http(server, "POST", "/v1/chat/completions", key=None, json={"messages": QUESTION}), 401)
+    error_of(http(server, "GET", "/v1/models", key="wrong"), 401)
+    error_of(http(server, "GET", "/v1/nothing"), 404)
+    with pytest.raises(openai.NotFoundError):
+        chat(client, model="gpt-17")
+    # 413: announce a body over the 8 MiB limit; the server answers before reading it.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 9000000\r\n\r\n{")
+        assert s.recv(4096).startswith(b"HTTP/1.1 413")
+    assert http(server, "GET", "/health").status_code == 200  # still alive
+
+
+def test_disconnect_mid_stream_frees_the_sequence(server):
+    body = {"messages": QUESTION, "max_tokens": 4000, "ignore_eos": True, "stream": True, "temperature": 0}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=60,
+                      headers={"Authorization": "Bearer " + API_KEY}) as r:
+        lines = r.iter_lines()
+        got = [next(lines) for _ in range(6)]
+        assert any(line.startswith("data: ") for line in got)
+        assert metrics(server)["corvid_num_requests_running"] == 1
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = metrics(server)
+        if m["corvid_num_requests_running"] == 0 and m["corvid_kv_blocks_used"] == 0:
+            break
+        time.sleep(0.05)
+    assert m["corvid_num_requests_running"] == 0 and m["corvid_kv_blocks_used"] == 0
+    assert m["corvid_generation_tokens_total"] < 4000
+
+
+def test_concurrent_streams_equal_solo_runs(server, client):
+    prompts = ["Name a fruit.", "What is 7 times 6?", "Describe the sea.", "Who wrote Hamlet?"]
+    solo = {p: chat(client, messages=[{"role": "user", "content": p}], max_tokens=16).choices[0].message.content
+            for p in prompts}
+
+    async def one(aclient, prompt):
+        stream = await aclient.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": prompt}],
+                                                       temperature=0, max_tokens=16, stream=True)
+        text = ""
+        async for chunk in stream:
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+        return prompt, text
+
+    async def all_of_them():
+        async with openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=120) as aclient:
+            return await asyncio.gather(*(one(aclient, prompts[i % len(prompts)]) for i in range(32)))
+
+    results = asyncio.run(all_of_them())
+    assert len(results) == 32
+    for prompt, text in results:
+        assert text == solo[prompt], prompt
+    m = metrics(server)
+    assert m["corvid_kv_blocks_used"] == 0 and m["corvid_num_requests_running"] == 0
+    assert m['corvid_time_to_first_token_seconds_count'] >= 32
+    buckets = [v for k, v in m.items() if k.startswith("corvid_inter_token_latency_seconds_bucket")]
+    assert buckets == sorted(buckets) and buckets[-1] > 0
+
+
+def test_queue_full_is_429_and_sigterm_exits_cleanly():
+    s = Server("--max-num-seqs", "1", "--max-waiting", "1")
+    try:
+        body = {"prompt": "Once upon a time", "max_tokens": 3000, "ignore_eos": True, "stream": True}
+
+        async def flood():
+            async with httpx.AsyncClient(timeout=60) as c:
+                async def one():
+                    async with c.stream("POST", s.url + "/v1/completions", json=body) as r:
+                        if r.status_code != 200:
+                            await r.aread()
+                            return r.status_code, r.json()
+                        async for line in r.aiter_lines():  # the first chunk: then leave it streaming
+                            if line.startswith("data: "):
+                                return 200, None
+                return await asyncio.gather(*(one() for _ in range(4)))
+
+        statuses = asyncio.run(flood())
+        assert any(code == 429 for code, _ in statuses), statuses
+        assert all(body["error"]["type"] == "rate_limit_error" for code, body in statuses if code == 429)
+        # A stream in flight, then SIGTERM: the stream ends and the process exits 0.
+        with httpx.stream("POST", s.url + "/v1/completions", json=body, timeout=30) as r:
+            assert r.status_code in (200, 429)
+            s.proc.send_signal(signal.SIGTERM)
+            rest = "".join(r.iter_text())
+        assert s.proc.wait(timeout=20) == 0
+        if r.status_code == 200:
+            assert rest.rstrip().endswith("data: [DONE]")
+    finally:
+        s.stop()
