@@ -283,3 +283,44 @@ def test_queue_full_is_429_and_sigterm_exits_cleanly():
             assert rest.rstrip().endswith("data: [DONE]")
     finally:
         s.stop()
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+def test_tool_history_round_trip(client):
+    # The assistant's call (arguments as JSON text, as OpenAI sends them) and the tool's
+    # answer go back through the template; SmolLM2's template has no tool-call format,
+    # so the reply is plain content.
+    messages = [{"role": "user", "content": "What is the weather in Paris?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"}]
+    r = chat(client, messages=messages, tools=TOOLS, max_tokens=8)
+    assert r.choices[0].finish_reason in ("stop", "length") and r.choices[0].message.tool_calls is None
+    r = chat(client, messages=messages, tools=TOOLS, tool_choice="none", max_tokens=8)
+    assert r.choices[0].message.content
+
+
+def test_reasoning_comes_back_as_reasoning_content():
+    # This QwQ template opens <think> in the generation prompt when enable_thinking is set
+    # (chat_template_kwargs): everything SmolLM2 writes (it never closes the tag) is
+    # reasoning, streamed and not.
+    from conftest import ROOT
+    s = Server("--chat-template", str(ROOT / "tests" / "data" / "chat-templates" / "Qwen-QwQ-32B.jinja"))
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=60)
+        args = dict(model="SmolLM2-135M-Instruct.Q4_1", messages=QUESTION, temperature=0, max_tokens=16, tools=TOOLS,
+                    extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+        whole = c.chat.completions.create(**args).choices[0]
+        reasoning = whole.message.model_extra.get("reasoning_content")
+        assert reasoning and not whole.message.content and whole.finish_reason in ("stop", "length")
+        streamed = ""
+        for chunk in c.chat.completions.create(stream=True, **args):
+            for choice in chunk.choices:
+                streamed += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+                assert not choice.delta.content
+        assert streamed == reasoning
+    finally:
+        s.stop()

@@ -2,9 +2,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,7 @@ struct ServeArgs {
   int port = 8080;
   std::string api_key;
   std::string served_model_name;
+  std::string chat_template_path;
   int64_t max_num_seqs = 64;
   int64_t max_num_batched_tokens = 512;
   int64_t max_model_len = 0;
@@ -59,6 +62,15 @@ std::string model_name(const ServeArgs& a) {
   return name;
 }
 
+std::optional<ChatTemplate> serving_template(const ServeArgs& a) {
+  if (a.chat_template_path.empty()) return load_chat_template(a.common.model);
+  std::ifstream in(a.chat_template_path, std::ios::binary);
+  CORVID_CHECK(in, a.chat_template_path, ": cannot open");
+  std::ostringstream source;
+  source << in.rdbuf();
+  return ChatTemplate(source.str(), ChatTemplate::special_tokens_of_model(a.common.model));
+}
+
 void run_serve(const ServeArgs& a) {
   apply_common_options(a.common);
   CORVID_CHECK(a.port >= 0 && a.port <= 65535, "--port must be in [0, 65535], got ", a.port);
@@ -73,7 +85,7 @@ void run_serve(const ServeArgs& a) {
   config.max_waiting = a.max_waiting;
   Engine engine(*m.model, m.tokenizer.get(), config);
 
-  const std::optional<ChatTemplate> chat_template = load_chat_template(a.common.model);
+  const std::optional<ChatTemplate> chat_template = serving_template(a);
   if (!chat_template) std::fprintf(stderr, "corvid serve: the model has no chat template: only /v1/completions works\n");
   server::ApiConfig api_config;
   api_config.model_name = model_name(a);
@@ -130,6 +142,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--port", args->port, "port to listen on (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY' (all but /health)");
   cmd->add_option("--served-model-name", args->served_model_name, "the model name clients use (default: the file name)");
+  cmd->add_option("--chat-template", args->chat_template_path, "a Jinja file to use instead of the model's chat template");
   cmd->add_option("--max-num-seqs", args->max_num_seqs, "sequences running at once")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens, "tokens in one model step")
       ->check(CLI::PositiveNumber)
