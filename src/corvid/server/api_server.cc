@@ -15,6 +15,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string sse(const Json& json) { return "data: " + to_text(json) + "\n\n"; }
 
 int status_of(RequestRejected::Reason reason) {
@@ -33,7 +37,7 @@ ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTempl
     : engine_(engine), tokenizer_(tokenizer), chat_template_(chat_template), config_(std::move(config)) {
   id_salt_ = std::random_device{}();
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
-  created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  created_ = unix_time();
 }
 
 std::string ApiServer::new_id(const char* prefix) {
@@ -54,18 +58,23 @@ void ApiServer::respond_error(Exchange& exchange, int status, const std::string&
 }
 
 void ApiServer::handle(const std::shared_ptr<Exchange>& exchange) {
+  guarded(*exchange, [&] { route(exchange); });
+}
+
+template <class F>
+void ApiServer::guarded(Exchange& exchange, F&& f) {
   try {
-    route(exchange);
+    f();
   } catch (const ApiError& e) {
-    respond_error(*exchange, e.status(), e.what(), e.param(), e.code());
+    respond_error(exchange, e.status(), e.what(), e.param(), e.code());
   } catch (const RequestRejected& e) {
-    respond_error(*exchange, status_of(e.reason()), e.what());
+    respond_error(exchange, status_of(e.reason()), e.what());
   } catch (const jinja::RaisedException& e) {
-    respond_error(*exchange, 400, std::string("the chat template refused the request: ") + e.what());
+    respond_error(exchange, 400, std::string("the chat template refused the request: ") + e.what());
   } catch (const Error& e) {
-    respond_error(*exchange, 400, e.what());
+    respond_error(exchange, 400, e.what());
   } catch (const std::exception& e) {
-    respond_error(*exchange, 400, std::string("bad request: ") + e.what());
+    respond_error(exchange, 400, std::string("bad request: ") + e.what());
   }
 }
 
@@ -105,13 +114,25 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
     metrics_.count_response(200);
     return exchange->respond(200, metrics_.render(engine_.stats(), config_.model_name), "text/plain; version=0.0.4");
   }
-  const Json body = parse_body(request.body());
-  if (path == "/tokenize") return tokenize(exchange, body);
-  if (path == "/detokenize") return detokenize(exchange, body);
-  if (path == "/apply-template") return apply_template(exchange, body);
-  if (draining_) throw ApiError(503, "the server is shutting down");
-  if (path == "/v1/chat/completions") return chat_completions(exchange, body);
-  return completions(exchange, body);
+  if (draining_ && path.rfind("/v1/", 0) == 0) throw ApiError(503, "the server is shutting down");
+  // Parsing, rendering and tokenizing a body (up to the body limit) is CPU work: it runs
+  // on the worker pool, and only what it decides comes back to the connection's strand.
+  boost::asio::post(workers_, [this, exchange, path] {
+    Action then;
+    try {
+      const Json body = parse_body(exchange->request().body());
+      if (path == "/tokenize") then = tokenize(exchange, body);
+      else if (path == "/detokenize") then = detokenize(exchange, body);
+      else if (path == "/apply-template") then = apply_template(exchange, body);
+      else if (path == "/v1/chat/completions") then = chat_completions(exchange, body);
+      else then = completions(exchange, body);
+    } catch (...) {
+      then = [error = std::current_exception()] { std::rethrow_exception(error); };
+    }
+    exchange->post([this, exchange, then] {
+      if (!exchange->done()) guarded(*exchange, then);
+    });
+  });
 }
 
 void ApiServer::check_model(const std::string& requested) const {
@@ -132,7 +153,7 @@ std::string ApiServer::render(const ChatRequest& request) const {
   return chat_template_->render(request);
 }
 
-void ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   ChatParams p = parse_chat_request(body);
   check_model(p.common.model);
   const std::string prompt = render(p.chat);
@@ -151,24 +172,25 @@ void ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, cons
   // The parser's markers may be special tokens: keep them in the text when it has any to find.
   request.skip_special_tokens =
       options.reasoning == chat::ReasoningFormat::kNone && options.tools_format == chat::ToolFormat::kNone;
-  ReplyMeta meta{new_id("chatcmpl"), config_.model_name, created_};
+  ReplyMeta meta{new_id("chatcmpl"), config_.model_name, unix_time()};
   auto reply = std::make_shared<ChatReply>(std::move(meta), options, &tokenizer_);
-  generate(exchange, std::move(request), p.common, reply);
+  return [this, exchange, request, common = p.common, reply] { generate(exchange, request, common, reply); };
 }
 
-void ApiServer::completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+ApiServer::Action ApiServer::completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   CompletionParams p = parse_completion_request(body);
   check_model(p.common.model);
   GenerationRequest request = std::move(p.common.generation);
   request.prompt = p.prompt_is_tokens ? p.prompt_tokens : tokenizer_.encode(p.prompt_text, /*add_special_tokens=*/true);
   request.max_tokens = p.common.max_tokens.value_or(16);  // OpenAI's default for completions
-  ReplyMeta meta{new_id("cmpl"), config_.model_name, created_};
-  generate(exchange, std::move(request), p.common, std::make_shared<CompletionReply>(std::move(meta), &tokenizer_));
+  ReplyMeta meta{new_id("cmpl"), config_.model_name, unix_time()};
+  auto reply = std::make_shared<CompletionReply>(std::move(meta), &tokenizer_);
+  return [this, exchange, request, common = p.common, reply] { generate(exchange, request, common, reply); };
 }
 
 template <class Reply>
 void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, GenerationRequest request,
-                         const CommonParams& params, std::shared_ptr<Reply> reply) {
+                         const CommonParams& params, const std::shared_ptr<Reply>& reply) {
   struct State {
     Clock::time_point start = Clock::now(), last_token;
     bool any_token = false;
@@ -219,7 +241,7 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, GenerationRe
   };
   const RequestHandle handle = engine_.submit(std::move(request));
   const int64_t id = handle.id();
-  raw->on_cancel([this, id] { engine_.cancel(id); });
+  raw->on_cancel([this, id] { engine_.cancel(id); });  // on the strand, as the submit: no disconnect is missed
   if (stream) {
     metrics_.count_response(200);
     raw->begin_stream();
@@ -227,7 +249,7 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, GenerationRe
   }
 }
 
-void ApiServer::tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+ApiServer::Action ApiServer::tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");
   bool add_special = false, with_pieces = false;
   if (body.contains("add_special")) {
@@ -245,10 +267,10 @@ void ApiServer::tokenize(const std::shared_ptr<Exchange>& exchange, const Json& 
     const int32_t one[1] = {id};
     tokens.push_back({{"id", id}, {"piece", tokenizer_.decode(one, /*skip_special_tokens=*/false)}});
   }
-  respond(*exchange, 200, Json{{"tokens", tokens}});
+  return respond_later(exchange, Json{{"tokens", tokens}});
 }
 
-void ApiServer::detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+ApiServer::Action ApiServer::detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
   std::vector<int32_t> ids;
   for (const Json& id : body["tokens"]) {
@@ -256,12 +278,16 @@ void ApiServer::detokenize(const std::shared_ptr<Exchange>& exchange, const Json
       throw ApiError(400, "'tokens' must hold token ids in [0, " + std::to_string(tokenizer_.vocab_size()) + ")", "tokens");
     ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
-  respond(*exchange, 200, Json{{"content", tokenizer_.decode(ids, /*skip_special_tokens=*/false)}});
+  return respond_later(exchange, Json{{"content", tokenizer_.decode(ids, /*skip_special_tokens=*/false)}});
 }
 
-void ApiServer::apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+ApiServer::Action ApiServer::apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   const ChatParams p = parse_chat_request(body);
-  respond(*exchange, 200, Json{{"prompt", render(p.chat)}});
+  return respond_later(exchange, Json{{"prompt", render(p.chat)}});
+}
+
+ApiServer::Action ApiServer::respond_later(const std::shared_ptr<Exchange>& exchange, Json body) {
+  return [this, exchange, body = std::move(body)] { respond(*exchange, 200, body); };
 }
 
 void ApiServer::models(const std::shared_ptr<Exchange>& exchange) {

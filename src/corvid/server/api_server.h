@@ -9,10 +9,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/engine.h"
@@ -39,19 +43,26 @@ class ApiServer {
   const Metrics& metrics() const { return metrics_; }
 
  private:
+  // What an endpoint decided on the worker pool, to run on the exchange's strand.
+  using Action = std::function<void()>;
+
   void route(const std::shared_ptr<Exchange>& exchange);
-  void chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
-  void completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
-  void tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
-  void detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
-  void apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  // Runs f, answering any exception with its error response. On the strand.
+  template <class F>
+  void guarded(Exchange& exchange, F&& f);
+  Action chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
 
   // Submits the request and answers the exchange from its events (Reply: ChatReply or
   // CompletionReply). Throws RequestRejected when the engine refuses it.
   template <class Reply>
   void generate(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, const CommonParams& params,
-                std::shared_ptr<Reply> reply);
+                const std::shared_ptr<Reply>& reply);
 
   void check_model(const std::string& requested) const;
   int64_t default_max_tokens(size_t prompt_tokens) const;
@@ -71,6 +82,7 @@ class ApiServer {
   std::atomic<uint64_t> next_id_{0};
   uint64_t id_salt_ = 0;
   int64_t created_ = 0;
+  boost::asio::thread_pool workers_{2};  // last: joined first, while the rest is alive
 };
 
 // JSON text for the wire: invalid UTF-8 (never expected) is replaced, not thrown on.

@@ -1,5 +1,6 @@
 #include "corvid/server/http.h"
 
+#include <chrono>
 #include <deque>
 #include <optional>
 
@@ -7,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
@@ -28,6 +30,9 @@ namespace {
 // not served concurrently; past this the connection stops reading until it is).
 constexpr size_t kMaxReadAhead = size_t{1} << 20;
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
+// How long a connection may take to send a whole request (or stay idle between
+// requests) before it is closed; an exchange in progress has no limit.
+constexpr std::chrono::seconds kRequestTimeout{120};
 }  // namespace
 
 std::string status_reason(int status) {
@@ -67,6 +72,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->body_limit(limits_.max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
+    stream_.expires_after(kRequestTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
@@ -81,6 +87,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_body(beast::error_code ec) {
     if (ec) return reject_unreadable(ec);
+    stream_.expires_never();
     HttpRequest request = parser_->release();
     parser_.reset();
     keep_alive_ = request.keep_alive();
@@ -98,7 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void reject_unreadable(beast::error_code ec) {
     if (ec == http::error::body_limit) return reject_too_large();
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset) {
+        ec == net::error::connection_reset || ec == beast::error::timeout) {
       return close();
     }
     send_final(400, "{\"error\": {\"message\": \"malformed HTTP request\", \"type\": \"invalid_request_error\", "
