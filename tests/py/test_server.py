@@ -1,6 +1,7 @@
 """corvid serve against the official openai client, on SmolLM2 (CPU)."""
 import asyncio
 import json
+import os
 import re
 import signal
 import socket
@@ -330,3 +331,48 @@ def test_reasoning_comes_back_as_reasoning_content():
         assert streamed == reasoning
     finally:
         s.stop()
+
+
+@pytest.mark.skipif(not os.environ.get("CORVID_LOAD_TEST"), reason="the 256-stream load test runs with CORVID_LOAD_TEST=1 (~1 min on 2 cores)")
+def test_load_256_streams():
+    # Issue 5's load test: 256 concurrent streaming greedy clients of 64 tokens each; every
+    # reply complete and equal to its prompt's reply alone; afterwards no KV block held.
+    s = Server("--served-model-name", "m")
+    try:
+        prompts = ["Name a fruit.", "What is 7 times 6?", "Describe the sea.", "Who wrote Hamlet?",
+                   "Tell me a joke.", "What is rain?", "Count to five.", "Name a color."]
+        args = dict(model="m", temperature=0, max_tokens=64, extra_body={"ignore_eos": True})
+
+        async def run():
+            limits = httpx.Limits(max_connections=1000)
+            async with openai.AsyncOpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0,
+                                          http_client=httpx.AsyncClient(limits=limits, timeout=600)) as c:
+                solo = {}
+                for p in prompts:
+                    r = await c.chat.completions.create(messages=[{"role": "user", "content": p}], **args)
+                    solo[p] = r.choices[0].message.content
+
+                async def one(i):
+                    p = prompts[i % len(prompts)]
+                    text, finish, usage = "", None, None
+                    async for chunk in await c.chat.completions.create(
+                            messages=[{"role": "user", "content": p}], stream=True,
+                            stream_options={"include_usage": True}, **args):
+                        usage = chunk.usage or usage
+                        for choice in chunk.choices:
+                            text += choice.delta.content or ""
+                            finish = choice.finish_reason or finish
+                    return p, text, finish, usage
+
+                return solo, await asyncio.gather(*(one(i) for i in range(256)))
+
+        solo, results = asyncio.run(run())
+        for p, text, finish, usage in results:
+            assert finish == "length" and usage.completion_tokens == 64, (p, finish, usage)
+            assert text == solo[p], p
+        m = metrics(s)
+        assert m["corvid_kv_blocks_used"] == 0 and m["corvid_num_requests_running"] == 0
+        assert m["corvid_num_requests_waiting"] == 0
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0

@@ -116,7 +116,11 @@ void run_serve(const ServeArgs& a) {
   std::printf("corvid serve: %s (%s, %lld KV blocks of %lld tokens, max_model_len %lld)\n", api_config.model_name.c_str(),
               m.model->config().architecture.c_str(), static_cast<long long>(engine.num_blocks()),
               static_cast<long long>(engine.block_size()), static_cast<long long>(engine.max_model_len()));
-  std::printf("corvid serve: listening on http://%s:%u/v1\n", a.host.c_str(), static_cast<unsigned>(http.port()));
+  const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
+  std::printf("corvid serve: listening on %s/v1\n", url.c_str());
+  std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
+              "\"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}'\n",
+              url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
   std::fflush(stdout);
 
   {

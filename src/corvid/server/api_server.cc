@@ -168,7 +168,8 @@ ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& e
   GenerationRequest request = std::move(p.common.generation);
   request.prompt = tokenizer_.encode(prompt, /*add_special_tokens=*/false);  // the template wrote BOS itself
   request.max_tokens = p.common.max_tokens.value_or(default_max_tokens(request.prompt.size()));
-  request.stop_token_ids = config_.chat_stop_ids;
+  // ignore_eos (benchmarks' fixed output lengths) also passes the end-of-turn tokens.
+  if (!request.ignore_eos) request.stop_token_ids = config_.chat_stop_ids;
   // The parser's markers may be special tokens: keep them in the text when it has any to find.
   request.skip_special_tokens =
       options.reasoning == chat::ReasoningFormat::kNone && options.tools_format == chat::ToolFormat::kNone;
