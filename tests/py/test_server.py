@@ -376,3 +376,18 @@ def test_load_256_streams():
     finally:
         s.stop()
     assert s.proc.returncode == 0
+
+
+def test_n_choices(client):
+    # n greedy choices are the same reply; with a seed, sampled choices reproduce as a set.
+    r = chat(client, n=3, max_tokens=8)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert len({c.message.content for c in r.choices}) == 1
+    assert r.usage.completion_tokens == 3 * chat(client, max_tokens=8).usage.completion_tokens
+    args = dict(n=2, temperature=1.0, seed=5, max_tokens=12, messages=[{"role": "user", "content": "Tell me a story."}])
+    a = [c.message.content for c in chat(client, **args).choices]
+    texts = ["", ""]
+    for chunk in chat(client, stream=True, **args):
+        for c in chunk.choices:
+            texts[c.index] += c.delta.content or ""
+    assert texts == a

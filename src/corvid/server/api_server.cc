@@ -173,9 +173,10 @@ ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& e
   // The parser's markers may be special tokens: keep them in the text when it has any to find.
   request.skip_special_tokens =
       options.reasoning == chat::ReasoningFormat::kNone && options.tools_format == chat::ToolFormat::kNone;
-  ReplyMeta meta{new_id("chatcmpl"), config_.model_name, unix_time()};
-  auto reply = std::make_shared<ChatReply>(std::move(meta), options, &tokenizer_);
-  return [this, exchange, request, common = p.common, reply] { generate(exchange, request, common, reply); };
+  const ReplyMeta meta{new_id("chatcmpl"), config_.model_name, unix_time()};
+  std::vector<std::shared_ptr<ChatReply>> replies;
+  for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<ChatReply>(meta.with_index(i), options, &tokenizer_));
+  return [this, exchange, request, common = p.common, replies] { generate(exchange, request, common, replies); };
 }
 
 ApiServer::Action ApiServer::completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
@@ -184,69 +185,107 @@ ApiServer::Action ApiServer::completions(const std::shared_ptr<Exchange>& exchan
   GenerationRequest request = std::move(p.common.generation);
   request.prompt = p.prompt_is_tokens ? p.prompt_tokens : tokenizer_.encode(p.prompt_text, /*add_special_tokens=*/true);
   request.max_tokens = p.common.max_tokens.value_or(16);  // OpenAI's default for completions
-  ReplyMeta meta{new_id("cmpl"), config_.model_name, unix_time()};
-  auto reply = std::make_shared<CompletionReply>(std::move(meta), &tokenizer_);
-  return [this, exchange, request, common = p.common, reply] { generate(exchange, request, common, reply); };
+  const ReplyMeta meta{new_id("cmpl"), config_.model_name, unix_time()};
+  std::vector<std::shared_ptr<CompletionReply>> replies;
+  for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<CompletionReply>(meta.with_index(i), &tokenizer_));
+  return [this, exchange, request, common = p.common, replies] { generate(exchange, request, common, replies); };
 }
 
 template <class Reply>
-void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, GenerationRequest request,
-                         const CommonParams& params, const std::shared_ptr<Reply>& reply) {
+void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request,
+                         const CommonParams& params, const std::vector<std::shared_ptr<Reply>>& replies) {
+  // n choices are n engine requests over the same prompt (seeds seed, seed+1, ...);
+  // the answer is complete when all have finished.
+  const size_t n = replies.size();
   struct State {
-    Clock::time_point start = Clock::now(), last_token;
-    bool any_token = false;
+    Clock::time_point start = Clock::now();
+    std::vector<Clock::time_point> last_token;
+    std::vector<bool> any_token;
+    std::vector<int64_t> ids;
+    size_t finished = 0;
   };
   auto state = std::make_shared<State>();
+  state->last_token.resize(n);
+  state->any_token.assign(n, false);
   const bool stream = params.stream, include_usage = params.include_usage;
   Exchange* raw = exchange.get();
 
-  // Runs on the strand, in order: the engine thread posts each event.
-  auto on_event = [this, exchange, state, reply, stream, include_usage](const RequestEvent& event) {
-    if (exchange->done()) return;  // the client went away
-    const Clock::time_point now = Clock::now();
-    if (!event.token_ids.empty()) {
-      if (!state->any_token) {
-        metrics_.observe_ttft(seconds_between(state->start, now));
-      } else {
-        const double each = seconds_between(state->last_token, now) / static_cast<double>(event.token_ids.size());
-        for (size_t i = 0; i < event.token_ids.size(); ++i) metrics_.observe_inter_token(each);
+  // The usage of all choices: one prompt, every choice's completion.
+  auto total_usage = [replies](Json usage) {
+    int64_t completion = 0;
+    for (const auto& r : replies) completion += r->usage_chunk()["usage"]["completion_tokens"].template get<int64_t>();
+    usage["completion_tokens"] = completion;
+    usage["total_tokens"] = usage["prompt_tokens"].template get<int64_t>() + completion;
+    return usage;
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    // Runs on the strand, in order: the engine thread posts each event.
+    auto on_event = [this, exchange, state, replies, i, stream, include_usage, total_usage](const RequestEvent& event) {
+      if (exchange->done()) return;  // the client went away (or another choice failed)
+      Reply& reply = *replies[i];
+      const Clock::time_point now = Clock::now();
+      if (!event.token_ids.empty()) {
+        if (!state->any_token[i]) {
+          metrics_.observe_ttft(seconds_between(state->start, now));
+        } else {
+          const double each = seconds_between(state->last_token[i], now) / static_cast<double>(event.token_ids.size());
+          for (size_t t = 0; t < event.token_ids.size(); ++t) metrics_.observe_inter_token(each);
+        }
+        state->any_token[i] = true;
+        state->last_token[i] = now;
       }
-      state->any_token = true;
-      state->last_token = now;
-    }
-    if (event.finish) metrics_.observe_e2e(seconds_between(state->start, now));
-    if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
-      const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
-      const std::string message = event.finish == FinishReason::Cancelled
-                                      ? "the request was cancelled (the server is shutting down)"
-                                      : "generation failed: " + event.error;
-      if (!stream) return respond_error(*exchange, status, message);
-      exchange->send(sse(error_body(status, message)));
-      exchange->send("data: [DONE]\n\n");
-      return exchange->end_stream();
-    }
-    if (!stream) {
-      reply->add(event);
-      if (reply->finished()) respond(*exchange, 200, reply->response());
-      return;
-    }
-    for (const Json& chunk : reply->chunks(event)) exchange->send(sse(chunk));
-    if (reply->finished()) {
-      if (include_usage) exchange->send(sse(reply->usage_chunk()));
+      if (event.finish) metrics_.observe_e2e(seconds_between(state->start, now));
+      if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
+        for (int64_t id : state->ids) engine_.cancel(id);  // the other choices are of no use now
+        const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
+        const std::string message = event.finish == FinishReason::Cancelled
+                                        ? "the request was cancelled (the server is shutting down)"
+                                        : "generation failed: " + event.error;
+        if (!stream) return respond_error(*exchange, status, message);
+        exchange->send(sse(error_body(status, message)));
+        exchange->send("data: [DONE]\n\n");
+        return exchange->end_stream();
+      }
+      if (!stream) {
+        reply.add(event);
+        if (!reply.finished() || ++state->finished < replies.size()) return;
+        Json whole = replies[0]->response();
+        for (size_t k = 1; k < replies.size(); ++k) whole["choices"].push_back(replies[k]->response()["choices"][0]);
+        whole["usage"] = total_usage(whole["usage"]);
+        return respond(*exchange, 200, whole);
+      }
+      for (const Json& chunk : reply.chunks(event)) exchange->send(sse(chunk));
+      if (!reply.finished() || ++state->finished < replies.size()) return;
+      if (include_usage) {
+        Json chunk = replies[0]->usage_chunk();
+        chunk["usage"] = total_usage(chunk["usage"]);
+        exchange->send(sse(chunk));
+      }
       exchange->send("data: [DONE]\n\n");
       exchange->end_stream();
+    };
+    GenerationRequest choice = request;
+    if (choice.sampling.seed && i > 0) choice.sampling.seed = *choice.sampling.seed + i;
+    choice.on_event = [exchange, on_event](const RequestEvent& event) {
+      exchange->post([on_event, event] { on_event(event); });
+    };
+    try {
+      state->ids.push_back(engine_.submit(std::move(choice)).id());
+    } catch (...) {
+      for (int64_t id : state->ids) engine_.cancel(id);  // all choices or none
+      throw;
     }
-  };
-  request.on_event = [exchange, on_event](const RequestEvent& event) {
-    exchange->post([on_event, event] { on_event(event); });
-  };
-  const RequestHandle handle = engine_.submit(std::move(request));
-  const int64_t id = handle.id();
-  raw->on_cancel([this, id] { engine_.cancel(id); });  // on the strand, as the submit: no disconnect is missed
+  }
+  // On the strand, as the submits: no disconnect is missed.
+  raw->on_cancel([this, state] {
+    for (int64_t id : state->ids) engine_.cancel(id);
+  });
   if (stream) {
     metrics_.count_response(200);
     raw->begin_stream();
-    if constexpr (std::is_same_v<Reply, ChatReply>) raw->send(sse(reply->role_chunk()));
+    if constexpr (std::is_same_v<Reply, ChatReply>)
+      for (const auto& reply : replies) raw->send(sse(reply->role_chunk()));
   }
 }
 

@@ -58,11 +58,12 @@ class ApiServer {
   Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
 
-  // Submits the request and answers the exchange from its events (Reply: ChatReply or
-  // CompletionReply). Throws RequestRejected when the engine refuses it.
+  // Submits the request (once per choice: one reply each) and answers the exchange from
+  // their events (Reply: ChatReply or CompletionReply). Throws RequestRejected when the
+  // engine refuses any of them (then none runs).
   template <class Reply>
-  void generate(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, const CommonParams& params,
-                const std::shared_ptr<Reply>& reply);
+  void generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request, const CommonParams& params,
+                const std::vector<std::shared_ptr<Reply>>& replies);
 
   void check_model(const std::string& requested) const;
   int64_t default_max_tokens(size_t prompt_tokens) const;

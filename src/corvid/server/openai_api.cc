@@ -8,6 +8,7 @@ namespace corvid::server {
 namespace {
 
 constexpr int kMaxTopLogprobs = 20;
+constexpr int kMaxChoices = 16;  // n: each choice is a sequence of its own
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
 
@@ -86,7 +87,7 @@ CommonParams parse_common(const Json& body, bool chat) {
   constexpr int64_t kHuge = int64_t{1} << 40;
   p.max_tokens = integer(body, "max_completion_tokens", 1, kHuge);
   if (!p.max_tokens) p.max_tokens = integer(body, "max_tokens", 1, kHuge);
-  if (integer(body, "n", 1, 128).value_or(1) != 1) bad("n", "n > 1 is not supported");
+  p.n = static_cast<int>(integer(body, "n", 1, kMaxChoices).value_or(1));
   if (integer(body, "best_of", 1, 128).value_or(1) != 1) bad("best_of", "best_of > 1 is not supported");
   p.generation.stop = stop_strings(body);
   p.generation.ignore_eos = boolean(body, "ignore_eos").value_or(false);

@@ -43,6 +43,7 @@ struct CommonParams {
   std::optional<int64_t> max_tokens;  // unset: as many as fit
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
+  int n = 1;                        // choices
 };
 
 struct ChatParams {

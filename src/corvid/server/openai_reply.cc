@@ -70,7 +70,7 @@ Json ChatReply::logprob_entries(const RequestEvent& event) const {
 }
 
 Json ChatReply::chunk(Json delta, const Json& logprobs, const Json& finish_reason) const {
-  Json choice = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
+  Json choice = {{"index", meta_.index}, {"delta", std::move(delta)}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
   return Json{{"id", meta_.id},           {"object", "chat.completion.chunk"}, {"created", meta_.created},
               {"model", meta_.model},     {"system_fingerprint", nullptr},     {"choices", Json::array({choice})}};
 }
@@ -129,7 +129,7 @@ Json ChatReply::response() const {
     for (const chat::ToolCall& call : out.tool_calls) calls.push_back(tool_call_json(call));
     message["tool_calls"] = std::move(calls);
   }
-  Json choice = {{"index", 0},
+  Json choice = {{"index", meta_.index},
                  {"message", std::move(message)},
                  {"logprobs", want_logprobs_ ? Json{{"content", logprobs_}} : Json(nullptr)},
                  {"finish_reason", finish_reason_word(finish_, !out.tool_calls.empty())}};
@@ -170,7 +170,7 @@ void CompletionReply::append_logprobs(const RequestEvent& event, Json& into, int
 }
 
 Json CompletionReply::choice(const std::string& text, const Json& logprobs, const Json& finish_reason) const {
-  return Json{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
+  return Json{{"index", meta_.index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
 }
 
 std::vector<Json> CompletionReply::chunks(const RequestEvent& event) {

@@ -21,6 +21,12 @@ struct ReplyMeta {
   std::string id;     // "chatcmpl-..." / "cmpl-..."
   std::string model;  // the served model name
   int64_t created = 0;
+  int index = 0;      // the choice (n > 1)
+  ReplyMeta with_index(int i) const {
+    ReplyMeta m = *this;
+    m.index = i;
+    return m;
+  }
 };
 
 // "stop", "length", ...; "tool_calls" when the reply made calls.
