@@ -174,6 +174,9 @@ def test_tokenize_detokenize_apply_template(server, smollm2, tmp_path):
 
 def test_models_and_health(server, client):
     assert [m.id for m in client.models.list()] == ["smollm2"]
+    assert client.models.retrieve("smollm2").id == "smollm2"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-17")
     r = httpx.get(server.url + "/health")  # open without the key
     assert r.status_code == 200 and r.json() == {"status": "ok"}
 

@@ -103,6 +103,11 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true}, {"/tokenize", true},
                                  {"/detokenize", true},          {"/apply-template", true}, {"/v1/models", false},
                                  {"/metrics", false}};
+  if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
+    const std::string name = path.substr(std::string("/v1/models/").size());
+    if (name != config_.model_name) throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
+    return respond(*exchange, 200, model_json());
+  }
   const Route* found = nullptr;
   for (const Route& r : routes)
     if (path == r.path) found = &r;
@@ -330,13 +335,16 @@ ApiServer::Action ApiServer::respond_later(const std::shared_ptr<Exchange>& exch
   return [this, exchange, body = std::move(body)] { respond(*exchange, 200, body); };
 }
 
+Json ApiServer::model_json() const {
+  return Json{{"id", config_.model_name},
+              {"object", "model"},
+              {"created", created_},
+              {"owned_by", "corvid"},
+              {"max_model_len", engine_.max_model_len()}};
+}
+
 void ApiServer::models(const std::shared_ptr<Exchange>& exchange) {
-  Json model = {{"id", config_.model_name},
-                {"object", "model"},
-                {"created", created_},
-                {"owned_by", "corvid"},
-                {"max_model_len", engine_.max_model_len()}};
-  respond(*exchange, 200, Json{{"object", "list"}, {"data", Json::array({model})}});
+  respond(*exchange, 200, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
 }
 
 }  // namespace corvid::server

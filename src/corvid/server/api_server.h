@@ -57,6 +57,7 @@ class ApiServer {
   Action apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
+  Json model_json() const;
 
   // Submits the request (once per choice: one reply each) and answers the exchange from
   // their events (Reply: ChatReply or CompletionReply). Throws RequestRejected when the
