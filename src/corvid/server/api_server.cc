@@ -203,13 +203,14 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
   // the answer is complete when all have finished.
   const size_t n = replies.size();
   struct State {
-    Clock::time_point start = Clock::now();
+    Clock::time_point start;
     std::vector<Clock::time_point> last_token;
     std::vector<bool> any_token;
     std::vector<int64_t> ids;
     size_t finished = 0;
   };
   auto state = std::make_shared<State>();
+  state->start = exchange->arrived();
   state->last_token.resize(n);
   state->any_token.assign(n, false);
   const bool stream = params.stream, include_usage = params.include_usage;

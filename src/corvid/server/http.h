@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Exchange(std::shared_ptr<Connection> connection, HttpRequest request);
 
   const HttpRequest& request() const { return request_; }
+  // When the whole request had been read (latency metrics count from here).
+  std::chrono::steady_clock::time_point arrived() const { return arrived_; }
   // The whole answer; ends the exchange.
   void respond(int status, std::string body, const std::string& content_type = "application/json");
   // A streamed answer: 200 with text/event-stream, then any number of send() calls,
@@ -55,6 +58,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   std::shared_ptr<Connection> connection_;
   HttpRequest request_;
+  std::chrono::steady_clock::time_point arrived_ = std::chrono::steady_clock::now();
   std::function<void()> on_cancel_;
   bool streaming_ = false;
   bool done_ = false;
