@@ -261,7 +261,10 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
         whole["usage"] = total_usage(whole["usage"]);
         return respond(*exchange, 200, whole);
       }
-      for (const Json& chunk : reply.chunks(event)) exchange->send(sse(chunk));
+      for (Json& chunk : reply.chunks(event)) {
+        if (include_usage) chunk["usage"] = nullptr;  // OpenAI: every chunk but the last has a null usage
+        exchange->send(sse(chunk));
+      }
       if (!reply.finished() || ++state->finished < replies.size()) return;
       if (include_usage) {
         Json chunk = replies[0]->usage_chunk();
@@ -291,7 +294,11 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
     metrics_.count_response(200);
     raw->begin_stream();
     if constexpr (std::is_same_v<Reply, ChatReply>)
-      for (const auto& reply : replies) raw->send(sse(reply->role_chunk()));
+      for (const auto& reply : replies) {
+        Json chunk = reply->role_chunk();
+        if (include_usage) chunk["usage"] = nullptr;
+        raw->send(sse(chunk));
+      }
   }
 }
 
