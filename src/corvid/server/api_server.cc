@@ -21,6 +21,13 @@ int64_t unix_time() {
 
 std::string sse(const Json& json) { return "data: " + to_text(json) + "\n\n"; }
 
+// Compares in time that depends only on the lengths, so timing does not reveal the key.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+  return diff == 0 && !b.empty();
+}
+
 int status_of(RequestRejected::Reason reason) {
   switch (reason) {
     case RequestRejected::Reason::QueueFull: return 429;
@@ -75,6 +82,8 @@ void ApiServer::guarded(Exchange& exchange, F&& f) {
     respond_error(exchange, 400, e.what());
   } catch (const std::exception& e) {
     respond_error(exchange, 400, std::string("bad request: ") + e.what());
+  } catch (...) {
+    respond_error(exchange, 500, "internal error");
   }
 }
 
@@ -92,7 +101,7 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   if (!config_.api_key.empty()) {
     const auto auth = request.find(boost::beast::http::field::authorization);
     if (auth == request.end()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "", "invalid_api_key");
-    if (std::string(auth->value()) != "Bearer " + config_.api_key)
+    if (!same_secret(std::string(auth->value()), "Bearer " + config_.api_key))
       throw ApiError(401, "incorrect API key provided", "", "invalid_api_key");
   }
 
