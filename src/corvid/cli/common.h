@@ -43,5 +43,6 @@ void register_inspect(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_template(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace corvid::cli

@@ -1,0 +1,367 @@
+#include "corvid/server/api_server.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "corvid/server/openai_reply.h"
+#include "corvid/template/jinja.h"
+
+namespace corvid::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string sse(const Json& json) { return "data: " + to_text(json) + "\n\n"; }
+
+// Compares in time that depends only on the lengths, so timing does not reveal the key.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+  return diff == 0 && !b.empty();
+}
+
+int status_of(RequestRejected::Reason reason) {
+  switch (reason) {
+    case RequestRejected::Reason::QueueFull: return 429;
+    case RequestRejected::Reason::Unavailable: return 503;
+    default: return 400;
+  }
+}
+
+}  // namespace
+
+std::string to_text(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config)
+    : engine_(engine), tokenizer_(tokenizer), chat_template_(chat_template), config_(std::move(config)) {
+  id_salt_ = std::random_device{}();
+  id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
+  created_ = unix_time();
+}
+
+std::string ApiServer::new_id(const char* prefix) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%016llx%08llx", prefix, static_cast<unsigned long long>(id_salt_),
+                static_cast<unsigned long long>(next_id_++));
+  return buf;
+}
+
+void ApiServer::respond(Exchange& exchange, int status, const Json& body) {
+  metrics_.count_response(status);
+  exchange.respond(status, to_text(body));
+}
+
+void ApiServer::respond_error(Exchange& exchange, int status, const std::string& message, const std::string& param,
+                              const std::string& code) {
+  respond(exchange, status, error_body(status, message, param, code));
+}
+
+void ApiServer::handle(const std::shared_ptr<Exchange>& exchange) {
+  guarded(*exchange, [&] { route(exchange); });
+}
+
+template <class F>
+void ApiServer::guarded(Exchange& exchange, F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    respond_error(exchange, e.status(), e.what(), e.param(), e.code());
+  } catch (const RequestRejected& e) {
+    respond_error(exchange, status_of(e.reason()), e.what());
+  } catch (const jinja::RaisedException& e) {
+    respond_error(exchange, 400, std::string("the chat template refused the request: ") + e.what());
+  } catch (const Error& e) {
+    respond_error(exchange, 400, e.what());
+  } catch (const std::exception& e) {
+    respond_error(exchange, 400, std::string("bad request: ") + e.what());
+  } catch (...) {
+    respond_error(exchange, 500, "internal error");
+  }
+}
+
+void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
+  const HttpRequest& request = exchange->request();
+  std::string path(request.target());
+  if (const size_t q = path.find('?'); q != std::string::npos) path.resize(q);
+  const bool get = request.method() == boost::beast::http::verb::get;
+  const bool post = request.method() == boost::beast::http::verb::post;
+
+  if (path == "/health") {
+    if (!get) throw ApiError(405, "use GET for /health");
+    return respond(*exchange, 200, Json{{"status", "ok"}});
+  }
+  if (!config_.api_key.empty()) {
+    const auto auth = request.find(boost::beast::http::field::authorization);
+    if (auth == request.end()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "", "invalid_api_key");
+    if (!same_secret(std::string(auth->value()), "Bearer " + config_.api_key))
+      throw ApiError(401, "incorrect API key provided", "", "invalid_api_key");
+  }
+
+  struct Route {
+    const char* path;
+    bool post;
+  };
+  static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true}, {"/tokenize", true},
+                                 {"/detokenize", true},          {"/apply-template", true}, {"/v1/models", false},
+                                 {"/metrics", false}};
+  if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
+    const std::string name = path.substr(std::string("/v1/models/").size());
+    if (name != config_.model_name) throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
+    return respond(*exchange, 200, model_json());
+  }
+  const Route* found = nullptr;
+  for (const Route& r : routes)
+    if (path == r.path) found = &r;
+  if (!found) throw ApiError(404, "no such endpoint: " + path);
+  if (found->post ? !post : !get) throw ApiError(405, std::string("use ") + (found->post ? "POST" : "GET") + " for " + path);
+
+  if (path == "/v1/models") return models(exchange);
+  if (path == "/metrics") {
+    metrics_.count_response(200);
+    return exchange->respond(200, metrics_.render(engine_.stats(), config_.model_name), "text/plain; version=0.0.4");
+  }
+  if (draining_ && path.rfind("/v1/", 0) == 0) throw ApiError(503, "the server is shutting down");
+  // Parsing, rendering and tokenizing a body (up to the body limit) is CPU work: it runs
+  // on the worker pool, and only what it decides comes back to the connection's strand.
+  boost::asio::post(workers_, [this, exchange, path] {
+    Action then;
+    try {
+      const Json body = parse_body(exchange->request().body());
+      if (path == "/tokenize") then = tokenize(exchange, body);
+      else if (path == "/detokenize") then = detokenize(exchange, body);
+      else if (path == "/apply-template") then = apply_template(exchange, body);
+      else if (path == "/v1/chat/completions") then = chat_completions(exchange, body);
+      else then = completions(exchange, body);
+    } catch (...) {
+      then = [error = std::current_exception()] { std::rethrow_exception(error); };
+    }
+    exchange->post([this, exchange, then] {
+      if (!exchange->done()) guarded(*exchange, then);
+    });
+  });
+}
+
+void ApiServer::check_model(const std::string& requested) const {
+  if (!requested.empty() && requested != config_.model_name)
+    throw ApiError(404, "the model '" + requested + "' does not exist (this server serves '" + config_.model_name + "')",
+                   "model", "model_not_found");
+}
+
+int64_t ApiServer::default_max_tokens(size_t prompt_tokens) const {
+  // As many as fit: the context length and the KV cache both bound a sequence.
+  const int64_t limit = std::min(engine_.max_model_len(), engine_.num_blocks() * engine_.block_size());
+  return std::max<int64_t>(1, limit - static_cast<int64_t>(prompt_tokens));
+}
+
+std::string ApiServer::render(const ChatRequest& request) const {
+  if (!chat_template_) throw ApiError(400, "the model has no chat template; use /v1/completions");
+  std::lock_guard<std::mutex> lock(template_mutex_);
+  return chat_template_->render(request);
+}
+
+ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  ChatParams p = parse_chat_request(body);
+  check_model(p.common.model);
+  const std::string prompt = render(p.chat);
+  std::string source;
+  {
+    std::lock_guard<std::mutex> lock(template_mutex_);
+    source = chat_template_->source(p.chat);
+  }
+  const nlohmann::json tools = p.parse_tools ? nlohmann::json(p.chat.tools) : nlohmann::json::array();
+  const chat::OutputParserOptions options = chat::detect_output_options(source, prompt, tools);
+
+  GenerationRequest request = std::move(p.common.generation);
+  request.prompt = tokenizer_.encode(prompt, /*add_special_tokens=*/false);  // the template wrote BOS itself
+  request.max_tokens = p.common.max_tokens.value_or(default_max_tokens(request.prompt.size()));
+  // ignore_eos (benchmarks' fixed output lengths) also passes the end-of-turn tokens.
+  if (!request.ignore_eos) request.stop_token_ids = config_.chat_stop_ids;
+  // The parser's markers may be special tokens: keep them in the text when it has any to find.
+  request.skip_special_tokens =
+      options.reasoning == chat::ReasoningFormat::kNone && options.tools_format == chat::ToolFormat::kNone;
+  const ReplyMeta meta{new_id("chatcmpl"), config_.model_name, unix_time()};
+  std::vector<std::shared_ptr<ChatReply>> replies;
+  for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<ChatReply>(meta.with_index(i), options, &tokenizer_));
+  return [this, exchange, request, common = p.common, replies] { generate(exchange, request, common, replies); };
+}
+
+ApiServer::Action ApiServer::completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  CompletionParams p = parse_completion_request(body);
+  check_model(p.common.model);
+  GenerationRequest request = std::move(p.common.generation);
+  request.prompt = p.prompt_is_tokens ? p.prompt_tokens : tokenizer_.encode(p.prompt_text, /*add_special_tokens=*/true);
+  request.max_tokens = p.common.max_tokens.value_or(16);  // OpenAI's default for completions
+  const ReplyMeta meta{new_id("cmpl"), config_.model_name, unix_time()};
+  std::vector<std::shared_ptr<CompletionReply>> replies;
+  for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<CompletionReply>(meta.with_index(i), &tokenizer_));
+  return [this, exchange, request, common = p.common, replies] { generate(exchange, request, common, replies); };
+}
+
+template <class Reply>
+void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request,
+                         const CommonParams& params, const std::vector<std::shared_ptr<Reply>>& replies) {
+  // n choices are n engine requests over the same prompt (seeds seed, seed+1, ...);
+  // the answer is complete when all have finished.
+  const size_t n = replies.size();
+  struct State {
+    Clock::time_point start;
+    std::vector<Clock::time_point> last_token;
+    std::vector<bool> any_token;
+    std::vector<int64_t> ids;
+    size_t finished = 0;
+  };
+  auto state = std::make_shared<State>();
+  state->start = exchange->arrived();
+  state->last_token.resize(n);
+  state->any_token.assign(n, false);
+  const bool stream = params.stream, include_usage = params.include_usage;
+  Exchange* raw = exchange.get();
+
+  // The usage of all choices: one prompt, every choice's completion.
+  auto total_usage = [replies](Json usage) {
+    int64_t completion = 0;
+    for (const auto& r : replies) completion += r->usage_chunk()["usage"]["completion_tokens"].template get<int64_t>();
+    usage["completion_tokens"] = completion;
+    usage["total_tokens"] = usage["prompt_tokens"].template get<int64_t>() + completion;
+    return usage;
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    // Runs on the strand, in order: the engine thread posts each event.
+    auto on_event = [this, exchange, state, replies, i, stream, include_usage, total_usage](const RequestEvent& event) {
+      if (exchange->done()) return;  // the client went away (or another choice failed)
+      Reply& reply = *replies[i];
+      const Clock::time_point now = Clock::now();
+      if (!event.token_ids.empty()) {
+        if (!state->any_token[i]) {
+          metrics_.observe_ttft(seconds_between(state->start, now));
+        } else {
+          const double each = seconds_between(state->last_token[i], now) / static_cast<double>(event.token_ids.size());
+          for (size_t t = 0; t < event.token_ids.size(); ++t) metrics_.observe_inter_token(each);
+        }
+        state->any_token[i] = true;
+        state->last_token[i] = now;
+      }
+      if (event.finish) metrics_.observe_e2e(seconds_between(state->start, now));
+      if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
+        for (int64_t id : state->ids) engine_.cancel(id);  // the other choices are of no use now
+        const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
+        const std::string message = event.finish == FinishReason::Cancelled
+                                        ? "the request was cancelled (the server is shutting down)"
+                                        : "generation failed: " + event.error;
+        if (!stream) return respond_error(*exchange, status, message);
+        exchange->send(sse(error_body(status, message)));
+        exchange->send("data: [DONE]\n\n");
+        return exchange->end_stream();
+      }
+      if (!stream) {
+        reply.add(event);
+        if (!reply.finished() || ++state->finished < replies.size()) return;
+        Json whole = replies[0]->response();
+        for (size_t k = 1; k < replies.size(); ++k) whole["choices"].push_back(replies[k]->response()["choices"][0]);
+        whole["usage"] = total_usage(whole["usage"]);
+        return respond(*exchange, 200, whole);
+      }
+      for (Json& chunk : reply.chunks(event)) {
+        if (include_usage) chunk["usage"] = nullptr;  // OpenAI: every chunk but the last has a null usage
+        exchange->send(sse(chunk));
+      }
+      if (!reply.finished() || ++state->finished < replies.size()) return;
+      if (include_usage) {
+        Json chunk = replies[0]->usage_chunk();
+        chunk["usage"] = total_usage(chunk["usage"]);
+        exchange->send(sse(chunk));
+      }
+      exchange->send("data: [DONE]\n\n");
+      exchange->end_stream();
+    };
+    GenerationRequest choice = request;
+    if (choice.sampling.seed && i > 0) choice.sampling.seed = *choice.sampling.seed + i;
+    choice.on_event = [exchange, on_event](const RequestEvent& event) {
+      exchange->post([on_event, event] { on_event(event); });
+    };
+    try {
+      state->ids.push_back(engine_.submit(std::move(choice)).id());
+    } catch (...) {
+      for (int64_t id : state->ids) engine_.cancel(id);  // all choices or none
+      throw;
+    }
+  }
+  // On the strand, as the submits: no disconnect is missed.
+  raw->on_cancel([this, state] {
+    for (int64_t id : state->ids) engine_.cancel(id);
+  });
+  if (stream) {
+    metrics_.count_response(200);
+    raw->begin_stream();
+    if constexpr (std::is_same_v<Reply, ChatReply>)
+      for (const auto& reply : replies) {
+        Json chunk = reply->role_chunk();
+        if (include_usage) chunk["usage"] = nullptr;
+        raw->send(sse(chunk));
+      }
+  }
+}
+
+ApiServer::Action ApiServer::tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");
+  bool add_special = false, with_pieces = false;
+  if (body.contains("add_special")) {
+    if (!body["add_special"].is_boolean()) throw ApiError(400, "'add_special' must be true or false", "add_special");
+    add_special = body["add_special"].get<bool>();
+  }
+  if (body.contains("with_pieces") && body["with_pieces"].is_boolean()) with_pieces = body["with_pieces"].get<bool>();
+  const std::vector<int32_t> ids = tokenizer_.encode(body["content"].get<std::string>(), add_special);
+  Json tokens = Json::array();
+  for (int32_t id : ids) {
+    if (!with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    const int32_t one[1] = {id};
+    tokens.push_back({{"id", id}, {"piece", tokenizer_.decode(one, /*skip_special_tokens=*/false)}});
+  }
+  return respond_later(exchange, Json{{"tokens", tokens}});
+}
+
+ApiServer::Action ApiServer::detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
+  std::vector<int32_t> ids;
+  for (const Json& id : body["tokens"]) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tokenizer_.vocab_size())
+      throw ApiError(400, "'tokens' must hold token ids in [0, " + std::to_string(tokenizer_.vocab_size()) + ")", "tokens");
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return respond_later(exchange, Json{{"content", tokenizer_.decode(ids, /*skip_special_tokens=*/false)}});
+}
+
+ApiServer::Action ApiServer::apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  const ChatParams p = parse_chat_request(body);
+  return respond_later(exchange, Json{{"prompt", render(p.chat)}});
+}
+
+ApiServer::Action ApiServer::respond_later(const std::shared_ptr<Exchange>& exchange, Json body) {
+  return [this, exchange, body = std::move(body)] { respond(*exchange, 200, body); };
+}
+
+Json ApiServer::model_json() const {
+  return Json{{"id", config_.model_name},
+              {"object", "model"},
+              {"created", created_},
+              {"owned_by", "corvid"},
+              {"max_model_len", engine_.max_model_len()}};
+}
+
+void ApiServer::models(const std::shared_ptr<Exchange>& exchange) {
+  respond(*exchange, 200, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
+}
+
+}  // namespace corvid::server

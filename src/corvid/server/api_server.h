@@ -1,0 +1,93 @@
+// The OpenAI-compatible API over the engine: routes each HTTP exchange to its
+// endpoint, checks the API key, and drives generations from engine events.
+//
+// Engine events arrive on the engine thread; the callback only posts them to the
+// exchange's connection strand, where the reply is built and written (the engine
+// thread never waits on a client). A client that goes away cancels its request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "corvid/chat/chat_template.h"
+#include "corvid/engine/engine.h"
+#include "corvid/server/http.h"
+#include "corvid/server/metrics.h"
+#include "corvid/server/openai_api.h"
+
+namespace corvid::server {
+
+struct ApiConfig {
+  std::string model_name;              // what /v1/models lists and requests may name
+  std::string api_key;                 // empty: no authentication
+  std::vector<int32_t> chat_stop_ids;  // end-of-turn tokens that end a chat reply (besides EOS)
+};
+
+class ApiServer {
+ public:
+  // chat_template may be null (then chat endpoints answer 400). All must outlive the server.
+  ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config);
+
+  void handle(const std::shared_ptr<Exchange>& exchange);
+  // From now on generation requests get 503 (the server is shutting down).
+  void drain() { draining_ = true; }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  // What an endpoint decided on the worker pool, to run on the exchange's strand.
+  using Action = std::function<void()>;
+
+  void route(const std::shared_ptr<Exchange>& exchange);
+  // Runs f, answering any exception with its error response. On the strand.
+  template <class F>
+  void guarded(Exchange& exchange, F&& f);
+  Action chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action completions(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
+  void models(const std::shared_ptr<Exchange>& exchange);
+  Json model_json() const;
+
+  // Submits the request (once per choice: one reply each) and answers the exchange from
+  // their events (Reply: ChatReply or CompletionReply). Throws RequestRejected when the
+  // engine refuses any of them (then none runs).
+  template <class Reply>
+  void generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request, const CommonParams& params,
+                const std::vector<std::shared_ptr<Reply>>& replies);
+
+  void check_model(const std::string& requested) const;
+  int64_t default_max_tokens(size_t prompt_tokens) const;
+  std::string render(const ChatRequest& request) const;
+  std::string new_id(const char* prefix);
+  void respond(Exchange& exchange, int status, const Json& body);
+  void respond_error(Exchange& exchange, int status, const std::string& message, const std::string& param = "",
+                     const std::string& code = "");
+
+  Engine& engine_;
+  const Tokenizer& tokenizer_;
+  const ChatTemplate* chat_template_;
+  mutable std::mutex template_mutex_;  // rendering is not promised to be reentrant
+  ApiConfig config_;
+  Metrics metrics_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{0};
+  uint64_t id_salt_ = 0;
+  int64_t created_ = 0;
+  boost::asio::thread_pool workers_{2};  // last: joined first, while the rest is alive
+};
+
+// JSON text for the wire: invalid UTF-8 (never expected) is replaced, not thrown on.
+std::string to_text(const Json& json);
+
+}  // namespace corvid::server

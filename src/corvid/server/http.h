@@ -1,0 +1,94 @@
+// A small asynchronous HTTP/1.1 server on Boost.Beast/Asio for the OpenAI API.
+//
+// An io_context runs on a few threads; each connection lives on its own strand, so
+// its handlers never run concurrently and an idle connection (or a stream waiting
+// for tokens) holds no thread. One request at a time per connection (keep-alive,
+// no pipelining). A request becomes an Exchange that the handler answers either
+// with one response or with a stream (server-sent events over chunked encoding).
+//
+// While an exchange is open the connection keeps a read pending on the socket, so
+// a client that goes away is noticed at once (not only at the next write) and the
+// exchange's cancel callback runs: that is how a disconnect cancels its request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+namespace corvid::server {
+
+class Connection;
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+
+// One request and its answer. Its methods other than post() must run on the
+// connection's strand: inside the handler, or in a function given to post().
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(std::shared_ptr<Connection> connection, HttpRequest request);
+
+  const HttpRequest& request() const { return request_; }
+  // When the whole request had been read (latency metrics count from here).
+  std::chrono::steady_clock::time_point arrived() const { return arrived_; }
+  // The whole answer; ends the exchange.
+  void respond(int status, std::string body, const std::string& content_type = "application/json");
+  // A streamed answer: 200 with text/event-stream, then any number of send() calls,
+  // then end_stream().
+  void begin_stream();
+  void send(std::string data);
+  void end_stream();
+  // Runs `fn` when the client goes away before the exchange ends (once, on the strand).
+  void on_cancel(std::function<void()> fn) { on_cancel_ = std::move(fn); }
+  // Runs `fn` on the connection's strand; callable from any thread.
+  void post(std::function<void()> fn);
+  // True once answered (or the client went away): nothing more will be sent.
+  bool done() const { return done_; }
+
+ private:
+  friend class Connection;
+  void client_gone();
+
+  std::shared_ptr<Connection> connection_;
+  HttpRequest request_;
+  std::chrono::steady_clock::time_point arrived_ = std::chrono::steady_clock::now();
+  std::function<void()> on_cancel_;
+  bool streaming_ = false;
+  bool done_ = false;
+};
+
+using Handler = std::function<void(std::shared_ptr<Exchange>)>;
+
+struct HttpLimits {
+  uint64_t max_body_bytes = uint64_t{8} << 20;  // larger bodies get 413
+};
+
+class HttpServer {
+ public:
+  // Binds and listens at once (throws corvid::Error when the address cannot be used).
+  HttpServer(boost::asio::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits);
+  void start();  // begins accepting
+  void stop();   // stops accepting (open connections finish what they do); safe from any thread
+  uint16_t port() const { return port_; }
+
+ private:
+  void accept();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<const Handler> handler_;
+  HttpLimits limits_;
+  uint16_t port_ = 0;
+};
+
+// "Not Found" for 404 etc.
+std::string status_reason(int status);
+
+}  // namespace corvid::server

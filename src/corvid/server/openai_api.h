@@ -1,0 +1,72 @@
+// The OpenAI request side: JSON bodies of /v1/chat/completions and /v1/completions
+// turned into what the engine and the chat template take, with every bad field
+// reported as an ApiError (status 400) naming the parameter.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "corvid/chat/chat_template.h"
+#include "corvid/core/error.h"
+#include "corvid/engine/request.h"
+
+namespace corvid::server {
+
+using Json = nlohmann::ordered_json;
+
+// An error for the client, in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
+class ApiError : public Error {
+ public:
+  ApiError(int status, const std::string& message, std::string param = "", std::string code = "")
+      : Error(message), status_(status), param_(std::move(param)), code_(std::move(code)) {}
+  int status() const { return status_; }
+  const std::string& param() const { return param_; }
+  const std::string& code() const { return code_; }
+
+ private:
+  int status_;
+  std::string param_, code_;
+};
+
+// OpenAI's error type word for a status ("invalid_request_error", "authentication_error", ...).
+const char* error_type(int status);
+Json error_body(int status, const std::string& message, const std::string& param = "", const std::string& code = "");
+
+// What both endpoints share: sampling, limits, stop strings, logprobs, streaming.
+struct CommonParams {
+  std::string model;                // as the client named it ("" when absent)
+  GenerationRequest generation;     // prompt left empty
+  std::optional<int64_t> max_tokens;  // unset: as many as fit
+  bool stream = false;
+  bool include_usage = false;       // stream_options.include_usage
+  int n = 1;                        // choices
+};
+
+struct ChatParams {
+  CommonParams common;
+  ChatRequest chat;         // messages, tools, add_generation_prompt
+  bool parse_tools = true;  // false for tool_choice "none" (or no tools)
+};
+
+struct CompletionParams {
+  CommonParams common;
+  std::string prompt_text;            // when the prompt is text
+  std::vector<int32_t> prompt_tokens;  // when it is token ids
+  bool prompt_is_tokens = false;
+};
+
+// Parses the body text (400 on bad JSON or a body that is not an object).
+Json parse_body(const std::string& body);
+ChatParams parse_chat_request(const Json& body);
+CompletionParams parse_completion_request(const Json& body);
+
+// Messages as the chat templates take them: content parts joined into text, tool-call
+// arguments given as JSON text parsed into objects (as vLLM does for templates that
+// index them), unknown roles refused.
+Json normalize_messages(const Json& messages);
+
+}  // namespace corvid::server
