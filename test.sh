@@ -34,7 +34,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 if [ -d tests/py ]; then
   echo "== CLI and parity tests"
-  CORVID_BIN="$PWD/build/corvid" python3 -m pytest -q tests/py
+  # CORVID_LOAD_TEST: the serving load test (256 concurrent streams, ~1.5 min on 2 cores).
+  CORVID_LOAD_TEST=${CORVID_LOAD_TEST:-1} CORVID_BIN="$PWD/build/corvid" python3 -m pytest -q tests/py
 fi
 
 if [ -d tests/fuzz ]; then
