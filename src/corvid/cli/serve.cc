@@ -130,6 +130,7 @@ void run_serve(const ServeArgs& a) {
   std::fprintf(stderr, "corvid serve: shutting down\n");
   http.stop();
   api.drain();
+  api.join_workers();
   engine.shutdown();  // in-flight requests get their "cancelled" event, answered as 503
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // lets those answers reach the clients
   io.stop();

@@ -40,6 +40,8 @@ class ApiServer {
   void handle(const std::shared_ptr<Exchange>& exchange);
   // From now on generation requests get 503 (the server is shutting down).
   void drain() { draining_ = true; }
+  // Waits for the worker pool to finish what it holds (before the io_context it posts to goes away).
+  void join_workers() { workers_.join(); }
   const Metrics& metrics() const { return metrics_; }
 
  private:
