@@ -128,7 +128,7 @@ async def run(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", default="http://127.0.0.1:8080")
-    ap.add_argument("--model", default="default")
+    ap.add_argument("--model", default=None, help="model name (default: the first of GET /v1/models)")
     ap.add_argument("--api-key", default=None)
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--rate", type=float, default=0, help="Poisson arrivals per second (0: use --concurrency)")
@@ -142,6 +142,9 @@ def main():
     args = ap.parse_args()
     args.url = args.url.rstrip("/")
     args.headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    if args.model is None:
+        models = httpx.get(args.url + "/v1/models", headers=args.headers, timeout=30).json()
+        args.model = models["data"][0]["id"]
     asyncio.run(run(args))
 
 
