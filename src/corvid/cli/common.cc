@@ -14,8 +14,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
   cmd.add_option("--device", opts.device, "where the model runs: auto (CUDA if available), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd.add_option("--matmul", opts.matmul,
-                 "quantized weights on the CPU: fast (8-bit activations, llama.cpp's numerics) or exact "
-                 "(F32 activations, transformers' numerics; slower prefill)")
+                 "numerics: fast (CPU: 8-bit activations for quantized weights, llama.cpp's numerics; GPU: "
+                 "tensor-core bf16 prompts) or exact (F32 throughout, transformers' numerics; slower prefill)")
       ->check(CLI::IsMember({"fast", "exact"}));
 }
 
