@@ -29,21 +29,11 @@ namespace {
 
 using testing::f32_tensor;
 using testing::to_gpu;
+using testing::rel_err;
 using testing::to_host;
 using testing::make_weight;
 using testing::random_floats;
 using testing::weight_values;
-
-// max |a - b| / max(max |b|, 1e-30)
-double rel_err(const std::vector<float>& a, const float* b, size_t n) {
-  double diff = 0, mag = 1e-30;
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    mag = std::max(mag, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / mag;
-}
 
 TEST(CudaOps, Embedding) {
   SKIP_WITHOUT_GPU();

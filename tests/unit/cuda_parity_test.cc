@@ -33,6 +33,7 @@
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
 #include "corvid/ops/ops.h"
+#include "cuda_test_util.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -45,6 +46,7 @@ using fixtures::greedy;
 using fixtures::read_json;
 using fixtures::source_dir;
 using fixtures::tiny_fixtures;
+using testing::NumericsScope;
 
 constexpr double kTinyAtol = 1e-3;
 constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still identical (H200, 2026-11-30)
@@ -57,11 +59,6 @@ struct Numerics {
 };
 constexpr Numerics kModes[] = {{"exact", ops::QuantizedMatmul::Exact}, {"fast", ops::QuantizedMatmul::Fast}};
 
-// Sets the process-wide numerics for one scope.
-struct NumericsScope {
-  explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
-  ~NumericsScope() { ops::set_quantized_matmul(ops::QuantizedMatmul::Fast); }
-};
 constexpr double kSmolGpuAtol = 2e-2;
 constexpr double kSmolGpuTieGap = 0.05;
 

@@ -32,16 +32,13 @@ namespace {
 
 using testing::f32_tensor;
 using testing::to_gpu;
+using testing::NumericsScope;
+using testing::rel_err;
 using testing::to_host;
 using testing::make_weight;
 using testing::random_floats;
 using testing::weight_values;
 
-// Sets the process-wide numerics for one scope.
-struct NumericsScope {
-  explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
-  ~NumericsScope() { ops::set_quantized_matmul(ops::QuantizedMatmul::Fast); }
-};
 
 float round16(float v, bool f16) { return f16 ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v)); }
 
@@ -121,15 +118,10 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
         }
         ops::attention(gq.tensor, gk.tensor, gv.tensor, c.positions, scale, window, fast_out.tensor);
         const auto ref = to_host(exact_out.tensor), got = to_host(fast_out.tensor);
-        double diff = 0, mag = 1e-30;
-        for (size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_TRUE(std::isfinite(got[i])) << c.name;
-          diff = std::max(diff, std::abs(static_cast<double>(got[i]) - ref[i]));
-          mag = std::max(mag, std::abs(static_cast<double>(ref[i])));
-        }
+        const double err = rel_err(got, ref.data(), ref.size());  // infinite on a non-finite output
         std::printf("cuda prefill attention d=%lld window=%lld %-38s rel err %.3g\n", static_cast<long long>(head_dim),
-                    static_cast<long long>(window), c.name, diff / mag);
-        EXPECT_LE(diff / mag, 1e-2) << c.name << " head_dim " << head_dim << " window " << window;
+                    static_cast<long long>(window), c.name, err);
+        EXPECT_LE(err, 1e-2) << c.name << " head_dim " << head_dim << " window " << window;
       }
     }
   }
@@ -154,12 +146,7 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
       DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
       ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
       const auto got = to_host(g_out.tensor);
-      double diff = 0, mag = 1e-30;
-      for (size_t i = 0; i < got.size(); ++i) {
-        diff = std::max(diff, std::abs(static_cast<double>(got[i]) - cpu_out.ptr<float>()[i]));
-        mag = std::max(mag, std::abs(static_cast<double>(cpu_out.ptr<float>()[i])));
-      }
-      EXPECT_LE(diff / mag, 1e-5) << "head_dim " << head_dim << " window " << window;
+      EXPECT_LE(rel_err(got, cpu_out.ptr<float>(), got.size()), 1e-5) << "head_dim " << head_dim << " window " << window;
     }
   }
 }
@@ -175,15 +162,9 @@ TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
   DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w.tensor), gout(Device::CUDA, DType::F32, {rows, cols});
   ops::add_rms_norm(x.tensor, y.tensor, w.tensor, 1e-5f, out.tensor);
   ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, gout.tensor);
-  for (auto [dev, host] : {std::pair{&gx, &x}, std::pair{&gout, &out}}) {
-    const auto got = to_host(dev->tensor);
-    double diff = 0, mag = 1e-30;
-    for (size_t i = 0; i < got.size(); ++i) {
-      diff = std::max(diff, std::abs(static_cast<double>(got[i]) - host->ptr<float>()[i]));
-      mag = std::max(mag, std::abs(static_cast<double>(host->ptr<float>()[i])));
-    }
-    EXPECT_LE(diff / mag, 1e-5);
-  }
+  for (auto [dev, host] : {std::pair{&gx, &x}, std::pair{&gout, &out}})
+    EXPECT_LE(rel_err(to_host(dev->tensor), host->ptr<float>(), static_cast<size_t>(host->tensor.numel())), 1e-5);
+
 }
 
 }  // namespace
