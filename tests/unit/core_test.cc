@@ -8,6 +8,7 @@
 #include "corvid/core/error.h"
 #include "corvid/core/half.h"
 #include "corvid/core/thread_pool.h"
+#include "corvid/core/utf8.h"
 
 namespace corvid {
 namespace {
@@ -30,6 +31,31 @@ TEST(Half, RoundTripsAndRounds) {
   // 1 + 2^-11 lies halfway between two halves; ties go to even (1.0).
   EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+}
+
+TEST(Utf8, DecodesWellFormedAndRejectsTheRest) {
+  char32_t cp = 0;
+  EXPECT_EQ(utf8::decode("a", 0, &cp), 1u);
+  EXPECT_EQ(cp, U'a');
+  EXPECT_EQ(utf8::decode("x\xc3\xa9", 1, &cp), 2u);
+  EXPECT_EQ(cp, U'\u00e9');
+  EXPECT_EQ(utf8::decode("\xf0\x9f\x98\x80", 0, &cp), 4u);
+  EXPECT_EQ(cp, U'\U0001F600');
+  // Overlong forms, surrogates, > U+10FFFF, lone continuations, cut-off sequences.
+  for (const char* bad : {"\xc0\x80", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80", "\xff", "\xe4\xbd"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(utf8::decode(bad, 0, &cp), 0u);
+    EXPECT_FALSE(utf8::is_valid(bad));
+  }
+  std::size_t len = 0;
+  EXPECT_EQ(utf8::classify("\xe4\xbd", 0, &len), utf8::SeqStatus::Incomplete);
+  EXPECT_EQ(len, 2u);
+  EXPECT_EQ(utf8::classify("\xe4\xbdx", 0, &len), utf8::SeqStatus::Invalid);
+  EXPECT_EQ(len, 2u);  // the maximal ill-formed subpart
+  std::string out;
+  for (char32_t c : {U'a', U'\u00e9', U'\u4e2d', U'\U0001F600'}) utf8::append(out, c);
+  EXPECT_EQ(out, "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80");
+  EXPECT_TRUE(utf8::is_valid(out));
 }
 
 TEST(Tensor, ShapeAndRows) {

@@ -410,6 +410,17 @@ TEST(JinjaEngine, UnclosedTagsAtTheVeryEndAreAcceptedAsJinjaDoes) {
   EXPECT_EQ(error_of("x{% raw %}y"), "template line 1: Missing end of raw directive");
 }
 
+TEST(JinjaEngine, InvalidUtf8IsKeptBytewise) {
+  // Python decodes these with surrogateescape: each ill-formed byte is one
+  // character, and it prints back as the same byte.
+  const Json context = Json::parse(R"({"t": "a\u00e9"})");
+  EXPECT_EQ(render("{% for c in t %}[{{ c }}]{% endfor %}", context), "[a][\xc3\xa9]");
+  EXPECT_EQ(render("{% for c in '\xc3(\xe4\xbd' %}[{{ c }}]{% endfor %}"), "[\xc3][(][\xe4][\xbd]");
+  // A stray byte is not whitespace: `-` trims up to it and keeps it.
+  EXPECT_EQ(render("x \xa0 \xe3\x80\x80{{- 1 }}"), "x \xa0" "1");
+  EXPECT_EQ(error_of("\xff\xc3\n{{ a @ }}"), "template line 2: unexpected char '@' at 8");
+}
+
 TEST(JinjaEngine, MalformedTemplatesThrowAndNeverCrash) {
   const char* malformed[] = {
       "{{", "{%", "{# x", "{{ }}", "{% %}", "{% if %}", "{% for %}", "{% for x %}", "{% for x in %}",

@@ -4,6 +4,7 @@
 
 #include "corvid/template/jinja_builtins.h"
 #include "corvid/template/jinja_eval.h"
+#include "corvid/template/jinja_unicode.h"
 
 namespace corvid::jinja {
 namespace {
@@ -62,16 +63,12 @@ std::vector<Value> iterate_values(const Value& v) {
       return keys;
     }
     case Value::Kind::String: {
+      // Python iterates code points; an ill-formed byte is one (escaped) character.
       std::vector<Value> chars;
-      const std::string& s = v.as_string();
-      for (std::size_t i = 0; i < s.size();) {
-        std::size_t len = 1;
-        unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0xF0) len = 4;
-        else if (c >= 0xE0) len = 3;
-        else if (c >= 0xC0) len = 2;
-        chars.emplace_back(s.substr(i, len));
-        i += len;
+      for (char32_t c : unicode::decode(v.as_string())) {
+        std::string one;
+        unicode::append(one, c);
+        chars.emplace_back(std::move(one));
       }
       return chars;
     }

@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "corvid/core/utf8.h"
+#include "corvid/template/jinja_unicode.h"
+
 namespace corvid::jinja {
 namespace {
 
@@ -10,16 +13,9 @@ namespace {
 // what jinja2's `\s` and rstrip() match) starting at `p`, or 0.
 std::size_t space_at(std::string_view s, std::size_t p) {
   if (p >= s.size()) return 0;
-  auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  unsigned c = byte(p);
-  if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
-  if (c == 0xC2 && (byte(p + 1) == 0x85 || byte(p + 1) == 0xA0)) return 2;  // U+0085, U+00A0
-  unsigned c1 = byte(p + 1), c2 = byte(p + 2);
-  if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3;                      // U+1680
-  if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF) && c2 >= 0x80) return 3;
-  if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3;                      // U+205F
-  if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3;                      // U+3000
-  return 0;
+  char32_t cp = 0;
+  const std::size_t len = utf8::decode(s, p, &cp);
+  return len && unicode::is_space(cp) ? len : 0;
 }
 
 // Byte length of the whitespace character that ends just before `end`, or 0.
@@ -37,24 +33,6 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // Python's "unicode-escape" decoding, which jinja2 applies to string literals.
@@ -112,7 +90,7 @@ std::string unescape(std::string_view raw, int line) {
     }
     // A \uD83D\uDE00 pair is one character once Python prints it as UTF-8.
     if (cp >= 0xD800 && cp < 0xDC00) {
-      if (pending_high_surrogate) append_utf8(out, pending_high_surrogate);
+      if (pending_high_surrogate) utf8::append(out, pending_high_surrogate);
       pending_high_surrogate = cp;
       continue;
     }
@@ -120,9 +98,9 @@ std::string unescape(std::string_view raw, int line) {
       cp = 0x10000 + ((pending_high_surrogate - 0xD800) << 10) + (cp - 0xDC00);
       pending_high_surrogate = 0;
     }
-    append_utf8(out, cp);
+    utf8::append(out, cp);
   }
-  if (pending_high_surrogate) append_utf8(out, pending_high_surrogate);
+  if (pending_high_surrogate) utf8::append(out, pending_high_surrogate);
   return out;
 }
 
@@ -177,8 +155,7 @@ class Lexer {
 
   // jinja2's "unexpected char '@' at 12" (the position counts characters).
   [[noreturn]] void unexpected_char(std::size_t p) {
-    std::size_t chars = 0;
-    for (std::size_t i = 0; i < p; ++i) chars += (static_cast<unsigned char>(src_[i]) & 0xC0) != 0x80;
+    const std::size_t chars = unicode::length(std::string_view(src_).substr(0, p));
     std::string message = "unexpected char ";
     message.append(src_[p] == '\'' ? "\"'\"" : "'" + std::string(1, src_[p]) + "'").append(" at ").append(std::to_string(chars));
     error(p, message);

@@ -4,6 +4,8 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include "corvid/core/utf8.h"
+
 namespace corvid::jinja::unicode {
 namespace {
 
@@ -53,37 +55,11 @@ std::u32string decode(std::string_view s) {
   out.reserve(s.size());
   std::size_t i = 0;
   while (i < s.size()) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    int extra = 0;
     char32_t cp = 0;
-    char32_t min = 0;
-    if (b0 < 0x80) {
-      out.push_back(b0);
-      ++i;
-      continue;
-    } else if ((b0 & 0xE0) == 0xC0) {
-      extra = 1, cp = b0 & 0x1F, min = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-      extra = 2, cp = b0 & 0x0F, min = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-      extra = 3, cp = b0 & 0x07, min = 0x10000;
-    } else {
-      extra = -1;
-    }
-    bool valid = extra > 0 && i + static_cast<std::size_t>(extra) < s.size();
-    for (int k = 1; valid && k <= extra; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) valid = false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) valid = false;
-    if (!valid) {
-      out.push_back(kEscapeBase + b0);
-      ++i;
-      continue;
-    }
-    out.push_back(cp);
-    i += static_cast<std::size_t>(extra) + 1;
+    const std::size_t len = utf8::decode(s, i, &cp);
+    // An ill-formed byte is escaped alone; decoding resumes at the next byte.
+    out.push_back(len ? cp : kEscapeBase + static_cast<unsigned char>(s[i]));
+    i += len ? len : 1;
   }
   return out;
 }
@@ -91,20 +67,8 @@ std::u32string decode(std::string_view s) {
 void append(std::string& out, char32_t c) {
   if (is_escaped_byte(c)) {
     out.push_back(static_cast<char>(c - kEscapeBase));
-  } else if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    utf8::append(out, c);
   }
 }
 

@@ -8,63 +8,10 @@
 #include <vector>
 
 #include "corvid/core/error.h"
+#include "corvid/core/utf8.h"
 
 namespace corvid::tok {
 namespace {
-
-enum class SeqStatus { Valid, Invalid, Incomplete };
-
-// Classifies the sequence at p[0..n) by the well-formed byte table of the
-// Unicode standard (Table 3-7). *len is the sequence length when Valid, the
-// length of the maximal ill-formed subpart when Invalid, and the bytes seen
-// when Incomplete.
-SeqStatus classify(const uint8_t* p, size_t n, size_t* len) {
-  uint8_t b0 = p[0];
-  if (b0 < 0x80) {
-    *len = 1;
-    return SeqStatus::Valid;
-  }
-  size_t need;
-  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    *len = 1;
-    return SeqStatus::Invalid;
-  }
-  for (size_t k = 1; k < need; ++k) {
-    if (k >= n) {
-      *len = k;
-      return SeqStatus::Incomplete;
-    }
-    uint8_t b = p[k];
-    bool ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-    if (!ok) {
-      *len = k;
-      return SeqStatus::Invalid;
-    }
-  }
-  *len = need;
-  return SeqStatus::Valid;
-}
-
-uint32_t decode_valid(const uint8_t* p, size_t len) {
-  switch (len) {
-    case 1: return p[0];
-    case 2: return ((p[0] & 0x1Fu) << 6) | (p[1] & 0x3Fu);
-    case 3: return ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-    default:
-      return ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-  }
-}
 
 struct ByteLevelTables {
   std::array<std::string, 256> to_unicode;
@@ -91,48 +38,15 @@ const ByteLevelTables& byte_level_tables() {
 }  // namespace
 
 size_t utf8_next(std::string_view s, size_t i, uint32_t* cp) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data()) + i;
-  size_t len;
-  if (classify(p, s.size() - i, &len) != SeqStatus::Valid) {
-    *cp = kReplacementChar;
-    return 1;
-  }
-  *cp = decode_valid(p, len);
-  return len;
+  char32_t decoded = 0;
+  const size_t len = utf8::decode(s, i, &decoded);
+  *cp = len ? static_cast<uint32_t>(decoded) : kReplacementChar;
+  return len ? len : 1;
 }
 
-void utf8_append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void utf8_append(std::string& out, uint32_t cp) { utf8::append(out, cp); }
 
-bool utf8_valid(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  size_t i = 0, n = s.size();
-  while (i < n) {
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    if (classify(p + i, n - i, &len) != SeqStatus::Valid) return false;
-    i += len;
-  }
-  return true;
-}
+bool utf8_valid(std::string_view s) { return utf8::is_valid(s); }
 
 std::string utf8_sanitize(std::string_view s) {
   if (utf8_valid(s)) return std::string(s);
@@ -151,18 +65,17 @@ void Utf8Repair::push(std::string_view bytes, std::string& out) {
     pending_.clear();
     bytes = joined;
   }
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   size_t i = 0, n = bytes.size();
   while (i < n) {
-    if (p[i] < 0x80) {
-      out += static_cast<char>(p[i++]);
+    if (static_cast<uint8_t>(bytes[i]) < 0x80) {
+      out += bytes[i++];
       continue;
     }
     size_t len;
-    switch (classify(p + i, n - i, &len)) {
-      case SeqStatus::Valid: out.append(bytes.substr(i, len)); break;
-      case SeqStatus::Invalid: utf8_append(out, kReplacementChar); break;
-      case SeqStatus::Incomplete: pending_.assign(bytes.substr(i)); return;
+    switch (utf8::classify(bytes, i, &len)) {
+      case utf8::SeqStatus::Valid: out.append(bytes.substr(i, len)); break;
+      case utf8::SeqStatus::Invalid: utf8_append(out, kReplacementChar); break;
+      case utf8::SeqStatus::Incomplete: pending_.assign(bytes.substr(i)); return;
     }
     i += len;
   }

@@ -2,6 +2,8 @@
 // decoding, the GPT-2 byte-level alphabet, Unicode normalization (ICU),
 // and an incremental UTF-8 repair that matches Rust's from_utf8_lossy,
 // because Hugging Face tokenizers (Rust) is the oracle for decoded text.
+// What counts as well-formed UTF-8 is decided in core/utf8.h, which the
+// Jinja engine shares; here an ill-formed byte becomes U+FFFD.
 #pragma once
 
 #include <cstdint>
