@@ -7,17 +7,11 @@
 #include <functional>
 
 #include "corvid/chat/tool_formats.h"
+#include "corvid/chat/tool_formats_scan.h"
 
 namespace corvid::chat {
 namespace {
 
-RegionScan malformed(std::size_t length) { return {true, length, std::nullopt}; }
-RegionScan need_more() { return {}; }
-
-std::size_t skip_spaces(std::string_view text, std::size_t pos) {
-  while (pos < text.size() && is_space(text[pos])) ++pos;
-  return pos;
-}
 
 bool valid_name(std::string_view name) {
   return !name.empty() && name.find_first_of(" \t\r\n<>{}\"") == std::string_view::npos;
@@ -154,29 +148,8 @@ class GlmSyntax final : public ToolCallSyntax {
     if (name.empty()) return std::nullopt;
     ParsedCall call{name, nlohmann::ordered_json::object()};
     std::size_t pos = first_key == std::string_view::npos ? body.size() : first_key;
-    while (true) {
-      pos = skip_spaces(body, pos);
-      if (pos == body.size()) return call;
-      std::optional<std::string_view> key = element(body, pos, kKeyOpen, kKeyClose);
-      if (!key) return std::nullopt;
-      pos = skip_spaces(body, pos);
-      std::optional<std::string_view> value = element(body, pos, kValueOpen, kValueClose);
-      if (!value) return std::nullopt;
-      std::string key_text(trim_spaces(*key));
-      if (key_text.empty()) return std::nullopt;
-      call.arguments[key_text] = typer_.value(call.name, key_text, *value);
-    }
-  }
-
-  // <open>text</close> at pos; advances pos past it.
-  static std::optional<std::string_view> element(std::string_view body, std::size_t& pos, std::string_view open,
-                                                 std::string_view close) {
-    if (!body.substr(pos).starts_with(open)) return std::nullopt;
-    std::size_t begin = pos + open.size();
-    std::size_t end = body.find(close, begin);
-    if (end == std::string_view::npos) return std::nullopt;
-    pos = end + close.size();
-    return body.substr(begin, end - begin);
+    if (!scan_parameter_list(body, pos, kArguments, typer_, call)) return std::nullopt;
+    return call;
   }
 
   ParameterTyper typer_;
@@ -187,6 +160,8 @@ class GlmSyntax final : public ToolCallSyntax {
   static constexpr std::string_view kValueOpen = "<arg_value>";
   static constexpr std::string_view kValueClose = "</arg_value>";
   static constexpr std::array<std::string_view, 1> kMarkers{kOpen};
+  static constexpr ParameterListSyntax kArguments{
+      .name_open = kKeyOpen, .name_close = kKeyClose, .value_open = kValueOpen, .value_close = kValueClose};
 };
 
 }  // namespace

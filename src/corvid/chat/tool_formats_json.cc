@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "corvid/chat/tool_formats.h"
+#include "corvid/chat/tool_formats_scan.h"
 
 namespace corvid::chat {
 
@@ -48,15 +49,8 @@ std::optional<ParsedCall> call_from_json(const nlohmann::ordered_json& value) {
 
 namespace {
 
-RegionScan malformed(std::size_t length) { return {true, length, std::nullopt}; }
-RegionScan need_more() { return {}; }
 RegionScan parsed(std::size_t length, std::vector<ParsedCall> calls) {
   return {true, length, std::move(calls)};
-}
-
-std::size_t skip_spaces(std::string_view text, std::size_t pos) {
-  while (pos < text.size() && is_space(text[pos])) ++pos;
-  return pos;
 }
 
 // <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>, one block per call.

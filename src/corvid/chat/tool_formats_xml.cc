@@ -7,17 +7,11 @@
 #include <charconv>
 
 #include "corvid/chat/tool_formats.h"
+#include "corvid/chat/tool_formats_scan.h"
 
 namespace corvid::chat {
 namespace {
 
-RegionScan malformed(std::size_t length) { return {true, length, std::nullopt}; }
-RegionScan need_more() { return {}; }
-
-std::size_t skip_spaces(std::string_view text, std::size_t pos) {
-  while (pos < text.size() && is_space(text[pos])) ++pos;
-  return pos;
-}
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
@@ -164,33 +158,10 @@ class XmlFunctionSyntax final : public ToolCallSyntax {
       std::string_view name = trim_spaces(body.substr(name_begin, name_end - name_begin));
       if (name.empty() || name.find('\n') != std::string_view::npos) return std::nullopt;
       ParsedCall call{std::string(name), nlohmann::ordered_json::object()};
-      pos = name_end + 1;
-      while (true) {
-        pos = skip_spaces(body, pos);
-        std::string_view rest = body.substr(pos);
-        if (rest.starts_with(kFunctionClose)) {
-          pos += kFunctionClose.size();
-          break;
-        }
-        if (!rest.starts_with(kParameter)) return std::nullopt;  // includes a missing </function>
-        std::size_t pname_begin = pos + kParameter.size();
-        std::size_t pname_end = body.find('>', pname_begin);
-        if (pname_end == std::string_view::npos) return std::nullopt;
-        std::string pname(trim_spaces(body.substr(pname_begin, pname_end - pname_begin)));
-        if (pname.empty()) return std::nullopt;
-        std::size_t value_begin = pname_end + 1;
-        std::size_t close = body.find(kParameterClose, value_begin);
-        std::size_t next = std::min(body.find(kParameter, value_begin), body.find(kFunctionClose, value_begin));
-        std::size_t value_end = std::min(close, next);
-        if (value_end == std::string_view::npos) return std::nullopt;
-        pos = value_end == close ? close + kParameterClose.size() : value_end;
-        std::string_view value = body.substr(value_begin, value_end - value_begin);
-        if (value.starts_with('\n')) value.remove_prefix(1);
-        if (value.ends_with('\n')) value.remove_suffix(1);
-        call.arguments[pname] = typer_.value(call.name, pname, value);
-      }
+      std::optional<std::size_t> end = scan_parameter_list(body, name_end + 1, kParameters, typer_, call);
+      if (!end) return std::nullopt;  // includes a missing </function>
       calls.push_back(std::move(call));
-      pos = skip_spaces(body, pos);
+      pos = skip_spaces(body, *end);
     }
     return calls;
   }
@@ -203,6 +174,12 @@ class XmlFunctionSyntax final : public ToolCallSyntax {
   static constexpr std::string_view kParameter = "<parameter=";
   static constexpr std::string_view kParameterClose = "</parameter>";
   static constexpr std::array<std::string_view, 2> kMarkers{kToolCall, kFunction};
+  static constexpr ParameterListSyntax kParameters{.name_open = kParameter,
+                                                   .name_close = ">",
+                                                   .value_close = kParameterClose,
+                                                   .list_end = kFunctionClose,
+                                                   .value_close_optional = true,
+                                                   .strip_newlines = true};
 };
 
 // MiniCPM5: <function name="f"><param name="p">value</param></function>, a value holding
@@ -247,35 +224,9 @@ class MiniCpmSyntax final : public ToolCallSyntax {
     std::string_view name = text.substr(name_begin, name_end - name_begin);
     if (name.empty() || name.find_first_of("\"<>\n") != std::string_view::npos) return std::nullopt;
     ParsedCall call{std::string(name), nlohmann::ordered_json::object()};
-    std::size_t pos = name_end + 2;
-    while (true) {
-      pos = skip_spaces(text, pos);
-      std::string_view rest = text.substr(pos);
-      if (rest == kFunctionClose) return call;
-      if (!rest.starts_with(kParamOpen)) return std::nullopt;
-      std::size_t pname_begin = pos + kParamOpen.size();
-      std::size_t pname_end = text.find("\">", pname_begin);
-      if (pname_end == std::string_view::npos) return std::nullopt;
-      std::string pname(text.substr(pname_begin, pname_end - pname_begin));
-      if (pname.empty() || pname.find_first_of("\"<>") != std::string::npos) return std::nullopt;
-      pos = pname_end + 2;
-      std::string_view value;
-      if (text.substr(pos).starts_with(kCdataOpen)) {
-        std::size_t value_begin = pos + kCdataOpen.size();
-        std::size_t value_end = text.find(kCdataClose, value_begin);
-        if (value_end == std::string_view::npos) return std::nullopt;
-        value = text.substr(value_begin, value_end - value_begin);
-        pos = value_end + kCdataClose.size();
-        if (!text.substr(pos).starts_with(kParamClose)) return std::nullopt;
-      } else {
-        std::size_t value_end = text.find(kParamClose, pos);
-        if (value_end == std::string_view::npos) return std::nullopt;
-        value = text.substr(pos, value_end - pos);
-        pos = value_end;
-      }
-      pos += kParamClose.size();
-      call.arguments[pname] = typer_.value(call.name, pname, value);
-    }
+    std::optional<std::size_t> end = scan_parameter_list(text, name_end + 2, kParameters, typer_, call);
+    if (!end || *end != text.size()) return std::nullopt;
+    return call;
   }
 
   ParameterTyper typer_;
@@ -286,6 +237,11 @@ class MiniCpmSyntax final : public ToolCallSyntax {
   static constexpr std::string_view kCdataOpen = "<![CDATA[";
   static constexpr std::string_view kCdataClose = "]]>";
   static constexpr std::array<std::string_view, 1> kMarkers{kFunctionOpen};
+  static constexpr ParameterListSyntax kParameters{.name_open = kParamOpen,
+                                                   .name_close = "\">",
+                                                   .value_close = kParamClose,
+                                                   .list_end = kFunctionClose,
+                                                   .cdata_values = true};
 };
 
 }  // namespace
