@@ -1,9 +1,9 @@
 #include "corvid/cli/common.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "corvid/core/thread_pool.h"
+#include "corvid/engine/stop_tokens.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid::cli {
@@ -57,14 +57,8 @@ void print_stats(const GenerationStats& s) {
                s.decode_tok_s());
 }
 
-std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const ModelConfig& config) {
-  std::vector<int32_t> ids = tokenizer.eos_ids();
-  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
-  for (const char* marker : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|endoftext|>"})
-    if (auto id = tokenizer.token_to_id(marker)) ids.push_back(*id);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
+std::vector<int32_t> stop_token_ids(const LoadedModel& model, const ChatTemplate* chat_template) {
+  return corvid::stop_token_ids(model.tokenizer.get(), model.model->config(), &model.files->generation, chat_template);
 }
 
 }  // namespace corvid::cli

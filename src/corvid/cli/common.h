@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "corvid/chat/chat_template.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
 
@@ -34,8 +35,9 @@ SamplingParams sampling_params(const SamplingFlags& flags, const CLI::App& cmd, 
 // "prompt: 12 tokens, 340.1 tok/s | decode: 64 tokens, 51.2 tok/s" on stderr.
 void print_stats(const GenerationStats& stats);
 
-// Token ids of the model's stop tokens: EOS ids plus the chat end-of-turn marker if the vocabulary has one.
-std::vector<int32_t> stop_token_ids(const Tokenizer& tokenizer, const ModelConfig& config);
+// The model's stop tokens, from its metadata (engine/stop_tokens.h); with a chat
+// template, also the end-of-turn token it writes.
+std::vector<int32_t> stop_token_ids(const LoadedModel& model, const ChatTemplate* chat_template);
 
 void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);

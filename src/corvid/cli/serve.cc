@@ -90,7 +90,7 @@ void run_serve(const ServeArgs& a) {
   server::ApiConfig api_config;
   api_config.model_name = model_name(a);
   api_config.api_key = a.api_key;
-  api_config.chat_stop_ids = stop_token_ids(*m.tokenizer, m.model->config());
+  api_config.chat_stop_ids = stop_token_ids(m, chat_template ? &*chat_template : nullptr);
   server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config);
 
   boost::asio::io_context io(a.io_threads);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "corvid/core/error.h"
+#include "corvid/engine/stop_tokens.h"
 
 namespace corvid {
 
@@ -75,11 +76,7 @@ Engine::Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig
   scheduler_ = std::make_unique<Scheduler>(*cache_, config.scheduler);
   max_model_len_ = config.max_model_len > 0 ? config.max_model_len : mc.max_position_embeddings;
   if (max_model_len_ <= 0) max_model_len_ = blocks * config.block_size;
-  if (tokenizer) {
-    eos_ids_ = tokenizer->eos_ids();
-  } else {
-    for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
-  }
+  eos_ids_ = stop_token_ids(tokenizer, mc);
   stats_.blocks_total = blocks;
   thread_ = std::thread(&Engine::loop, this);
 }
