@@ -105,6 +105,35 @@ TEST(CudaOps, MatmulOddFloatRowsAndNoBias) {
   }
 }
 
+// rms_norm takes a warp per row up to 256 columns (per-head q/k norms: head_dim 64 or
+// 128, many rows) and a block per row beyond (hidden sizes: one decode row of 4096).
+// Both paths, in place and not, with each weight dtype.
+TEST(CudaOps, RmsNormPerHeadAndWideRows) {
+  SKIP_WITHOUT_GPU();
+  struct Shape {
+    int64_t rows, cols;
+  };
+  for (Shape shape : {Shape{96, 64}, Shape{40, 128}, Shape{9, 256}, Shape{1, 257}, Shape{1, 4096}, Shape{5, 4096},
+                      Shape{2, 10000}}) {
+    const int64_t rows = shape.rows, cols = shape.cols;
+    const size_t count = static_cast<size_t>(rows * cols);
+    OwnedTensor x = f32_tensor({rows, cols}, random_floats(count, 17));
+    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+      OwnedTensor w = make_weight(wt, 1, cols, random_floats(static_cast<size_t>(cols), 18));
+      Tensor w1 = w.tensor.reshaped({cols});
+      OwnedTensor cpu_out(DType::F32, {rows, cols});
+      ops::rms_norm(x.tensor, w1, 1e-5f, cpu_out.tensor);
+      DeviceTensor gx = to_gpu(x.tensor), gw = to_gpu(w1), g_out(Device::CUDA, DType::F32, {rows, cols});
+      ops::rms_norm(gx.tensor, gw.tensor, 1e-5f, g_out.tensor);
+      EXPECT_LE(rel_err(to_host(g_out.tensor), cpu_out.ptr<float>(), count), 1e-5)
+          << rows << "x" << cols << " " << dtype_name(wt);
+      ops::rms_norm(gx.tensor, gw.tensor, 1e-5f, gx.tensor);
+      EXPECT_LE(rel_err(to_host(gx.tensor), cpu_out.ptr<float>(), count), 1e-5)
+          << rows << "x" << cols << " " << dtype_name(wt) << " in place";
+    }
+  }
+}
+
 TEST(CudaOps, RmsNormSiluMulAddSoftmax) {
   SKIP_WITHOUT_GPU();
   const int64_t rows = 13, cols = 576;

@@ -31,9 +31,14 @@ __device__ __forceinline__ float load_weight(const void* w, DType t, int64_t i) 
   return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
 }
 
-// One warp per row (rows are short: hidden size or head_dim). out may alias x:
-// each lane rewrites only the elements it read.
-__global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
+// rms_norm runs a row on one warp when the row is short (the per-head q/k norms: many
+// rows of head_dim <= kWarpRowMaxCols), and on a whole block when it is wide (the
+// hidden size: a decode step has one row of 4096, which one warp would crawl through
+// while the rest of the GPU idles). In both, out may alias x: each thread rewrites only
+// the elements it read.
+constexpr int64_t kWarpRowMaxCols = 256;
+
+__global__ void rms_norm_warp_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
                                 int64_t cols) {
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
@@ -47,7 +52,6 @@ __global__ void rms_norm_kernel(const float* x, const void* w, DType wt, float e
   for (int64_t i = lane; i < cols; i += 32) o[i] = xr[i] * inv * load_weight(w, wt, i);
 }
 
-// One thread per (token, head, rotated pair).
 // x += y and the rms_norm of the sum: one block per row, each thread keeping its
 // elements in registers between the two phases. A decode step has a single row, so a
 // whole block (not one warp) shares it; and since every thread reads all of its y
@@ -89,6 +93,7 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
   }
 }
 
+// One thread per (token, head, rotated pair).
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
                             int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -133,6 +138,19 @@ __device__ float block_reduce(float v, float* shared) {
   return result;
 }
 
+__global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out,
+                                          int64_t cols) {
+  __shared__ float shared[kThreads / 32];
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * cols;
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) ss += xr[i] * xr[i];
+  ss = block_reduce<false>(ss, shared);
+  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  float* o = out + r * cols;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) o[i] = xr[i] * inv * load_weight(w, wt, i);
+}
+
 // One block per row (rows can be a whole vocabulary).
 __global__ void softmax_kernel(float* x, int64_t cols) {
   __shared__ float shared[kThreads / 32];
@@ -158,9 +176,15 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   Context& ctx = context();
   const int64_t rows = x.rows();
   if (rows == 0) return;
-  rms_norm_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
-      x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
-  CORVID_CUDA_LAUNCHED("rms_norm_kernel");
+  if (x.cols() <= kWarpRowMaxCols) {
+    rms_norm_warp_rows_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
+        x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
+    CORVID_CUDA_LAUNCHED("rms_norm_warp_rows_kernel");
+    return;
+  }
+  rms_norm_block_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
+      x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
+  CORVID_CUDA_LAUNCHED("rms_norm_block_rows_kernel");
 }
 
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
