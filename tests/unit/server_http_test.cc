@@ -1,10 +1,12 @@
 // The HTTP layer with a fake handler over real sockets: keep-alive, chunked event
-// streams, the body limit, malformed requests, and a client going away mid-stream.
+// streams, the body limit (a refused body is drained, not reset), malformed requests, and
+// clients going away mid-stream (one politely, many by reset while their streams write).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +116,33 @@ TEST_F(HttpServerTest, OversizedBodyGets413WithoutBeingRead) {
   EXPECT_EQ(read_until(c, "}}").rfind("HTTP/1.1 413", 0), 0u);
 }
 
+TEST_F(HttpServerTest, RefusedBodySentInFullStillGetsThe413) {
+  // The client sends all of an oversized body. The server must not close with that data
+  // unread (the kernel would answer with RST, and the client would see a reset instead
+  // of the 413): it drains until the client is done.
+  HttpLimits limits;
+  limits.max_body_bytes = 1000;
+  start([](std::shared_ptr<Exchange> ex) { ex->respond(200, "{}"); }, limits);
+  for (int round = 0; round < 5; ++round) {
+    tcp::socket s = connect();
+    const std::string body(4 << 20, 'a');
+    boost::system::error_code ec;
+    net::write(s, net::buffer("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\n\r\n" + body),
+               ec);
+    EXPECT_FALSE(ec) << "round " << round << ": sending the body: " << ec.message();
+    std::string got;
+    char buf[4096];
+    while (got.find("}}") == std::string::npos) {
+      const size_t n = s.read_some(net::buffer(buf), ec);
+      if (ec) break;
+      got.append(buf, n);
+    }
+    EXPECT_FALSE(ec) << "round " << round << ": reading the answer: " << ec.message();
+    EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got;
+  }
+}
+
 TEST_F(HttpServerTest, MalformedRequestGets400AndTheServerLivesOn) {
   start([](std::shared_ptr<Exchange> ex) { ex->respond(200, "ok", "text/plain"); });
   tcp::socket s = connect();
@@ -141,6 +170,48 @@ TEST_F(HttpServerTest, ClientGoingAwayMidStreamRunsTheCancelCallback) {
   for (int i = 0; i < 200 && !cancelled; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(started.load());
   EXPECT_TRUE(cancelled.load());
+}
+
+TEST_F(HttpServerTest, ClientsResettingBusyStreamsDoNotHurtTheServer) {
+  // Streams that write as fast as they can, and clients that read a little and reset the
+  // connection: a write may complete just as the pending read sees the reset, and the
+  // connection must then close once and cleanly. Afterwards a new client is served.
+  std::atomic<int> cancelled{0};
+  std::vector<std::thread> producers;
+  std::mutex producers_mutex;
+  start([&](std::shared_ptr<Exchange> ex) {
+    if (ex->request().target() == "/ping") return ex->respond(200, "pong", "text/plain");
+    ex->begin_stream();
+    auto running = std::make_shared<std::atomic<bool>>(true);
+    ex->on_cancel([&, running] {
+      ++cancelled;
+      *running = false;
+    });
+    std::lock_guard<std::mutex> lock(producers_mutex);
+    producers.emplace_back([ex, running] {
+      const std::string event = "data: " + std::string(3000, 'x') + "\n\n";
+      for (int i = 0; i < 2000 && *running; ++i) {
+        ex->post([ex, event] { ex->send(event); });
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      ex->post([ex] { ex->end_stream(); });
+    });
+  });
+  constexpr int kClients = 60;
+  for (int i = 0; i < kClients; ++i) {
+    tcp::socket s = connect();
+    send(s, "POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    read_until(s, "data: ");
+    s.set_option(net::socket_base::linger(true, 0));  // close() sends RST
+    s.close();
+  }
+  for (int i = 0; i < 500 && cancelled < kClients; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(cancelled.load(), kClients);
+  tcp::socket t = connect();
+  send(t, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(read_until(t, "pong").rfind("HTTP/1.1 200", 0), 0u);
+  std::lock_guard<std::mutex> lock(producers_mutex);
+  for (std::thread& p : producers) p.join();
 }
 
 TEST_F(HttpServerTest, HandlerExceptionBecomes500) {

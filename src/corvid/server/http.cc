@@ -33,6 +33,9 @@ constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 // How long a connection may take to send a whole request (or stay idle between
 // requests) before it is closed; an exchange in progress has no limit.
 constexpr std::chrono::seconds kRequestTimeout{120};
+// How long a connection that is closing waits for its client to stop sending (see
+// linger_then_close).
+constexpr std::chrono::seconds kLingerTimeout{5};
 }  // namespace
 
 std::string status_reason(int status) {
@@ -164,6 +167,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_write(beast::error_code ec) {
     writing_ = false;
+    // close() may have run between this write's completion and this handler (the pending
+    // read saw the client go away first): it left the buffer of this write for us to free.
+    if (closed_) {
+      writes_.clear();
+      return;
+    }
     if (ec) return client_gone();
     writes_.pop_front();
     if (!writes_.empty()) return flush();
@@ -173,16 +182,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Called when the current exchange is answered and its bytes are written.
   void next_request() {
     if (closed_) return;
-    if (!keep_alive_) {
-      beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      return close();
-    }
     if (watching_) {
-      stream_.cancel();  // on_watch (operation_aborted or data) starts the next read
+      stream_.cancel();  // on_watch (operation_aborted or data) comes back here
       return;
     }
+    if (!keep_alive_) return linger_then_close();
     read_request();
+  }
+
+  // The last response is out and the connection does not stay open, but the client may
+  // still be sending: a body refused unread (413), the rest of a malformed request (400).
+  // Closing a socket with unread data makes the kernel answer with RST, which can
+  // destroy the response before the client has read it (and the client sees
+  // "connection reset by peer"). So: stop sending, read and drop what still comes until
+  // the client closes its side (or kLingerTimeout), and only then close.
+  void linger_then_close() {
+    if (closed_) return;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTimeout);
+    drain();
+  }
+
+  void drain() {
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || self->closed_) return self->close();
+      self->drain();
+    });
   }
 
   void client_gone() {
@@ -195,10 +222,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     closed_ = true;
     exchange_open_ = false;
     exchange_.reset();
-    writes_.clear();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
+    // A write in flight still reads writes_.front(): on_write frees it.
+    if (writing_) {
+      writes_.erase(writes_.begin() + 1, writes_.end());
+    } else {
+      writes_.clear();
+    }
   }
 
   beast::tcp_stream stream_;
