@@ -26,14 +26,6 @@ struct BenchArgs {
   std::string dummy_dtype;  // set: -m is a config.json and the weights are random in this dtype
 };
 
-// The dtypes --dummy-weights accepts, by the names dtype_name() prints.
-DType weight_dtype_named(const std::string& name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                  DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
-    if (dtype_name(t) == name) return t;
-  fail("--dummy-weights: unknown dtype '", name, "' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
-}
-
 struct Stat { double mean = 0, stdev = 0; };
 Stat summarize(const std::vector<double>& v) {
   Stat s;
@@ -47,7 +39,7 @@ Stat summarize(const std::vector<double>& v) {
 void run_bench(const BenchArgs& a) {
   apply_common_options(a.common);
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
-                                         : load_dummy_model(a.common.model, weight_dtype_named(a.dummy_dtype),
+                                         : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),
                                                             parse_device(a.common.device));
   LlamaModel& model = *m.model;
   const int64_t vocab = model.config().vocab_size;

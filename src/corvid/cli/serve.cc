@@ -17,6 +17,8 @@
 #include "corvid/cli/chat_io.h"
 #include "corvid/cli/common.h"
 #include "corvid/core/error.h"
+#include "corvid/core/device.h"
+#include "corvid/engine/dummy_weights.h"
 #include "corvid/engine/engine.h"
 #include "corvid/server/api_server.h"
 #include "corvid/server/http.h"
@@ -36,19 +38,42 @@ struct ServeArgs {
   int64_t max_num_batched_tokens = 512;
   int64_t max_model_len = 0;
   int64_t max_waiting = 1024;
-  double kv_cache_gb = 1.0;
+  double kv_cache_gb = 0;               // 0: 1 GiB on the CPU, --gpu-memory-utilization on a GPU
+  double gpu_memory_utilization = 0.9;  // share of the GPU's memory corvid may hold in all
+  std::string dummy_dtype;              // set: -m is a config.json, weights random (benchmarks)
+  std::string tokenizer_path;           // tokenizer (and chat template) from elsewhere than -m
   int io_threads = 2;
   int64_t max_body_mb = 8;
 };
 
-Device serving_device(const CommonOptions& common) {
-  const Device device = parse_device(common.device);
-  if (device == Device::CPU) return device;
-  // The engine's paged attention has no CUDA kernel yet.
-  CORVID_CHECK(common.device == "auto",
-               "corvid serve runs on the CPU for now (paged attention has no CUDA kernel yet); use --device cpu");
-  std::fprintf(stderr, "corvid serve: serving on the CPU (paged attention has no CUDA kernel yet)\n");
-  return Device::CPU;
+// The KV pool's budget: --kv-cache-gb when given; on a GPU otherwise what is left of
+// --gpu-memory-utilization × its memory once the weights are loaded (vLLM's rule; the
+// remaining share covers activations, logits and library workspaces); 1 GiB on the CPU.
+int64_t kv_cache_bytes(const ServeArgs& a, Device device) {
+  constexpr double kGiB = static_cast<double>(int64_t{1} << 30);
+  if (a.kv_cache_gb > 0) return static_cast<int64_t>(a.kv_cache_gb * kGiB);
+  const MemoryInfo mem = device_backend(device).memory_info();
+  if (mem.total_bytes == 0) return static_cast<int64_t>(kGiB);
+  const double used = static_cast<double>(mem.total_bytes - mem.free_bytes);
+  const double budget = a.gpu_memory_utilization * static_cast<double>(mem.total_bytes) - used;
+  CORVID_CHECK(budget >= 64.0 * (1 << 20), "--gpu-memory-utilization ", a.gpu_memory_utilization, " leaves ",
+               static_cast<int64_t>(budget / (1 << 20)), " MiB for the KV cache after the weights (",
+               static_cast<int64_t>(used / (1 << 20)), " MiB of ", mem.total_bytes >> 20,
+               " MiB in use): raise it or pass --kv-cache-gb");
+  return static_cast<int64_t>(budget);
+}
+
+LoadedModel load_serving_model(const ServeArgs& a) {
+  const Device device = parse_device(a.common.device);
+  if (a.dummy_dtype.empty()) {
+    LoadedModel m = LoadedModel::load(a.common.model, device);
+    if (!a.tokenizer_path.empty()) m.tokenizer = load_tokenizer(a.tokenizer_path);
+    return m;
+  }
+  CORVID_CHECK(!a.tokenizer_path.empty(), "--dummy-weights needs --tokenizer (the model has no vocabulary of its own)");
+  LoadedModel m = load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype), device);
+  m.tokenizer = load_tokenizer(a.tokenizer_path);
+  return m;
 }
 
 std::string model_name(const ServeArgs& a) {
@@ -63,7 +88,7 @@ std::string model_name(const ServeArgs& a) {
 }
 
 std::optional<ChatTemplate> serving_template(const ServeArgs& a) {
-  if (a.chat_template_path.empty()) return load_chat_template(a.common.model);
+  if (a.chat_template_path.empty()) return load_chat_template(a.tokenizer_path.empty() ? a.common.model : a.tokenizer_path);
   std::ifstream in(a.chat_template_path, std::ios::binary);
   CORVID_CHECK(in, a.chat_template_path, ": cannot open");
   std::ostringstream source;
@@ -74,11 +99,13 @@ std::optional<ChatTemplate> serving_template(const ServeArgs& a) {
 void run_serve(const ServeArgs& a) {
   apply_common_options(a.common);
   CORVID_CHECK(a.port >= 0 && a.port <= 65535, "--port must be in [0, 65535], got ", a.port);
-  CORVID_CHECK(a.kv_cache_gb > 0, "--kv-cache-gb must be positive, got ", a.kv_cache_gb);
-  LoadedModel m = LoadedModel::load(a.common.model, serving_device(a.common));
+  CORVID_CHECK(a.kv_cache_gb >= 0, "--kv-cache-gb must be positive, got ", a.kv_cache_gb);
+  CORVID_CHECK(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1,
+               "--gpu-memory-utilization must be in (0, 1], got ", a.gpu_memory_utilization);
+  LoadedModel m = load_serving_model(a);
 
   EngineConfig config;
-  config.kv_cache_bytes = static_cast<int64_t>(a.kv_cache_gb * static_cast<double>(int64_t{1} << 30));
+  config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
   config.scheduler.max_num_seqs = a.max_num_seqs;
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;
@@ -113,8 +140,9 @@ void run_serve(const ServeArgs& a) {
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  std::printf("corvid serve: %s (%s, %lld KV blocks of %lld tokens, max_model_len %lld)\n", api_config.model_name.c_str(),
-              m.model->config().architecture.c_str(), static_cast<long long>(engine.num_blocks()),
+  std::printf("corvid serve: %s (%s on %s, %lld KV blocks of %lld tokens, max_model_len %lld)\n",
+              api_config.model_name.c_str(), m.model->config().architecture.c_str(),
+              device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
               static_cast<long long>(engine.block_size()), static_cast<long long>(engine.max_model_len()));
   const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
   std::printf("corvid serve: listening on %s/v1\n", url.c_str());
@@ -157,7 +185,17 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-waiting", args->max_waiting, "requests queued before new ones get 429")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--kv-cache-gb", args->kv_cache_gb, "memory for the paged KV cache, GiB")->capture_default_str();
+  cmd->add_option("--kv-cache-gb", args->kv_cache_gb,
+                  "memory for the paged KV cache, GiB (default: 1 on the CPU; on a GPU what --gpu-memory-utilization "
+                  "leaves after the weights)");
+  cmd->add_option("--gpu-memory-utilization", args->gpu_memory_utilization,
+                  "share of the GPU's memory to use in all (weights + KV cache + activations)")
+      ->capture_default_str();
+  cmd->add_option("--tokenizer", args->tokenizer_path,
+                  "take the tokenizer and chat template from this GGUF or Hugging Face folder instead of -m");
+  cmd->add_option("--dummy-weights", args->dummy_dtype,
+                  "-m names a config.json: serve a real-shape model with random weights of this dtype (benchmarks; "
+                  "needs --tokenizer)");
   cmd->add_option("--io-threads", args->io_threads, "threads serving HTTP connections")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -40,6 +40,10 @@ class HostBackend final : public DeviceBackend {
     // Runs of consecutive positions (a prefill chunk) in one memcpy each.
     const size_t n = positions.size();
     for (size_t i = 0; i < n;) {
+      if (positions[i] < 0) {  // a padding row: nowhere to go
+        ++i;
+        continue;
+      }
       size_t run = 1;
       while (i + run < n && positions[i + run] == positions[i] + static_cast<int32_t>(run)) ++run;
       std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(positions[i]) * row_bytes,

@@ -16,6 +16,17 @@
 
 namespace corvid {
 
+// The host inputs of a step, as its ops will hand them over: token ids (embedding),
+// positions (RoPE, attention), rows (where scatter_rows writes the new keys and
+// values) and, for a paged KV cache, the block tables and each query's sequence.
+struct StepInputs {
+  std::span<const int32_t> ids, positions, rows, block_tables, query_seq;
+};
+
+struct MemoryInfo {
+  size_t free_bytes = 0, total_bytes = 0;  // both 0: the device cannot say (the CPU)
+};
+
 // What a device must provide for memory. Copies are ordered with the device's
 // kernels (one stream per device); copy_to_host returns once the data is there.
 class DeviceBackend {
@@ -28,20 +39,21 @@ class DeviceBackend {
   virtual void copy_within(void* dst, const void* src, size_t bytes) = 0;  // both on this device
   virtual void synchronize() = 0;
   virtual std::string description() const = 0;  // "NVIDIA H200 (sm_90, 139.8 GiB)"
+  virtual MemoryInfo memory_info() const { return {}; }
 
-  // dst row positions[i] = src row i, rows of row_bytes (KV cache writes). The device
-  // reads the positions itself, so a recorded step writes where the replayed step's
-  // positions say.
+  // dst row positions[i] = src row i, rows of row_bytes (KV cache writes); a negative
+  // position skips its row (padding of a recorded batch). The device reads the
+  // positions itself, so a recorded step writes where the replayed step's positions say.
   virtual void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) = 0;
 
   // Step recording (CUDA graphs): the work queued between begin_capture() and
   // end_capture() is recorded, not run; replay(id) runs it again. The host inputs of
-  // a step (token ids, positions) are handed over with stage_inputs() before the
+  // a step (StepInputs) are handed over with stage_inputs() before the
   // capture or replay: ops of a recorded step read them from device memory that
   // stage_inputs() refills. A recording is only valid while layout_generation() is
   // unchanged (the backend's own buffers have not moved).
   virtual bool supports_capture() const { return false; }
-  virtual void stage_inputs(std::span<const int32_t> ids, std::span<const int32_t> positions) {}
+  virtual void stage_inputs(const StepInputs& inputs) {}
   virtual uint64_t layout_generation() const { return 0; }
   virtual void begin_capture() {}
   virtual int64_t end_capture() { return -1; }  // the recording's id
@@ -87,6 +99,8 @@ struct DeviceTensor {
   Tensor tensor;
   DeviceTensor() = default;
   DeviceTensor(Device device, DType t, std::initializer_list<int64_t> dims);
+  // A view of the first n rows (outermost dim) of a 2-D tensor.
+  Tensor rows(int64_t n) const { return Tensor(tensor.dtype, {n, tensor.cols()}, tensor.data, tensor.device); }
 };
 
 // Copies `bytes` between any two places (host or device, either direction).

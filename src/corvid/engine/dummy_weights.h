@@ -15,6 +15,10 @@ namespace corvid {
 // then binds the model on `device`. No tokenizer: the result serves `corvid bench`.
 // Values: projections uniform with std 1/sqrt(in_features), embeddings std 0.02,
 // norms 1 ± 0.05; deterministic for a seed.
+// The dtype named as dtype_name() prints it ("BF16", "Q4_K"); throws for anything
+// that is not a weight dtype dummy weights can be built in.
+DType dummy_weight_dtype(const std::string& name);
+
 LoadedModel load_dummy_model(const std::string& config_path, DType dtype, Device device, uint64_t seed = 1);
 
 }  // namespace corvid

@@ -108,6 +108,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSet& weights)
 
 LlamaModel::~LlamaModel() {
   if (recording_.id >= 0) device_backend(device_).drop(recording_.id);
+  for (const auto& [shape, rec] : batch_recordings_)
+    if (rec.id >= 0) device_backend(device_).drop(rec.id);
 }
 
 void LlamaModel::apply_rope_freq_factors(const WeightSet& weights) {
@@ -151,17 +153,12 @@ static Tensor row_slice(const DeviceTensor& t, int64_t offset, int64_t cols) {
   return Tensor(DType::F32, {1, cols}, t.tensor.ptr<float>() + offset, t.tensor.device);
 }
 
-// Views of the first n rows of a workspace buffer.
-static Tensor rows_of(const DeviceTensor& t, int64_t n) {
-  return Tensor(DType::F32, {n, t.tensor.cols()}, t.tensor.data, t.tensor.device);
-}
-
 LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t> positions, int64_t n) {
   const ModelConfig& c = config_;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  Tensor h = rows_of(ws_.h, n);
-  Tensor q = rows_of(ws_.q, n), k = rows_of(ws_.k, n), v = rows_of(ws_.v, n);
+  Tensor h = ws_.h.rows(n);
+  Tensor q = ws_.q.rows(n), k = ws_.k.rows(n), v = ws_.v.rows(n);
   if (n == 1 && L.qkv_proj.data) {
     // One token: q, k and v are consecutive slices of one GEMV's output row.
     ops::matmul(h, L.qkv_proj, row_slice(ws_.fused, 0, (Hq + 2 * Hkv) * D));
@@ -182,7 +179,7 @@ LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t>
 }
 
 void LlamaModel::finish_attention(const Layer& L, int64_t n) {
-  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n), attn = rows_of(ws_.attn, n);
+  Tensor x = ws_.x.rows(n), h = ws_.h.rows(n), attn = ws_.attn.rows(n);
   ops::matmul(attn, L.o_proj, h);
   ops::add_rms_norm(x, h, L.post_attention_norm, static_cast<float>(config_.rms_norm_eps), h);
 }
@@ -203,13 +200,13 @@ void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const 
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
   ops::attention(qkv.q.reshaped({n, Hq, D}), k_cache, v_cache, positions, scale, window,
-                 rows_of(ws_.attn, n).reshaped({n, Hq, D}));
+                 ws_.attn.rows(n).reshaped({n, Hq, D}));
   finish_attention(L, n);
 }
 
 void LlamaModel::mlp_block(const Layer& L, int64_t n, const Tensor* next_norm) {
-  Tensor x = rows_of(ws_.x, n), h = rows_of(ws_.h, n);
-  Tensor gate = rows_of(ws_.gate, n), up = rows_of(ws_.up, n);
+  Tensor x = ws_.x.rows(n), h = ws_.h.rows(n);
+  Tensor gate = ws_.gate.rows(n), up = ws_.up.rows(n);
   const int64_t I = config_.intermediate_size;
   if (n == 1 && L.gate_up_proj.data) {
     ops::matmul(h, L.gate_up_proj, row_slice(ws_.fused, 0, 2 * I));
@@ -254,7 +251,7 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
     ++ws_.generation;
   }
-  const Tensor out = host_logits ? rows_of(ws_.logits, n_out) : logits;
+  const Tensor out = host_logits ? ws_.logits.rows(n_out) : logits;
   DeviceBackend& backend = device_backend(device_);
   if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
     run_recorded(tokens, positions, kv, out);
@@ -268,16 +265,16 @@ void LlamaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
 void LlamaModel::run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                      const Tensor& out) {
   const int64_t n = static_cast<int64_t>(tokens.size()), n_out = out.rows();
-  Tensor x = rows_of(ws_.x, n);
+  Tensor x = ws_.x.rows(n);
   ops::embedding(embed_tokens_, tokens, x);
-  ops::rms_norm(x, layers_[0].input_norm, static_cast<float>(config_.rms_norm_eps), rows_of(ws_.h, n));
+  ops::rms_norm(x, layers_[0].input_norm, static_cast<float>(config_.rms_norm_eps), ws_.h.rows(n));
   for (size_t i = 0; i < layers_.size(); ++i) {
     attention_block(layers_[i], static_cast<int64_t>(i), positions, kv, n);
     mlp_block(layers_[i], n, i + 1 < layers_.size() ? &layers_[i + 1].input_norm : nullptr);
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.
   Tensor last = Tensor(DType::F32, {n_out, config_.hidden_size}, x.row(n - n_out), device_);
-  Tensor h = rows_of(ws_.h, n_out);
+  Tensor h = ws_.h.rows(n_out);
   ops::rms_norm(last, final_norm_, static_cast<float>(config_.rms_norm_eps), h);
   ops::matmul(h, lm_head_, out);
 }
@@ -301,7 +298,7 @@ static uint64_t kv_signature(const KVCache& kv, int64_t layers) {
 void LlamaModel::run_recorded(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                               const Tensor& out) {
   DeviceBackend& backend = device_backend(device_);
-  backend.stage_inputs(tokens, positions);
+  backend.stage_inputs({tokens, positions, positions, {}, {}});
   const StepRecording want{-1, kv_signature(kv, static_cast<int64_t>(layers_.size())), out.data, ws_.generation,
                            backend.layout_generation()};
   const bool stale = recording_.id < 0 || recording_.kv != want.kv || recording_.logits != want.logits ||
@@ -324,103 +321,6 @@ void LlamaModel::run_recorded(std::span<const int32_t> tokens, std::span<const i
     recording_.id = backend.end_capture();
   }
   backend.replay(recording_.id);
-}
-
-Tensor LlamaModel::logits_target(const Tensor& logits, int64_t n_out) {
-  if (logits.device == device_) return logits;
-  if (!ws_.logits.buffer.data() || ws_.logits.tensor.rows() < n_out) {
-    ws_.logits = DeviceTensor(device_, DType::F32, {n_out, config_.vocab_size});
-    ++ws_.generation;
-  }
-  return rows_of(ws_.logits, n_out);
-}
-
-void LlamaModel::output_rows(std::span<const int64_t> rows, const Tensor& out) {
-  const int64_t n_out = static_cast<int64_t>(rows.size()), H = config_.hidden_size;
-  // Gather the wanted rows of x into h, then norm them back into the front of x (free by now).
-  const size_t row_bytes = static_cast<size_t>(H) * sizeof(float);
-  for (int64_t i = 0; i < n_out; ++i) {
-    copy_bytes(ws_.h.tensor.row(i), device_, ws_.x.tensor.row(rows[static_cast<size_t>(i)]), device_, row_bytes);
-  }
-  Tensor gathered = rows_of(ws_.h, n_out), normed = rows_of(ws_.x, n_out);
-  ops::rms_norm(gathered, final_norm_, static_cast<float>(config_.rms_norm_eps), normed);
-  ops::matmul(normed, lm_head_, out);
-}
-
-void LlamaModel::forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits) {
-  const ModelConfig& c = config_;
-  CORVID_CHECK(!batch.empty(), "forward_batch: empty batch");
-  CORVID_CHECK(pool.device() == device_, "forward_batch: KV pool on ", device_name(pool.device()), " for a model on ",
-               device_name(device_));
-  CORVID_CHECK(pool.num_layers() == c.num_hidden_layers && pool.keys(0).dim(1) == c.num_key_value_heads &&
-                   pool.keys(0).dim(2) == c.head_dim,
-               "forward_batch: the KV pool was made for another model shape");
-  const int64_t bs = pool.block_size();
-  BatchScratch& b = batch_;
-  b.tokens.clear();
-  b.positions.clear();
-  b.slots.clear();
-  b.query_seq.clear();
-  b.logit_rows.clear();
-  size_t max_blocks = 1;
-  for (const BatchSequence& seq : batch) max_blocks = std::max(max_blocks, seq.block_table.size());
-  b.tables.assign(batch.size() * max_blocks, 0);
-  for (size_t s = 0; s < batch.size(); ++s) {
-    const BatchSequence& seq = batch[s];
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    CORVID_CHECK(n > 0 && seq.start >= 0, "forward_batch: sequence ", s, " has no tokens or a negative start");
-    CORVID_CHECK(static_cast<int64_t>(seq.block_table.size()) * bs >= seq.start + n, "forward_batch: sequence ", s,
-                 " has ", seq.block_table.size(), " blocks of ", bs, " for ", seq.start + n, " positions");
-    for (size_t i = 0; i < seq.block_table.size(); ++i) {
-      const int32_t block = seq.block_table[i];
-      CORVID_CHECK(block >= 0 && block < pool.num_blocks(), "forward_batch: sequence ", s, " names block ", block,
-                   ", outside the pool of ", pool.num_blocks());
-      b.tables[s * max_blocks + i] = block;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t t = seq.tokens[static_cast<size_t>(i)];
-      CORVID_CHECK(t >= 0 && t < c.vocab_size, "forward_batch: token id ", t, " is outside the vocabulary (",
-                   c.vocab_size, ")");
-      const int64_t pos = seq.start + i;
-      b.tokens.push_back(t);
-      b.positions.push_back(static_cast<int32_t>(pos));
-      b.slots.push_back(static_cast<int32_t>(seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs));
-      b.query_seq.push_back(static_cast<int32_t>(s));
-    }
-    if (seq.logits) b.logit_rows.push_back(static_cast<int64_t>(b.tokens.size()) - 1);
-  }
-  const int64_t n = static_cast<int64_t>(b.tokens.size()), n_out = static_cast<int64_t>(b.logit_rows.size());
-  CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == n_out && logits.cols() == c.vocab_size,
-               "forward_batch: logits must be F32 [", n_out, ", ", c.vocab_size, "]");
-  CORVID_CHECK(logits.device == Device::CPU || logits.device == device_, "forward_batch: logits on ",
-               device_name(logits.device), " for a model on ", device_name(device_));
-  ensure_workspace(n);
-
-  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int64_t window = c.sliding_window.value_or(0);
-  const ops::PagedKV paged{bs, b.tables, static_cast<int64_t>(max_blocks), b.query_seq};
-  DeviceBackend& backend = device_backend(device_);
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  ops::embedding(embed_tokens_, b.tokens, rows_of(ws_.x, n));
-  ops::rms_norm(rows_of(ws_.x, n), layers_[0].input_norm, eps, rows_of(ws_.h, n));
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& L = layers_[l];
-    const Qkv qkv = project_qkv(L, b.positions, n);
-    const Tensor& k_pool = pool.keys(static_cast<int64_t>(l));
-    const Tensor& v_pool = pool.values(static_cast<int64_t>(l));
-    backend.scatter_rows(k_pool.data, qkv.k.data, row_bytes, b.slots);
-    backend.scatter_rows(v_pool.data, qkv.v.data, row_bytes, b.slots);
-    ops::paged_attention(qkv.q.reshaped({n, Hq, D}), k_pool, v_pool, paged, b.positions, scale, window,
-                         rows_of(ws_.attn, n).reshaped({n, Hq, D}));
-    finish_attention(L, n);
-    mlp_block(L, n, l + 1 < layers_.size() ? &layers_[l + 1].input_norm : nullptr);
-  }
-  if (n_out == 0) return;
-  const Tensor out = logits_target(logits, n_out);
-  output_rows(b.logit_rows, out);
-  if (out.data != logits.data) copy_tensor(logits, out);
 }
 
 int64_t LlamaModel::weight_bytes_per_token() const {

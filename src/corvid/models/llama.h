@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,11 +57,15 @@ class LlamaModel {
   void forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits);
 
   // On a device that can record work (CUDA graphs), single-token forwards after the
-  // first are recorded once and replayed (same kernels, same results; far fewer launches).
+  // first are recorded once and replayed (same kernels, same results; far fewer launches),
+  // and so are decode-only forward_batch steps, one recording per padded batch shape.
   // On by default; off runs every op eagerly.
   void set_step_recording(bool on) { record_steps_ = on; }
   // Whether the last single-token step ran from a recording (false: eager, or recording failed).
   bool step_recorded() const { return record_steps_ && recording_.id >= 0; }
+
+  // Decode-only batches up to this size run from recordings (per padded batch size).
+  static constexpr int64_t kMaxRecordedBatch = 256;
 
   // Bytes of weights one decode step reads (everything but the embedding table,
   // unless it doubles as the output matrix), for bandwidth figures.
@@ -95,7 +100,20 @@ class LlamaModel {
     uint64_t workspace_generation = 0, backend_generation = 0;
   };
 
+  // A recorded decode-only batch (forward_batch), per (padded rows, table width).
+  struct BatchRecording {
+    int64_t id = -1;
+    uint64_t pool = 0;  // signature of the pool's buffers
+    const void* logits = nullptr;
+    uint64_t workspace_generation = 0, backend_generation = 0;
+    bool warm = false;  // ran once eagerly at this shape
+  };
+
   void apply_rope_freq_factors(const WeightSet& weights);
+  // The layers of forward_batch over batch_'s n tokens (tables max_blocks wide).
+  void run_batch(BlockPool& pool, int64_t max_blocks, int64_t n);
+  // forward_batch for n sequences of one decode token each, from a recording.
+  void forward_decode_recorded(BlockPool& pool, int64_t max_blocks, const Tensor& logits);
   void ensure_workspace(int64_t n);
   // Embedding, layers, final norm and output matrix into `out` ([n_out, vocab] on the device).
   void run(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv, const Tensor& out);
@@ -127,6 +145,7 @@ class LlamaModel {
   std::vector<Layer> layers_;
   Workspace ws_;
   StepRecording recording_;
+  std::map<std::pair<int64_t, int64_t>, BatchRecording> batch_recordings_;
   struct BatchScratch {  // host inputs of forward_batch, reused between steps
     std::vector<int32_t> tokens, positions, slots, query_seq, tables;
     std::vector<int64_t> logit_rows;

@@ -176,26 +176,37 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
   cpu::rms_norm(x, weight, eps, out);
 }
 
+namespace {
+
+// What attention and paged_attention share: q [n, heads, head_dim] and a K/V store
+// [rows, kv_heads, head_dim] of F32, heads a multiple of kv_heads, out shaped as q,
+// one position per query.
+void check_attention_args(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                          std::span<const int32_t> positions, const Tensor& out) {
+  check_f32(op, "q", q);
+  check_f32(op, "keys", k);
+  check_f32(op, "values", v);
+  check_f32(op, "out", out);
+  CORVID_CHECK(q.ndim == 3, "ops::", op, ": q must be [n, n_heads, head_dim], got ", q.shape_str());
+  CORVID_CHECK(k.ndim == 3 && v.ndim == 3 && k.shape == v.shape, "ops::", op, ": keys ", k.shape_str(),
+               " and values ", v.shape_str(), " must both be [rows, n_kv_heads, head_dim]");
+  CORVID_CHECK(k.dim(2) == q.dim(2), "ops::", op, ": head_dim of q ", q.shape_str(), " and keys ", k.shape_str(),
+               " differ");
+  CORVID_CHECK(k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, "ops::", op, ": ", q.dim(1),
+               " query heads are not a multiple of ", k.dim(1), " kv heads");
+  CORVID_CHECK(out.ndim == 3 && out.shape == q.shape, "ops::", op, ": out ", out.shape_str(), " must match q ",
+               q.shape_str());
+  CORVID_CHECK(!overlaps(q, out), "ops::", op, ": out must not alias q");
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == q.dim(0), "ops::", op, ": ", positions.size(),
+               " positions for ", q.dim(0), " queries");
+}
+
+}  // namespace
+
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
-  check_f32("attention", "q", q);
-  check_f32("attention", "k_cache", k_cache);
-  check_f32("attention", "v_cache", v_cache);
-  check_f32("attention", "out", out);
-  CORVID_CHECK(q.ndim == 3, "ops::attention: q must be [n, n_heads, head_dim], got ", q.shape_str());
-  CORVID_CHECK(k_cache.ndim == 3 && v_cache.ndim == 3 && k_cache.shape == v_cache.shape, "ops::attention: k_cache ",
-               k_cache.shape_str(), " and v_cache ", v_cache.shape_str(),
-               " must both be [capacity, n_kv_heads, head_dim]");
-  CORVID_CHECK(k_cache.dim(2) == q.dim(2), "ops::attention: head_dim of q ", q.shape_str(), " and cache ",
-               k_cache.shape_str(), " differ");
-  CORVID_CHECK(k_cache.dim(1) > 0 && q.dim(1) % k_cache.dim(1) == 0, "ops::attention: ", q.dim(1),
-               " query heads are not a multiple of ", k_cache.dim(1), " kv heads");
-  CORVID_CHECK(out.ndim == 3 && out.shape == q.shape, "ops::attention: out ", out.shape_str(), " must match q ",
-               q.shape_str());
-  CORVID_CHECK(!overlaps(q, out), "ops::attention: out must not alias q");
-  CORVID_CHECK(static_cast<int64_t>(positions.size()) == q.dim(0), "ops::attention: ", positions.size(),
-               " positions for ", q.dim(0), " queries");
+  check_attention_args("attention", q, k_cache, v_cache, positions, out);
   for (int32_t p : positions) {
     CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::attention: position ", p, " outside the cache capacity ",
                  k_cache.dim(0));
@@ -207,21 +218,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});
-  CORVID_CHECK(device == Device::CPU, "ops::paged_attention: not implemented on CUDA yet");
-  check_f32("paged_attention", "q", q);
-  check_f32("paged_attention", "k_pool", k_pool);
-  check_f32("paged_attention", "v_pool", v_pool);
-  check_f32("paged_attention", "out", out);
-  CORVID_CHECK(q.ndim == 3, "ops::paged_attention: q must be [n, n_heads, head_dim], got ", q.shape_str());
-  CORVID_CHECK(k_pool.ndim == 3 && v_pool.ndim == 3 && k_pool.shape == v_pool.shape, "ops::paged_attention: k_pool ",
-               k_pool.shape_str(), " and v_pool ", v_pool.shape_str(), " must both be [slots, n_kv_heads, head_dim]");
-  CORVID_CHECK(k_pool.dim(2) == q.dim(2), "ops::paged_attention: head_dim of q ", q.shape_str(), " and pool ",
-               k_pool.shape_str(), " differ");
-  CORVID_CHECK(k_pool.dim(1) > 0 && q.dim(1) % k_pool.dim(1) == 0, "ops::paged_attention: ", q.dim(1),
-               " query heads are not a multiple of ", k_pool.dim(1), " kv heads");
-  CORVID_CHECK(out.ndim == 3 && out.shape == q.shape, "ops::paged_attention: out ", out.shape_str(),
-               " must match q ", q.shape_str());
-  CORVID_CHECK(!overlaps(q, out), "ops::paged_attention: out must not alias q");
+  check_attention_args("paged_attention", q, k_pool, v_pool, positions, out);
   const int64_t bs = paged.block_size;
   CORVID_CHECK(bs > 0 && k_pool.dim(0) % bs == 0, "ops::paged_attention: pool of ", k_pool.dim(0),
                " rows is not a whole number of ", bs, "-position blocks");
@@ -230,10 +227,8 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
                "ops::paged_attention: ", paged.block_tables.size(), " block table entries are not rows of ",
                paged.max_blocks);
   const int64_t n_seqs = static_cast<int64_t>(paged.block_tables.size()) / paged.max_blocks;
-  CORVID_CHECK(static_cast<int64_t>(positions.size()) == q.dim(0) &&
-                   static_cast<int64_t>(paged.query_seq.size()) == q.dim(0),
-               "ops::paged_attention: ", positions.size(), " positions and ", paged.query_seq.size(),
-               " sequence indices for ", q.dim(0), " queries");
+  CORVID_CHECK(static_cast<int64_t>(paged.query_seq.size()) == q.dim(0), "ops::paged_attention: ",
+               paged.query_seq.size(), " sequence indices for ", q.dim(0), " queries");
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t seq = paged.query_seq[i], pos = positions[i];
     CORVID_CHECK(seq >= 0 && seq < n_seqs, "ops::paged_attention: query ", i, " names sequence ", seq, " of ", n_seqs);
@@ -247,7 +242,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
     }
   }
   if (q.numel() == 0) return;
-  cpu::paged_attention(q, k_pool, v_pool, paged, positions, scale, window, out);
+  CORVID_DISPATCH(device, paged_attention, q, k_pool, v_pool, paged, positions, scale, window, out);
 }
 
 void softmax(const Tensor& x) {

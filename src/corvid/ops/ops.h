@@ -87,7 +87,8 @@ struct PagedKV {
 //   k_pool, v_pool  [num_blocks * block_size, n_kv_heads, head_dim]  F32
 //   out             [n, n_heads, head_dim]                           F32
 // Every table entry a query reads (its window's blocks) must be a block of the pool.
-// CPU only for now (CUDA tensors: an Error).
+// On CUDA the result equals attention()'s numerics (fp32 kernels; prefill chunks of 16+
+// queries take the tensor-core kernel in Fast mode), not bit for bit across batchings.
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 

@@ -11,6 +11,7 @@
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/kv_rows.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -27,9 +28,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-template <int kDims>  // dims per lane: ceil(head_dim / 32)
+template <int kDims, class Kv>  // dims per lane: ceil(head_dim / 32); Kv: where key rows live (kv_rows.cuh)
 __global__ void attention_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                                 const float* __restrict__ v_cache, const int32_t* __restrict__ positions,
+                                 const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                  float scale, int64_t window, float* __restrict__ out, int n_heads, int n_kv_heads,
                                  int head_dim) {
   __shared__ float part_m[kWarps], part_l[kWarps];
@@ -51,8 +52,9 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
   }
   float m = -INFINITY, l = 0.0f;
   for (int64_t j = first + warp; j <= pos; j += kWarps) {
-    const float* kp = k_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const float* vp = v_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const int64_t r = kv.row(t, j);
+    const float* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const float* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
     float s = 0.0f;
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
@@ -110,9 +112,9 @@ constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many c
 
 // G query heads that share a kv head run in one block, so each key and value row is
 // read once per group instead of once per head.
-template <int kDims, int G>
+template <int kDims, int G, class Kv>
 __global__ void attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                                       const float* __restrict__ v_cache, const int32_t* __restrict__ positions,
+                                       const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                        float scale, int64_t window, float* __restrict__ partial, int n_heads,
                                        int n_kv_heads, int head_dim, int splits) {
   __shared__ float part_m[kSplitWarps][G], part_l[kSplitWarps][G];
@@ -140,8 +142,9 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
     l[g] = 0.0f;
   }
   for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
-    const float* kp = k_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const float* vp = v_cache + j * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const int64_t r = kv.row(t, j);
+    const float* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const float* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
     float kr[kDims], vr[kDims];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
@@ -229,25 +232,18 @@ int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
 }
 
-}  // namespace
-
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
-               float scale, int64_t window, const Tensor& out) {
-  Context& ctx = context();
+// The fp32 kernels over n queries (q, out: [n, heads, head_dim]) whose keys `kv` places
+// in k_cache/v_cache. extent: how many rows a query could see at most (the cache's
+// capacity, or a block table's span) — it sets the split count, so that a recorded
+// decode step replays at any position.
+template <class Kv>
+void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                    const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2), n_kv_heads = k_cache.dim(1);
-  CORVID_CHECK(head_dim <= kMaxHeadDim, "CUDA attention: head_dim ", head_dim, " exceeds ", kMaxHeadDim);
-  CORVID_CHECK(n <= INT32_MAX && n_heads <= 65535, "CUDA attention: grid too large (", n, " queries x ", n_heads,
-               " heads)");
-  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
-  // Prompts take the tensor-core kernel unless the user asked for exact numerics.
-  if (n >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast && attention_prefill_supported(q, k_cache)) {
-    attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
-    return;
-  }
   // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
   const int64_t group = n_heads / n_kv_heads;
   const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, k_cache.dim(0)) : 1;
+  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, extent) : 1;
   // A short cache gives one split: the one-block-per-head kernel below has more warps then.
   if (splits > 1) {
     float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
@@ -255,17 +251,17 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
                           static_cast<unsigned>(splits));
     auto launch_split = [&](auto kernel) {
       kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(),
-                                                              pos, scale, window, partial, static_cast<int>(n_heads),
+                                                              kv, pos, scale, window, partial, static_cast<int>(n_heads),
                                                               static_cast<int>(n_kv_heads), static_cast<int>(head_dim),
                                                               splits);
       CORVID_CUDA_LAUNCHED("attention_split_kernel");
     };
     auto for_dims = [&](auto dims) {
       constexpr int D = decltype(dims)::value;
-      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8>);
-      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4>);
-      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2>);
-      else launch_split(attention_split_kernel<D, 1>);
+      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv>);
+      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv>);
+      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv>);
+      else launch_split(attention_split_kernel<D, 1, Kv>);
     };
     if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
     else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
@@ -278,16 +274,84 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
   auto launch = [&](auto kernel) {
-    kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), pos,
+    kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos,
                                                  scale, window, out.ptr<float>(), static_cast<int>(n_heads),
                                                  static_cast<int>(n_kv_heads), static_cast<int>(head_dim));
     CORVID_CUDA_LAUNCHED("attention_kernel");
   };
   // Registers per lane scale with head_dim: instantiate the common sizes.
-  if (head_dim <= 32) launch(attention_kernel<1>);
-  else if (head_dim <= 64) launch(attention_kernel<2>);
-  else if (head_dim <= 128) launch(attention_kernel<4>);
-  else launch(attention_kernel<kPerLane>);
+  if (head_dim <= 32) launch(attention_kernel<1, Kv>);
+  else if (head_dim <= 64) launch(attention_kernel<2, Kv>);
+  else if (head_dim <= 128) launch(attention_kernel<4, Kv>);
+  else launch(attention_kernel<kPerLane, Kv>);
+}
+
+bool use_prefill_kernel(const Tensor& q, const Tensor& k_cache, int64_t queries) {
+  return queries >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast &&
+         attention_prefill_supported(q, k_cache);
+}
+
+// Rows [begin, end) of a [n, heads, head_dim] tensor.
+Tensor query_rows(const Tensor& t, int64_t begin, int64_t end) {
+  return Tensor(DType::F32, {end - begin, t.dim(1), t.dim(2)}, t.ptr<float>() + begin * t.dim(1) * t.dim(2), t.device);
+}
+
+void check_grid(const Tensor& q) {
+  CORVID_CHECK(q.dim(2) <= kMaxHeadDim, "CUDA attention: head_dim ", q.dim(2), " exceeds ", kMaxHeadDim);
+  CORVID_CHECK(q.dim(0) <= INT32_MAX && q.dim(1) <= 65535, "CUDA attention: grid too large (", q.dim(0),
+               " queries x ", q.dim(1), " heads)");
+}
+
+}  // namespace
+
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+               float scale, int64_t window, const Tensor& out) {
+  Context& ctx = context();
+  check_grid(q);
+  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  // Prompts take the tensor-core kernel unless the user asked for exact numerics.
+  if (use_prefill_kernel(q, k_cache, q.dim(0))) {
+    attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
+    return;
+  }
+  fp32_attention(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window, out);
+}
+
+// A batch mixes decode tokens (one query per sequence) with prefill chunks (many
+// queries of one sequence, consecutive). Chunks long enough for the tensor-core
+// kernel run it over their own block table; every other run of queries takes the
+// fp32 kernels with per-query tables.
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
+  Context& ctx = context();
+  check_grid(q);
+  CORVID_CHECK(paged.max_blocks <= INT32_MAX && paged.block_size <= INT32_MAX, "CUDA paged_attention: block table of ",
+               paged.max_blocks, " blocks of ", paged.block_size, " is too large");
+  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  const int32_t* tables = ctx.upload(UploadSlot::BlockTables, paged.block_tables);
+  const int32_t* query_seq = ctx.upload(UploadSlot::QuerySeq, paged.query_seq);
+  const int bs = static_cast<int>(paged.block_size), max_blocks = static_cast<int>(paged.max_blocks);
+  const int64_t extent = paged.max_blocks * paged.block_size, n = q.dim(0);
+  int64_t pending = 0;  // first query not yet handed to a kernel
+  auto flush_fp32 = [&](int64_t end) {
+    if (end <= pending) return;
+    const PagedKv kv{tables, query_seq + pending, max_blocks, bs};
+    fp32_attention(ctx, query_rows(q, pending, end), k_pool, v_pool, kv, pos + pending, extent, scale, window,
+                   query_rows(out, pending, end));
+  };
+  for (int64_t begin = 0; begin < n;) {
+    int64_t end = begin + 1;
+    while (end < n && paged.query_seq[static_cast<size_t>(end)] == paged.query_seq[static_cast<size_t>(begin)]) ++end;
+    if (use_prefill_kernel(q, k_pool, end - begin)) {
+      flush_fp32(begin);
+      const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
+      attention_prefill_sequence(query_rows(q, begin, end), k_pool, v_pool, table, bs, pos + begin, scale, window,
+                                 query_rows(out, begin, end));
+      pending = end;
+    }
+    begin = end;
+  }
+  flush_fp32(n);
 }
 
 }  // namespace corvid::ops::cuda

@@ -20,6 +20,7 @@
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/kv_rows.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -65,11 +66,27 @@ __device__ __forceinline__ void stage_rows(bf16* dst, const float* src, int64_t 
   }
 }
 
-template <int D>
+// The same for cache rows j0 .. j0 + valid_rows - 1 of kv head kvh, wherever `kv` puts them.
+template <int D, class Kv>
+__device__ __forceinline__ void stage_kv_rows(bf16* dst, const float* cache, int64_t stride, int kvh, const Kv& kv,
+                                              int j0, int valid_rows) {
+  constexpr int kVecPerRow = D / 4;
+  for (int idx = threadIdx.x; idx < kBlockK * kVecPerRow; idx += kWarps * 32) {
+    const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * 4;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (r < valid_rows) v = *reinterpret_cast<const float4*>(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
+    bf16* d = dst + r * Layout<D>::kLdQK + c;
+    *reinterpret_cast<__nv_bfloat162*>(d) = __floats2bfloat162_rn(v.x, v.y);
+    *reinterpret_cast<__nv_bfloat162*>(d + 2) = __floats2bfloat162_rn(v.z, v.w);
+  }
+}
+
+// Every query of a launch reads the same sequence's keys (Kv: ContiguousKv or SequenceKv).
+template <int D, class Kv>
 __global__ void __launch_bounds__(kWarps * 32)
     flash_prefill_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                         const float* __restrict__ v_cache, const int32_t* __restrict__ positions, int n, float scale,
-                         int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
+                         const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
+                         float scale, int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
   using L = Layout<D>;
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* qs = reinterpret_cast<bf16*>(smem + L::kQ);
@@ -113,8 +130,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int j0 = lo; j0 <= hi; j0 += kBlockK) {
     __syncthreads();  // every warp is done with the previous tile
     const int valid = min(kBlockK, hi - j0 + 1);
-    stage_rows<D>(ks, k_cache + j0 * kv_stride + static_cast<int64_t>(kvh) * D, kv_stride, valid);
-    stage_rows<D>(vs, v_cache + j0 * kv_stride + static_cast<int64_t>(kvh) * D, kv_stride, valid);
+    stage_kv_rows<D>(ks, k_cache, kv_stride, kvh, kv, j0, valid);
+    stage_kv_rows<D>(vs, v_cache, kv_stride, kvh, kv, j0, valid);
     __syncthreads();
 
     // S = Q K^T for this warp's 16 rows.
@@ -186,20 +203,20 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <int D>
-void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions, float scale,
-            int64_t window, const Tensor& out) {
+template <int D, class Kv>
+void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
+            float scale, int64_t window, const Tensor& out) {
   Context& ctx = context();
   static const bool configured = [] {
-    CORVID_CUDA_CHECK(cudaFuncSetAttribute(flash_prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CORVID_CUDA_CHECK(cudaFuncSetAttribute(flash_prefill_kernel<D, Kv>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(Layout<D>::kBytes)));
     return true;
   }();
   (void)configured;
   const int n = static_cast<int>(q.dim(0)), n_heads = static_cast<int>(q.dim(1));
   const dim3 grid(static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ), static_cast<unsigned>(n_heads));
-  flash_prefill_kernel<D><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
-      q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), positions, n, scale,
+  flash_prefill_kernel<D, Kv><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
+      q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, positions, n, scale,
       static_cast<int>(std::min<int64_t>(window, INT_MAX)),
       out.ptr<float>(), n_heads, static_cast<int>(k_cache.dim(1)));
   CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
@@ -215,8 +232,16 @@ bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache) {
 
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
                        float scale, int64_t window, const Tensor& out) {
-  if (q.dim(2) == 64) launch<64>(q, k_cache, v_cache, positions, scale, window, out);
-  else launch<128>(q, k_cache, v_cache, positions, scale, window, out);
+  if (q.dim(2) == 64) launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out);
+  else launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out);
+}
+
+void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
+                                int block_size, const int32_t* positions, float scale, int64_t window,
+                                const Tensor& out) {
+  const SequenceKv kv{table, block_size};
+  if (q.dim(2) == 64) launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out);
+  else launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out);
 }
 
 }  // namespace corvid::ops::cuda

@@ -13,5 +13,10 @@ bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache);
 // Same contract as ops::attention; positions is the device copy.
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
                        float scale, int64_t window, const Tensor& out);
+// The same over a paged pool, for queries that are all in one sequence: its position j
+// is pool row table[j / block_size] * block_size + j % block_size (table on the device).
+void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
+                                int block_size, const int32_t* positions, float scale, int64_t window,
+                                const Tensor& out);
 
 }  // namespace corvid::ops::cuda

@@ -23,12 +23,17 @@ Context* make_context() {
   CORVID_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
   // Plain FP32 GEMMs (no TF32): F32 activations must match the CPU reference to ~1e-6 relative.
   CORVID_CUBLAS_CHECK(cublasSetMathMode(c->cublas, CUBLAS_PEDANTIC_MATH));
+  // A workspace of our own: cuBLAS then never allocates inside a recorded step.
+  constexpr size_t kCublasWorkspace = size_t{32} << 20;
+  CORVID_CUDA_CHECK(cudaMalloc(&c->cublas_workspace, kCublasWorkspace));
+  CORVID_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspace));
   return c;
 }
 
 // dst row positions[i] = src row i; one block per row, 4-byte words (rows of F32).
 __global__ void scatter_rows_kernel(uint32_t* dst, const uint32_t* src, size_t row_words, const int32_t* positions) {
   const size_t i = blockIdx.x;
+  if (positions[i] < 0) return;  // padding
   uint32_t* d = dst + static_cast<size_t>(positions[i]) * row_words;
   const uint32_t* s = src + i * row_words;
   for (size_t w = threadIdx.x; w < row_words; w += blockDim.x) d[w] = s[w];
@@ -73,17 +78,20 @@ class CudaBackend final : public DeviceBackend {
     Context& c = context();
     if (positions.empty()) return;
     CORVID_CHECK(row_bytes % 4 == 0, "CUDA scatter_rows: rows of ", row_bytes, " bytes are not whole words");
-    const int32_t* pos = c.upload(UploadSlot::Positions, positions);
+    const int32_t* pos = c.upload(UploadSlot::Rows, positions);
     scatter_rows_kernel<<<static_cast<unsigned>(positions.size()), 128, 0, c.stream>>>(
         static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), row_bytes / 4, pos);
     CORVID_CUDA_LAUNCHED("scatter_rows_kernel");
   }
 
   bool supports_capture() const override { return true; }
-  void stage_inputs(std::span<const int32_t> ids, std::span<const int32_t> positions) override {
+  void stage_inputs(const StepInputs& in) override {
     Context& c = context();
-    c.upload(UploadSlot::Ids, ids);
-    c.upload(UploadSlot::Positions, positions);
+    c.upload(UploadSlot::Ids, in.ids);
+    c.upload(UploadSlot::Positions, in.positions);
+    c.upload(UploadSlot::Rows, in.rows);
+    if (!in.block_tables.empty()) c.upload(UploadSlot::BlockTables, in.block_tables);
+    if (!in.query_seq.empty()) c.upload(UploadSlot::QuerySeq, in.query_seq);
   }
   uint64_t layout_generation() const override { return context().generation; }
   void begin_capture() override {
@@ -126,6 +134,11 @@ class CudaBackend final : public DeviceBackend {
     CORVID_CUDA_CHECK(cudaGetDeviceProperties(&prop, context().device));
     return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
            std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
+  }
+  MemoryInfo memory_info() const override {
+    MemoryInfo info;
+    CORVID_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+    return info;
   }
 
  private:

@@ -46,13 +46,16 @@ namespace corvid::ops::cuda {
 // Per-step host arrays (token ids, positions) are uploaded through a slot that
 // remembers what it holds: the positions of one forward are uploaded once and reused
 // by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
-// stage_inputs refills before each replay.
-enum class UploadSlot { Ids, Positions, kCount };
+// stage_inputs refills before each replay. Rows: where scatter_rows writes (the
+// positions for a contiguous cache, pool slots for a paged one); BlockTables and
+// QuerySeq: paged attention's tables.
+enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, kCount };
 
 struct Context {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
+  void* cublas_workspace = nullptr;
   int sm_count = 0;
 
   // True between begin_capture and end_capture: work is recorded into a graph, so

@@ -28,6 +28,8 @@ void add(const Tensor& x, const Tensor& y);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
 
 }  // namespace corvid::ops::cuda
