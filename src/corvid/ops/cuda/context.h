@@ -47,7 +47,8 @@ namespace corvid::ops::cuda {
 // remembers what it holds: the positions of one forward are uploaded once and reused
 // by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
 // stage_inputs refills before each replay.
-enum class UploadSlot { Ids, Positions, kCount };
+// SamplingRows / SamplingPenalties: ops::sample_tokens' per-row parameters and penalty lists.
+enum class UploadSlot { Ids, Positions, SamplingRows, SamplingPenalties, kCount };
 
 struct Context {
   int device = 0;
