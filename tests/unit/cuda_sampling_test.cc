@@ -8,7 +8,9 @@
 // Runs only in -DCORVID_CUDA=ON builds; skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <set>
@@ -280,6 +282,33 @@ TEST(CudaSampling, LargeVocabulariesAndMoreRowsThanSMs) {
   int differ = 0;
   for (size_t i = 0; i < params.size(); ++i) differ += gpu[i] != cpu[i] && !near_boundary(kept_set(l, params[i]), params[i].uniform);
   EXPECT_EQ(differ, 0);
+}
+
+// Not a check: how long a batched decode step's sampling takes (printed for the record).
+TEST(CudaSampling, TimingOfABatchOfLlama3Rows) {
+  SKIP_WITHOUT_GPU();
+  const int64_t vocab = 128256;
+  for (size_t rows : {size_t{1}, size_t{32}, size_t{256}}) {
+    std::vector<float> all;
+    for (size_t r = 0; r < std::min<size_t>(rows, 8); ++r) {
+      const auto l = model_like_logits(static_cast<size_t>(vocab), 900 + r);
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    all = repeat(std::vector<float>(all.begin(), all.end()), (rows + 7) / 8);
+    all.resize(rows * static_cast<size_t>(vocab));
+    DeviceTensor d = testing::to_gpu(Tensor(DType::F32, {static_cast<int64_t>(rows), vocab}, all.data()));
+    for (const ops::TokenSampling& base : {sampling(0), sampling(0.7f, 0, 0.9f), sampling(0.8f, 50, 0.95f, 0.05f)}) {
+      std::vector<ops::TokenSampling> params(rows, base);
+      std::vector<int32_t> out(rows);
+      ops::sample_tokens(d.tensor, params, out);  // warm-up (scratch, uploads)
+      const auto t0 = std::chrono::steady_clock::now();
+      const int reps = 10;
+      for (int i = 0; i < reps; ++i) ops::sample_tokens(d.tensor, params, out);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+      std::printf("cuda sample_tokens vocab %lld x %zu rows, temperature %.1f top_k %d top_p %.2f min_p %.2f: %.3f ms\n",
+                  static_cast<long long>(vocab), rows, base.temperature, base.top_k, base.top_p, base.min_p, ms);
+    }
+  }
 }
 
 TEST(CudaSampling, AllNaNRowIsAnErrorAndNaNIsNeverDrawn) {

@@ -379,13 +379,22 @@ void Engine::sample_on_device(const Tensor& logits) {
   sampled_.assign(rows, 0);
   try {
     ops::sample_tokens(logits, row_params_, sampled_);
-  } catch (const std::exception& e) {
-    // One launch samples every row: a failure (a row of NaN logits) ends them all.
-    for (Active* active : sampling_rows_) finish(*active, FinishReason::Error, RequestEvent{}, e.what());
-    return;
+  } catch (const std::exception&) {
+    // One launch samples every row; when it fails (a row of NaN logits), each row is
+    // sampled alone so that only the requests at fault end with the error.
+    for (size_t row = 0; row < rows; ++row) {
+      const Tensor one(DType::F32, {1, vocab}, logits.row<float>(static_cast<int64_t>(row)), logits.device);
+      try {
+        ops::sample_tokens(one, std::span<const ops::TokenSampling>(&row_params_[row], 1),
+                           std::span<int32_t>(&sampled_[row], 1));
+      } catch (const std::exception& e) {
+        finish(*sampling_rows_[row], FinishReason::Error, RequestEvent{}, e.what());
+      }
+    }
   }
   for (size_t row = 0; row < rows; ++row) {
     Active& active = *sampling_rows_[row];
+    if (active.done) continue;
     try {
       const GenerationRequest& r = active.request;
       const float* raw = nullptr;
