@@ -344,8 +344,9 @@ Tensor Engine::host_logits(int64_t rows) {
 Tensor Engine::device_logits(int64_t rows) {
   const int64_t vocab = model_.config().vocab_size;
   if (device_logits_.tensor.rows() < rows || !device_logits_.buffer.data()) {
-    // Grown in steps of 64 rows, so a growing batch reallocates rarely.
-    device_logits_ = DeviceTensor(model_.device(), DType::F32, {(rows + 63) / 64 * 64, vocab});
+    // Grown in steps of 64 rows, so a growing batch reallocates rarely (and a step
+    // without logits, all prefill chunks, allocates nothing each time).
+    device_logits_ = DeviceTensor(model_.device(), DType::F32, {std::max<int64_t>(64, (rows + 63) / 64 * 64), vocab});
   }
   Tensor t = device_logits_.tensor;
   t.shape[0] = rows;
