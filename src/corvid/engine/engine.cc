@@ -293,9 +293,12 @@ void Engine::run_step(const StepPlan& plan) {
                       static_cast<int32_t>(c.start), c.seq->blocks, c.sample});
     n_out += c.sample;
   }
-  logits_.resize(static_cast<size_t>(n_out * vocab));
+  // On a GPU the logits stay there: the device samples and only token ids come back.
+  const bool device_sampling = model_.device() != Device::CPU;
+  Tensor logits;
   try {
-    model_.forward_batch(batch_, *pool_, Tensor(DType::F32, {n_out, vocab}, logits_.data(), Device::CPU));
+    logits = device_sampling ? device_logits(n_out) : host_logits(n_out);
+    model_.forward_batch(batch_, *pool_, logits);
   } catch (const std::exception& e) {
     // The step failed as a whole: every sequence in it ends with the error.
     for (const ScheduledChunk& c : plan.chunks) {
@@ -306,15 +309,21 @@ void Engine::run_step(const StepPlan& plan) {
     return;
   }
   scheduler_->commit(plan);
-  int64_t row = 0;
-  for (const ScheduledChunk& c : plan.chunks) {
-    if (!c.sample) continue;
-    Active& active = *active_.at(c.seq->id);
-    float* logits = logits_.data() + row++ * vocab;
-    try {
-      on_sampled(active, logits);
-    } catch (const std::exception& e) {
-      finish(active, FinishReason::Error, RequestEvent{}, e.what());
+  sampling_rows_.clear();
+  for (const ScheduledChunk& c : plan.chunks)
+    if (c.sample) sampling_rows_.push_back(active_.at(c.seq->id).get());
+  if (device_sampling) {
+    sample_on_device(logits);
+  } else {
+    for (size_t row = 0; row < sampling_rows_.size(); ++row) {
+      Active& active = *sampling_rows_[row];
+      try {
+        const float* raw = nullptr;
+        const int32_t token = sample_on_host(active, logits_.data() + static_cast<int64_t>(row) * vocab, raw);
+        on_token(active, token, raw);
+      } catch (const std::exception& e) {
+        finish(active, FinishReason::Error, RequestEvent{}, e.what());
+      }
     }
   }
   for (const ScheduledChunk& c : plan.chunks) {
@@ -323,24 +332,95 @@ void Engine::run_step(const StepPlan& plan) {
   }
 }
 
-void Engine::on_sampled(Active& active, float* logits) {
+Tensor Engine::host_logits(int64_t rows) {
+  const int64_t vocab = model_.config().vocab_size;
+  logits_.resize(static_cast<size_t>(rows * vocab));
+  return Tensor(DType::F32, {rows, vocab}, logits_.data(), Device::CPU);
+}
+
+Tensor Engine::device_logits(int64_t rows) {
+  const int64_t vocab = model_.config().vocab_size;
+  if (device_logits_.tensor.rows() < rows || !device_logits_.buffer.data()) {
+    // Grown in steps of 64 rows, so a growing batch reallocates rarely (and a step
+    // without logits, all prefill chunks, allocates nothing each time).
+    device_logits_ = DeviceTensor(model_.device(), DType::F32, {std::max<int64_t>(64, (rows + 63) / 64 * 64), vocab});
+  }
+  Tensor t = device_logits_.tensor;
+  t.shape[0] = rows;
+  return t;
+}
+
+int32_t Engine::sample_on_host(Active& active, float* logits, const float*& raw_logits) {
   const GenerationRequest& r = active.request;
   const int64_t vocab = model_.config().vocab_size;
-  const bool want_logprobs = r.logprobs || r.top_logprobs > 0;
-  if (want_logprobs) logprob_scratch_.assign(logits, logits + vocab);  // the sampler rewrites logits
-
-  Sequence& seq = active.seq;
+  raw_logits = nullptr;
+  if (r.logprobs || r.top_logprobs > 0) {  // the sampler rewrites logits
+    logprob_scratch_.assign(logits, logits + vocab);
+    raw_logits = logprob_scratch_.data();
+  }
+  const Sequence& seq = active.seq;
   const std::span<const int32_t> prompt(seq.tokens.data(), static_cast<size_t>(seq.prompt_len));
   const std::span<const int32_t> output(seq.tokens.data() + seq.prompt_len, seq.tokens.size() - prompt.size());
-  const int32_t token = active.sampler.sample(std::span<float>(logits, static_cast<size_t>(vocab)), prompt, output);
+  return active.sampler.sample(std::span<float>(logits, static_cast<size_t>(vocab)), prompt, output);
+}
+
+void Engine::sample_on_device(const Tensor& logits) {
+  const int64_t vocab = model_.config().vocab_size;
+  const size_t rows = sampling_rows_.size();
+  row_params_.clear();
+  for (Active* active : sampling_rows_) {
+    const Sequence& seq = active->seq;
+    const std::span<const int32_t> prompt(seq.tokens.data(), static_cast<size_t>(seq.prompt_len));
+    const std::span<const int32_t> output(seq.tokens.data() + seq.prompt_len, seq.tokens.size() - prompt.size());
+    row_params_.push_back(active->sampler.next(prompt, output, vocab));
+  }
+  sampled_.assign(rows, 0);
+  try {
+    ops::sample_tokens(logits, row_params_, sampled_);
+  } catch (const std::exception&) {
+    // One launch samples every row; when it fails (a row of NaN logits), each row is
+    // sampled alone so that only the requests at fault end with the error.
+    for (size_t row = 0; row < rows; ++row) {
+      const Tensor one(DType::F32, {1, vocab}, logits.row<float>(static_cast<int64_t>(row)), logits.device);
+      try {
+        ops::sample_tokens(one, std::span<const ops::TokenSampling>(&row_params_[row], 1),
+                           std::span<int32_t>(&sampled_[row], 1));
+      } catch (const std::exception& e) {
+        finish(*sampling_rows_[row], FinishReason::Error, RequestEvent{}, e.what());
+      }
+    }
+  }
+  for (size_t row = 0; row < rows; ++row) {
+    Active& active = *sampling_rows_[row];
+    if (active.done) continue;
+    try {
+      const GenerationRequest& r = active.request;
+      const float* raw = nullptr;
+      if (r.logprobs || r.top_logprobs > 0) {  // only these rows cross to the host
+        logprob_scratch_.resize(static_cast<size_t>(vocab));
+        copy_bytes(logprob_scratch_.data(), Device::CPU, logits.row<float>(static_cast<int64_t>(row)), logits.device,
+                   static_cast<size_t>(vocab) * sizeof(float));
+        raw = logprob_scratch_.data();
+      }
+      on_token(active, sampled_[row], raw);
+    } catch (const std::exception& e) {
+      finish(active, FinishReason::Error, RequestEvent{}, e.what());
+    }
+  }
+}
+
+void Engine::on_token(Active& active, int32_t token, const float* raw_logits) {
+  const GenerationRequest& r = active.request;
+  const int64_t vocab = model_.config().vocab_size;
+  Sequence& seq = active.seq;
   seq.tokens.push_back(token);
   ++active.generated;
   ++generation_tokens_;
 
   RequestEvent event;
   event.token_ids.push_back(token);
-  if (want_logprobs) {
-    const std::vector<float>& raw = logprob_scratch_;
+  if (raw_logits) {
+    const std::span<const float> raw(raw_logits, static_cast<size_t>(vocab));
     const float max_logit = *std::max_element(raw.begin(), raw.end());
     double sum = 0;
     for (float l : raw) sum += std::exp(static_cast<double>(l) - max_logit);

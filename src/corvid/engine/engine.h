@@ -3,7 +3,10 @@
 // continuous batching steps (LlamaModel::forward_batch) while any request is in
 // flight and sleeps otherwise.
 //
-// Any thread may submit() and cancel(). Each request samples with its own Sampler,
+// Any thread may submit() and cancel(). Each request samples with its own Sampler
+// (its parameters, seeded RNG and penalties; with the model on a GPU the step's
+// logits stay there and one ops::sample_tokens call samples every row, so only
+// token ids, and the rows of requests that want logprobs, cross to the host),
 // stops on EOS / its stop token ids / its stop strings (matched on the decoded text,
 // with any text that might begin a stop string held back until decided; the stop
 // string itself is never returned) / max_tokens, and reports through events.
@@ -24,11 +27,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "corvid/core/device.h"
 #include "corvid/engine/request.h"
 #include "corvid/engine/scheduler.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/prefix_cache.h"
 #include "corvid/models/llama.h"
+#include "corvid/ops/sampling.h"
 #include "corvid/tokenizer/tokenizer.h"
 
 namespace corvid {
@@ -81,8 +86,17 @@ class Engine {
   void loop();
   void admit_new_requests();
   void run_step(const StepPlan& plan);
-  // Samples the next token of a sequence from its logits row and handles what it means.
-  void on_sampled(Active& active, float* logits);
+  // The logits buffer of a step: host memory, or (model on a GPU) device memory.
+  Tensor host_logits(int64_t rows);
+  Tensor device_logits(int64_t rows);
+  // Samples a host logits row with the request's Sampler. raw_logits: the row before the
+  // sampler rewrote it when the request wants logprobs (else null).
+  int32_t sample_on_host(Active& active, float* logits, const float*& raw_logits);
+  // Samples every row of sampling_rows_ on the device in one op, then handles each token.
+  void sample_on_device(const Tensor& logits);
+  // Handles a sampled token: stop ids, detokenizing, stop strings, max_tokens, events.
+  // raw_logits: the row's unmodified logits on the host, for logprobs (null: none wanted).
+  void on_token(Active& active, int32_t token, const float* raw_logits);
   void emit(Active& active, RequestEvent event);
   void finish(Active& active, FinishReason reason, RequestEvent event, const std::string& error = "");
   void validate(const GenerationRequest& request) const;
@@ -110,6 +124,10 @@ class Engine {
   std::unordered_map<int64_t, std::unique_ptr<Active>> active_;
   std::vector<BatchSequence> batch_;
   std::vector<float> logits_, logprob_scratch_;
+  DeviceTensor device_logits_;                 // model on a GPU: the step's logits stay there
+  std::vector<Active*> sampling_rows_;         // the requests of the step's logits rows, in order
+  std::vector<ops::TokenSampling> row_params_;
+  std::vector<int32_t> sampled_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, finished_ = 0, steps_ = 0;
 
   std::thread thread_;

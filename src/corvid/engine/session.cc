@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "corvid/core/error.h"
+#include "corvid/ops/sampling.h"
 
 namespace corvid {
 
@@ -14,7 +15,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Session::Session(LlamaModel& model, int64_t context_size)
-    : model_(model), kv_(model.config(), context_size, model.device()), logits_(DType::F32, {1, model.config().vocab_size}) {}
+    : model_(model), kv_(model.config(), context_size, model.device()) {
+  const int64_t vocab = model.config().vocab_size;
+  if (model.device() == Device::CPU) {
+    logits_ = OwnedTensor(DType::F32, {1, vocab});
+    next_logits_ = logits_.tensor;
+  } else {
+    device_logits_ = DeviceTensor(model.device(), DType::F32, {1, vocab});
+    next_logits_ = device_logits_.tensor;
+  }
+}
 
 void Session::prefill(int64_t chunk) {
   chunk = std::max<int64_t>(1, chunk);
@@ -23,7 +33,7 @@ void Session::prefill(int64_t chunk) {
     positions_.clear();
     for (size_t i = cached_; i < end; ++i) positions_.push_back(static_cast<int32_t>(i));
     std::span<const int32_t> piece(tokens_.data() + cached_, end - cached_);
-    model_.forward(piece, positions_, kv_, logits_.tensor, /*all_logits=*/false);
+    model_.forward(piece, positions_, kv_, next_logits_, /*all_logits=*/false);
     cached_ = end;
   }
 }
@@ -74,10 +84,15 @@ GenerationStats Session::generate(std::span<const int32_t> new_tokens, const Gen
   t0 = std::chrono::steady_clock::now();
   const int64_t vocab = model_.config().vocab_size;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
-    std::span<float> logits(logits_.ptr<float>(), static_cast<size_t>(vocab));
     std::span<const int32_t> prompt(tokens_.data(), prompt_end);
     std::span<const int32_t> output(tokens_.data() + prompt_end, tokens_.size() - prompt_end);
-    const int32_t next = sampler.sample(logits, prompt, output);
+    int32_t next = 0;
+    if (next_logits_.device == Device::CPU) {
+      next = sampler.sample(std::span<float>(next_logits_.ptr<float>(), static_cast<size_t>(vocab)), prompt, output);
+    } else {
+      const ops::TokenSampling row = sampler.next(prompt, output, vocab);
+      ops::sample_tokens(next_logits_, std::span<const ops::TokenSampling>(&row, 1), std::span<int32_t>(&next, 1));
+    }
     ++stats.generated_tokens;
     // The token joins the sequence; its KV is computed by the next forward (now or next turn).
     tokens_.push_back(next);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "corvid/core/buffer.h"
+#include "corvid/core/device.h"
 #include "corvid/engine/sampler.h"
 #include "corvid/kv/kv_cache.h"
 #include "corvid/models/llama.h"
@@ -71,7 +72,9 @@ class Session {
   KVCache kv_;
   std::vector<int32_t> tokens_;  // the sequence so far
   size_t cached_ = 0;            // how many of tokens_ have their keys and values in kv_
-  OwnedTensor logits_;      // [1, vocab]
+  OwnedTensor logits_;      // [1, vocab] (model on the CPU)
+  DeviceTensor device_logits_;  // [1, vocab] (model on a GPU: sampled there, only the token id comes back)
+  Tensor next_logits_;      // whichever of the two the forward writes
   OwnedTensor all_logits_;  // [n, vocab] for score()
   std::vector<int32_t> positions_;
 };

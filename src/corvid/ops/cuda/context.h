@@ -48,8 +48,9 @@ namespace corvid::ops::cuda {
 // by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
 // stage_inputs refills before each replay. Rows: where scatter_rows writes (the
 // positions for a contiguous cache, pool slots for a paged one); BlockTables and
-// QuerySeq: paged attention's tables.
-enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, kCount };
+// QuerySeq: paged attention's tables; SamplingRows / SamplingPenalties:
+// ops::sample_tokens' per-row parameters and penalty lists.
+enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, SamplingRows, SamplingPenalties, kCount };
 
 struct Context {
   int device = 0;

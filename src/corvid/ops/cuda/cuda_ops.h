@@ -13,6 +13,7 @@
 #include "corvid/core/device.h"
 #include "corvid/core/tensor.h"
 #include "corvid/ops/ops.h"
+#include "corvid/ops/sampling.h"
 
 namespace corvid::ops::cuda {
 
@@ -31,5 +32,6 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
+void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
 
 }  // namespace corvid::ops::cuda
