@@ -122,7 +122,9 @@ TEST_P(CudaBatchedForward, MatchesEachSequenceAloneOnTheCpu) {
       const std::vector<Trace> batched = run_batched(*gpu.model, prompts, n_new, config, 4, blocks, &preemptions);
       ASSERT_EQ(batched.size(), alone.size());
       for (size_t s = 0; s < alone.size(); ++s) {
-        if (exact) EXPECT_EQ(batched[s].tokens, alone[s].tokens) << "sequence " << s << ", pool " << blocks;
+        if (exact) {
+          EXPECT_EQ(batched[s].tokens, alone[s].tokens) << "sequence " << s << ", pool " << blocks;
+        }
         // Compare the logits as long as both ran the same tokens.
         for (size_t t = 0; t < std::min(batched[s].logits.size(), alone[s].logits.size()); ++t) {
           double worst = 0;
