@@ -257,11 +257,10 @@ for server in ${servers//,/ }; do
       fi ;;
     llama)
       [ -n "$llama_server" ] || { log "no --llama-server: skipped"; continue; }
-      ngl=99; [ "$device" = cpu ] && ngl=0
       # -b 2048 / -ub 512 are llama-server's defaults, spelled out: 2048 tokens a step like corvid's budget.
       cmd=("$llama_server" -m "$gguf" --host 127.0.0.1 --port "$llama_port" -a "$model_name"
-           -ngl "$ngl" -fa on -np "$max_conc" -c "$total_ctx" -cb -b 2048 -ub 512 --no-webui)
-      [ "$device" = cpu ] && cmd+=(--device none)
+           -fa on -np "$max_conc" -c "$total_ctx" -cb -b 2048 -ub 512 --no-webui)
+      if [ "$device" = cuda ]; then cmd+=(-ngl 99); else cmd+=(--device none); fi
       [ -n "$threads" ] && cmd+=(-t "$threads")
       # shellcheck disable=SC2206
       cmd+=($llama_extra)
