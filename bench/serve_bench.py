@@ -200,7 +200,12 @@ async def run(args):
         warm_rng = random.Random(args.seed + 1)  # its own stream: the measured load stays the same with or without
         warm = [make_prompt(warm_rng, 32) for _ in range(args.warmup)]
         warm_results = []
-        await asyncio.gather(*(one_request(args, p, 16, warm_results) for p in warm))
+        try:
+            await asyncio.wait_for(asyncio.gather(*(one_request(args, p, 16, warm_results) for p in warm)),
+                                   args.warmup_time_limit)
+        except asyncio.TimeoutError:
+            print(f"warm-up: {len(warm) - len(warm_results)} requests unfinished after {args.warmup_time_limit} s",
+                  file=sys.stderr)
         failed = [r["error"] for r in warm_results if r["error"]]
         if failed:
             print(f"warm-up: {len(failed)} of {len(warm)} requests failed, first: {failed[0]}", file=sys.stderr)
@@ -252,7 +257,8 @@ def main():
     ap.add_argument("--output-max", type=int, default=512)
     ap.add_argument("--tokens-per-word", type=float, default=1.0,
                     help="tokens per word of the word list (1.0 for Llama 3's and SmolLM2's vocabularies)")
-    ap.add_argument("--warmup", type=int, default=4, help="short requests sent before timing (0: none)")
+    ap.add_argument("--warmup", type=int, default=4, help="short requests sent at once before timing (0: none)")
+    ap.add_argument("--warmup-time-limit", type=float, default=30, help="seconds the warm-up may take")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed to one request")
     ap.add_argument("--time-limit", type=float, default=0,

@@ -18,7 +18,8 @@ set -u -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 corvid="" llama_server="" gguf="" device=cuda out=""
 requests=200 concurrencies="32,64" prompt_mean=200 prompt_max=1024 output_mean=128 output_max=512
-corvid_port=18080 llama_port=18081 threads="" kv_cache_gb="" start_timeout=240 run_time_limit=100
+corvid_port=18080 llama_port=18081 threads="" kv_cache_gb="" start_timeout=240 run_time_limit=100 budget=420
+warmup_time_limit=20
 corvid_extra="" llama_extra="" model_name=bench servers="corvid,llama"
 
 usage() {
@@ -34,6 +35,8 @@ usage: $0 --corvid BIN --llama-server BIN --gguf FILE --out DIR [options]
   --servers LIST             which to run, in order (default $servers)
   --start-timeout S          seconds a server may take to answer /health (default $start_timeout)
   --run-time-limit S         seconds for one measurement; then what finished counts (default $run_time_limit)
+  --budget S                 seconds for this whole script: measurements get shorter limits, or are
+                             skipped, so that it ends in time (default $budget; 0: no budget)
   --corvid-args "..."  --llama-args "..."   extra flags for one server
   --corvid-port P  --llama-port P           (defaults $corvid_port, $llama_port)
 EOF
@@ -58,6 +61,7 @@ while [ $# -gt 0 ]; do
     --servers) servers=$2; shift ;;
     --start-timeout) start_timeout=$2; shift ;;
     --run-time-limit) run_time_limit=$2; shift ;;
+    --budget) budget=$2; shift ;;
     --corvid-args) corvid_extra=$2; shift ;;
     --llama-args) llama_extra=$2; shift ;;
     --corvid-port) corvid_port=$2; shift ;;
@@ -111,7 +115,7 @@ except Exception:
     sys.exit(1)' "$1"
 }
 
-server_pid=""
+server_pid="" start_limit=$start_timeout
 # start_server NAME PORT LOG CMD...: starts it in the background, waits for /health; 0 when ready.
 start_server() {
   local name=$1 port=$2 logfile=$3; shift 3
@@ -122,19 +126,21 @@ start_server() {
   log "starting $name: $*"
   "$@" > "$logfile" 2>&1 &
   server_pid=$!
-  local waited=0
+  local t0 waited=0
+  t0=$(date +%s)
   while ! http_ok "http://127.0.0.1:$port/health"; do
     if ! kill -0 "$server_pid" 2>/dev/null; then
       wait "$server_pid"; log "$name exited (status $?) before it was ready; log tail:"
       tail -n 30 "$logfile" >&2; server_pid=""; return 1
     fi
-    if [ "$waited" -ge "$start_timeout" ]; then
-      log "$name not ready after ${start_timeout}s; log tail:"; tail -n 30 "$logfile" >&2
+    if [ "$waited" -ge "$start_limit" ]; then
+      log "$name not ready after ${start_limit}s; log tail:"; tail -n 30 "$logfile" >&2
       stop_server "$name"; return 1
     fi
-    sleep 1; waited=$(( waited + 1 ))
+    sleep 1; waited=$(( $(date +%s) - t0 ))
   done
-  log "$name ready after ~${waited}s"
+  waited=$(( $(date +%s) - t0 ))
+  log "$name ready after ${waited}s"
   echo "$waited" > "$out/$name.startup_s"
 }
 
@@ -202,18 +208,37 @@ open(os.path.join(out, "summary.md"), "w").write("\n".join(lines))
 EOF
 }
 
+elapsed() { echo $(( $(date +%s) - started_at )); }
+
+# Seconds the next measurement may take: an equal share of what the budget leaves to the
+# measurements not yet run, after the server starts still to come (45 s each) and a warm-up
+# and stop allowance for each measurement.
+next_time_limit() {
+  if [ "$budget" -le 0 ]; then echo "$run_time_limit"; return; fi
+  local left=$(( budget - $(elapsed) - 45 * starts_left ))
+  local share=$(( left / runs_left - warmup_time_limit - 5 ))
+  if [ "$share" -lt "$run_time_limit" ]; then echo "$share"; else echo "$run_time_limit"; fi
+}
+
 # bench NAME PORT: every concurrency against the server on PORT.
 bench() {
-  local name=$1 port=$2 conc
+  local name=$1 port=$2 conc limit
   for conc in ${concurrencies//,/ }; do
+    limit=$(next_time_limit)
+    runs_left=$(( runs_left - 1 ))
+    if [ "$limit" -lt 10 ]; then
+      log "$name c=$conc: skipped, the time budget is spent"
+      printf '{"skipped": "the --budget of %ss was spent"}\n' "$budget" > "$out/${name}_c$conc.json"
+      write_summary; continue
+    fi
     local cmd=(python3 "$here/serve_bench.py" --url "http://127.0.0.1:$port" --model "$model_name"
                --requests "$requests" --concurrency "$conc" --prompt-mean "$prompt_mean" --prompt-max "$prompt_max"
                --output-mean "$output_mean" --output-max "$output_max" --warmup "$conc"
-               --time-limit "$run_time_limit" --json-out "$out/${name}_c$conc.json")
+               --warmup-time-limit "$warmup_time_limit" --time-limit "$limit" --json-out "$out/${name}_c$conc.json")
     printf '  %s\n' "${cmd[*]}" >> "$out/commands.txt"
-    log "$name, concurrency $conc"
-    # The outer limit only catches a hung client: serve_bench stops itself at --time-limit.
-    timeout -k 10 $(( run_time_limit + 60 )) "${cmd[@]}" > "$out/${name}_c$conc.txt" 2>&1
+    log "$name, concurrency $conc (time limit ${limit}s)"
+    # The outer limit only catches a hung client: serve_bench stops itself at its limits.
+    timeout -k 5 $(( limit + warmup_time_limit + 30 )) "${cmd[@]}" > "$out/${name}_c$conc.txt" 2>&1
     local rc=$?
     if [ $rc -ne 0 ]; then
       log "$name c=$conc: serve_bench failed (status $rc):"; tail -n 20 "$out/${name}_c$conc.txt" >&2
@@ -225,20 +250,45 @@ bench() {
 
 skip_all() {  # skip_all NAME REASON: a row per concurrency saying why there are no numbers.
   local conc
-  for conc in ${concurrencies//,/ }; do printf '{"skipped": "%s"}\n' "$2" > "$out/$1_c$conc.json"; done
+  for conc in ${concurrencies//,/ }; do
+    printf '{"skipped": "%s"}\n' "$2" > "$out/$1_c$conc.json"; runs_left=$(( runs_left - 1 ))
+  done
   write_summary
+}
+
+# start_within_budget NAME PORT LOG CMD...: start_server unless the budget cannot cover a start and a run.
+start_within_budget() {
+  starts_left=$(( starts_left - 1 ))
+  if [ "$budget" -gt 0 ] && [ $(( budget - $(elapsed) )) -lt $(( 45 * starts_left + 60 )) ]; then
+    log "$1 not started: the --budget of ${budget}s is spent"; return 1
+  fi
+  start_limit=$start_timeout
+  if [ "$budget" -gt 0 ]; then  # leave this server's measurements at least 20 s each
+    local room=$(( budget - $(elapsed) - 45 * starts_left - (20 + warmup_time_limit) * n_conc ))
+    [ "$room" -lt "$start_limit" ] && start_limit=$(( room > 30 ? room : 30 ))
+  fi
+  start_server "$@"
 }
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(hostname), $(nproc) cores"
-  command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  command -v nvidia-smi > /dev/null && timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   echo "gguf: $gguf ($(du -h "$gguf" | cut -f1))"
-  [ -n "$corvid" ] && echo "corvid: $("$corvid" --version 2>&1 | head -1)"
-  [ -n "$llama_server" ] && echo "llama-server: $("$llama_server" --version 2>&1 | grep -m1 version)"
+  [ -n "$corvid" ] && echo "corvid: $(timeout 20 "$corvid" --version 2>&1 | head -1)"
+  [ -n "$llama_server" ] && echo "llama-server: $(timeout 20 "$llama_server" --version 2>&1 | grep -m1 version)"
   echo "slots: $max_conc x $slot_ctx tokens of context = $total_ctx; corvid KV cache ${kv_cache_gb} GiB"
 } > "$out/environment.txt" 2>&1
 cat "$out/environment.txt" >&2
+
+# Measurements and server starts still to come, for the time budget.
+n_conc=$(tr ',' '\n' <<< "$concurrencies" | grep -c .)
+starts_left=0
+for server in ${servers//,/ }; do
+  { [ "$server" = corvid ] && [ -n "$corvid" ]; } || { [ "$server" = llama ] && [ -n "$llama_server" ]; } \
+    && starts_left=$(( starts_left + 1 ))
+done
+runs_left=$(( starts_left * n_conc ))
 
 for server in ${servers//,/ }; do
   case "$server" in
@@ -250,10 +300,10 @@ for server in ${servers//,/ }; do
       [ -n "$threads" ] && cmd+=(--threads "$threads")
       # shellcheck disable=SC2206  # extra flags split on spaces on purpose
       cmd+=($corvid_extra)
-      if start_server corvid "$corvid_port" "$out/corvid.log" "${cmd[@]}"; then
+      if start_within_budget corvid "$corvid_port" "$out/corvid.log" "${cmd[@]}"; then
         bench corvid "$corvid_port"; stop_server corvid
       else
-        skip_all corvid "corvid serve did not start: see corvid.log"
+        skip_all corvid "corvid serve did not start (or the budget was spent): see corvid.log"
       fi ;;
     llama)
       [ -n "$llama_server" ] || { log "no --llama-server: skipped"; continue; }
@@ -264,10 +314,10 @@ for server in ${servers//,/ }; do
       [ -n "$threads" ] && cmd+=(-t "$threads")
       # shellcheck disable=SC2206
       cmd+=($llama_extra)
-      if start_server llama "$llama_port" "$out/llama.log" "${cmd[@]}"; then
+      if start_within_budget llama "$llama_port" "$out/llama.log" "${cmd[@]}"; then
         bench llama "$llama_port"; stop_server llama
       else
-        skip_all llama "llama-server did not start: see llama.log"
+        skip_all llama "llama-server did not start (or the budget was spent): see llama.log"
       fi ;;
     *) log "unknown server $server (corvid or llama)" ;;
   esac
