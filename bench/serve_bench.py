@@ -144,6 +144,11 @@ async def one_request(args, prompt, max_tokens, results):
             error = "stream ended without data: [DONE]"
     except (OSError, HttpError, ValueError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
         error = repr(e)
+    except asyncio.CancelledError:
+        # Cut off by --time-limit: what it streamed so far still counts towards throughput and latencies.
+        results.append({"start": start, "end": time.perf_counter(), "stamps": stamps, "error": None,
+                        "cancelled": True, "tokens": len(stamps), "prompt_tokens": None})
+        raise
     end = time.perf_counter()
     tokens = usage.get("completion_tokens")
     results.append({"start": start, "end": end, "stamps": stamps, "error": error,
@@ -152,10 +157,10 @@ async def one_request(args, prompt, max_tokens, results):
 
 
 async def drive(args, prompts, output_tokens, rng):
-    """Sends every request (Poisson arrivals or fixed concurrency); returns (results, wall seconds, unfinished).
+    """Sends every request (Poisson arrivals or fixed concurrency); returns (results, wall seconds).
 
-    With --time-limit, requests still running at the limit are cancelled and those not yet
-    sent are dropped; both count as unfinished and the rates are over the limit."""
+    With --time-limit, requests still running at the limit are cancelled (their results say
+    cancelled) and those not yet sent are dropped; rates are over the limit."""
     results = []
     t0 = time.perf_counter()
     deadline = t0 + args.time_limit if args.time_limit > 0 else math.inf
@@ -183,7 +188,7 @@ async def drive(args, prompts, output_tokens, rng):
         await asyncio.wait_for(job, None if deadline == math.inf else max(0.0, deadline - time.perf_counter()))
     except asyncio.TimeoutError:
         pass
-    return results, time.perf_counter() - t0, len(prompts) - len(results)
+    return results, time.perf_counter() - t0
 
 
 def rounded(values, p, digits):
@@ -209,20 +214,24 @@ async def run(args):
         failed = [r["error"] for r in warm_results if r["error"]]
         if failed:
             print(f"warm-up: {len(failed)} of {len(warm)} requests failed, first: {failed[0]}", file=sys.stderr)
-    results, wall, unfinished = await drive(args, prompts, output_tokens, rng)
+    results, wall = await drive(args, prompts, output_tokens, rng)
 
-    ok = [r for r in results if not r["error"] and r["stamps"]]
-    ttft = [(r["stamps"][0] - r["start"]) * 1000 for r in ok]
-    itl = [(b - a) * 1000 for r in ok for a, b in zip(r["stamps"], r["stamps"][1:])]
+    cut = [r for r in results if r.get("cancelled")]
+    ok = [r for r in results if not r["error"] and r["stamps"] and not r.get("cancelled")]
+    failed = [r for r in results if r["error"] or (not r["stamps"] and not r.get("cancelled"))]
+    streamed = ok + [r for r in cut if r["stamps"]]  # latency samples: everything that got a token
+    ttft = [(r["stamps"][0] - r["start"]) * 1000 for r in streamed]
+    itl = [(b - a) * 1000 for r in streamed for a, b in zip(r["stamps"], r["stamps"][1:])]
     tpot = [(r["end"] - r["stamps"][0]) * 1000 / (r["tokens"] - 1) for r in ok if r["tokens"] > 1]
     e2e = [(r["end"] - r["start"]) for r in ok]
     out_tokens = sum(r["tokens"] for r in ok)
     served_prompt_tokens = [r["prompt_tokens"] for r in ok if r["prompt_tokens"] is not None]
     summary = {
-        "requests": len(prompts), "completed": len(ok), "failed": len(results) - len(ok), "unfinished": unfinished,
+        "requests": len(prompts), "completed": len(ok), "failed": len(failed),
+        "unfinished": len(prompts) - len(ok) - len(failed), "cut_at_time_limit": len(cut),
         "wall_s": round(wall, 2),
         "mode": f"rate {args.rate}/s" if args.rate > 0 else f"concurrency {args.concurrency}",
-        "request_throughput": round(len(ok) / wall, 3), "output_tok_s": round(out_tokens / wall, 1),
+        "request_throughput": round(len(ok) / wall, 3), "output_tok_s": round((out_tokens + sum(r["tokens"] for r in cut)) / wall, 1),
         "ttft_ms": {"p50": rounded(ttft, 50, 1), "p99": rounded(ttft, 99, 1),
                     "mean": round(statistics.fmean(ttft), 1) if ttft else None},
         "itl_ms": {"p50": rounded(itl, 50, 2), "p99": rounded(itl, 99, 2),
