@@ -12,19 +12,22 @@
 # and stopped with SIGTERM before the other starts. Every step has a time limit; a server that
 # fails to start is reported with its log tail and the run goes on. summary.md is rewritten
 # after every measurement, so an interrupted run still leaves what it measured.
-# Needs bash, python3 (standard library only) and the two binaries; no network.
+# Needs bash, python3 (standard library; numpy for --make) and the two binaries; no network.
+# --budget (default 480 s, from the script's start, --make included) keeps the whole run inside
+# one 10-minute device call.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 corvid="" llama_server="" gguf="" device=cuda out=""
 requests=200 concurrencies="32,64" prompt_mean=200 prompt_max=1024 output_mean=128 output_max=512
-corvid_port=18080 llama_port=18081 threads="" kv_cache_gb="" start_timeout=240 run_time_limit=100 budget=420
-warmup_time_limit=20
+corvid_port=18080 llama_port=18081 threads="" kv_cache_gb="" start_timeout=240 run_time_limit=100 budget=480
+warmup_time_limit=20 make_config="" vocab_from=""
 corvid_extra="" llama_extra="" model_name=bench servers="corvid,llama"
 
 usage() {
   cat <<EOF
 usage: $0 --corvid BIN --llama-server BIN --gguf FILE --out DIR [options]
+  --make CONFIG [--vocab-from GGUF]  write --gguf first (bench/make_random_gguf.py) if it does not exist
   --device cuda|cpu          where both servers run (default $device)
   --requests N               requests per measurement (default $requests)
   --concurrency LIST         comma-separated client counts (default $concurrencies)
@@ -48,6 +51,8 @@ while [ $# -gt 0 ]; do
     --corvid) corvid=$2; shift ;;
     --llama-server) llama_server=$2; shift ;;
     --gguf) gguf=$2; shift ;;
+    --make) make_config=$2; shift ;;
+    --vocab-from) vocab_from=$2; shift ;;
     --device) device=$2; shift ;;
     --out) out=$2; shift ;;
     --requests) requests=$2; shift ;;
@@ -72,7 +77,6 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -z "$gguf" ] || [ -z "$out" ]; then usage; fi
-[ -f "$gguf" ] || { echo "no such GGUF: $gguf" >&2; exit 2; }
 case "$device" in cuda|cpu) ;; *) echo "--device must be cuda or cpu" >&2; exit 2 ;; esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -80,6 +84,15 @@ out=$(cd "$out" && pwd)
 started_at=$(date +%s)
 
 log() { echo "[serve_peer $(( $(date +%s) - started_at ))s] $*" >&2; }
+
+if [ -n "$make_config" ] && [ ! -f "$gguf" ]; then
+  make_cmd=(python3 "$here/make_random_gguf.py" "$make_config" "$gguf")
+  [ -n "$vocab_from" ] && make_cmd+=(--vocab-from "$vocab_from")
+  printf 'model:\n  %s\n' "${make_cmd[*]}" >> "$out/commands.txt"
+  log "writing $gguf: ${make_cmd[*]}"
+  timeout 300 "${make_cmd[@]}" 2>&1 | tee "$out/make.txt" >&2 || { echo "could not write $gguf" >&2; exit 1; }
+fi
+[ -f "$gguf" ] || { echo "no such GGUF: $gguf" >&2; exit 2; }
 
 # Largest concurrency: the slots each server gets.
 max_conc=$(tr ',' '\n' <<< "$concurrencies" | sort -n | tail -1)
@@ -205,6 +218,8 @@ lines += ["", "TTFT: request sent to first streamed text; ITL: between streamed 
           "## Environment", "", "```", open(os.path.join(out, "environment.txt")).read().rstrip(), "```", "",
           "## Commands", "", "```", open(os.path.join(out, "commands.txt")).read().rstrip(), "```", ""]
 open(os.path.join(out, "summary.md"), "w").write("\n".join(lines))
+json.dump([dict(server=server, concurrency=conc, **s) for _, conc, server, s in rows],
+          open(os.path.join(out, "summary.json"), "w"), indent=1)
 EOF
 }
 
@@ -275,6 +290,7 @@ start_within_budget() {
   echo "host: $(hostname), $(nproc) cores"
   command -v nvidia-smi > /dev/null && timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   echo "gguf: $gguf ($(du -h "$gguf" | cut -f1))"
+  [ -f "$out/make.txt" ] && cat "$out/make.txt"
   [ -n "$corvid" ] && echo "corvid: $(timeout 20 "$corvid" --version 2>&1 | head -1)"
   [ -n "$llama_server" ] && echo "llama-server: $(timeout 20 "$llama_server" --version 2>&1 | grep -m1 version)"
   echo "slots: $max_conc x $slot_ctx tokens of context = $total_ctx; corvid KV cache ${kv_cache_gb} GiB"
