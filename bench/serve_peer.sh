@@ -99,23 +99,30 @@ max_conc=$(tr ',' '\n' <<< "$concurrencies" | sort -n | tail -1)
 slot_ctx=$(( prompt_max + output_max + 64 ))  # + BOS and the word list's tokenization slack
 total_ctx=$(( max_conc * slot_ctx ))
 if [ -z "$kv_cache_gb" ]; then
-  # The same number of KV tokens as llama-server's context, at F16 (2 bytes), plus 10%.
-  kv_cache_gb=$(python3 - "$here" "$gguf" "$total_ctx" <<'EOF'
+  # Room for as many KV tokens as llama-server's context, plus 10%, at corvid's own bytes per
+  # token (`corvid inspect` says; its KV elements may be wider than llama.cpp's F16).
+  kv_kib=""
+  [ -n "$corvid" ] && kv_kib=$(timeout 60 "$corvid" inspect "$gguf" 2>/dev/null \
+                               | sed -n 's/^KV per token: *\([0-9.]*\) KiB.*/\1/p')
+  kv_cache_gb=$(python3 - "$here" "$gguf" "$total_ctx" "$kv_kib" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 from make_random_gguf import read_metadata, scalar_value
-meta = read_metadata(sys.argv[2])
-def get(key):
-    for k, v in meta.items():
-        if k.endswith(key):
-            return scalar_value(v)
-    raise SystemExit(f"no {key} in the GGUF")
-layers, heads, kv_heads, width = get(".block_count"), get(".attention.head_count"), get(".attention.head_count_kv"), get(".embedding_length")
-head_dim = width // heads
-per_token = 2 * layers * kv_heads * head_dim * 2
-print(f"{max(0.25, per_token * int(sys.argv[3]) * 1.1 / 2**30):.2f}")
+tokens, kib = int(sys.argv[3]), sys.argv[4]
+if kib:
+    per_token = float(kib) * 1024
+else:  # F16 K and V from the GGUF's shape
+    meta = read_metadata(sys.argv[2])
+    def get(key):
+        for k, v in meta.items():
+            if k.endswith(key):
+                return scalar_value(v)
+        raise SystemExit(f"no {key} in the GGUF")
+    heads = get(".attention.head_count")
+    per_token = 2 * get(".block_count") * get(".attention.head_count_kv") * (get(".embedding_length") // heads) * 2
+print(f"{max(0.25, per_token * tokens * 1.1 / 2**30):.2f}")
 EOF
-) || { echo "could not read $gguf's shape to size the KV cache; pass --kv-cache-gb" >&2; exit 2; }
+) || { echo "could not size the KV cache from $gguf; pass --kv-cache-gb" >&2; exit 2; }
 fi
 if [ "$device" = cpu ] && [ -z "$threads" ]; then threads=$(nproc); fi
 
