@@ -162,6 +162,12 @@ start_server() {
   waited=$(( $(date +%s) - t0 ))
   log "$name ready after ${waited}s"
   echo "$waited" > "$out/$name.startup_s"
+  # The same text through both servers' /tokenize: summary.md says whether the ids agree.
+  python3 -c 'import json, sys, urllib.request
+text = "Serving check: the quick brown fox, 3.14159, héllo wörld, 日本語 🦙 — time person year way."
+req = urllib.request.Request(sys.argv[1], json.dumps({"content": text}).encode(), {"Content-Type": "application/json"})
+print(json.dumps(json.load(urllib.request.urlopen(req, timeout=20))["tokens"]))' \
+    "http://127.0.0.1:$port/tokenize" > "$out/$name.tokens.json" 2>/dev/null || rm -f "$out/$name.tokens.json"
 }
 
 stop_server() {
@@ -216,6 +222,17 @@ first_errors = [(server, conc, s["first_error"]) for _, conc, server, s in rows 
 if first_errors:
     lines += ["", "First error of each row that had one:", ""]
     lines += [f"- {server} c={conc}: `{e[:300]}`" for server, conc, e in first_errors]
+ids = {}
+for name in ("corvid", "llama"):
+    try:
+        ids[name] = json.load(open(os.path.join(out, name + ".tokens.json")))
+    except (OSError, ValueError):
+        pass
+if len(ids) == 2:
+    same = ids["corvid"] == ids["llama"]
+    lines.append(f"\nTokenization check (the same text through both servers' /tokenize): "
+                 + (f"identical ids ({len(ids['corvid'])} tokens)." if same else
+                    f"DIFFERENT ids: corvid {ids['corvid']}, llama-server {ids['llama']}."))
 for name in ("corvid", "llama"):
     p = os.path.join(out, name + ".startup_s")
     if os.path.exists(p):
