@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import mmap
+import os
 import struct
 import sys
 import time
@@ -263,7 +264,8 @@ def main():
     source = RandomSource(args.seed)
     ones = {}
     rope_factors = llama3_rope_factors(cfg, hd)
-    with open(args.out, "wb", buffering=1 << 22) as f:
+    partial = args.out + ".partial"  # renamed when complete: a killed run leaves no valid-looking file
+    with open(partial, "wb", buffering=1 << 22) as f:
         f.write(header + bytes(padding(len(header))))
         for name, rows, cols, ggml_type in plan:
             if name == "rope_freqs.weight":
@@ -276,6 +278,7 @@ def main():
             nbytes = rows * cols * (4 if ggml_type == GGML_F32 else 2)
             f.write(data + bytes(padding(nbytes)))
         total = f.tell()
+    os.replace(partial, args.out)
     params = sum(r * c for _, r, c, _ in plan)
     print(f"wrote {args.out}: {params / 1e9:.2f}B parameters, vocabulary {vocab}, {total / 2**30:.2f} GiB "
           f"in {time.perf_counter() - started:.1f} s")

@@ -4,7 +4,8 @@
 # prompts and output lengths for both), then DIR/summary.md with one table and the exact commands.
 #
 #   bench/serve_peer.sh --corvid build/corvid --llama-server /opt/llama.cpp/bin/llama-server \
-#       --gguf /tmp/llama8b-f16.gguf --device cuda --out /tmp/serve_peer
+#       --gguf /tmp/llama8b-f16.gguf --device cuda --out /tmp/serve_peer \
+#       [--make configs/llama-3.1-8b.json --vocab-from ggml-vocab-llama-bpe.gguf]
 #
 # Each server is started once with room for the largest concurrency (corvid --max-num-seqs,
 # llama-server -np: that many slots, each with prompt-max + output-max tokens of context;
@@ -34,7 +35,7 @@ usage: $0 --corvid BIN --llama-server BIN --gguf FILE --out DIR [options]
   --prompt-mean N --prompt-max N    prompt tokens (default $prompt_mean, max $prompt_max)
   --output-mean N --output-max N    output tokens (default $output_mean, max $output_max)
   --threads N                CPU threads for both servers (default: theirs; cpu: all cores)
-  --kv-cache-gb G            corvid's KV cache (default: llama-server's context at F16)
+  --kv-cache-gb G            corvid's KV cache (default: room for llama-server's context)
   --servers LIST             which to run, in order (default $servers)
   --start-timeout S          seconds a server may take to answer /health (default $start_timeout)
   --run-time-limit S         seconds for one measurement; then what finished counts (default $run_time_limit)
@@ -81,6 +82,7 @@ case "$device" in cuda|cpu) ;; *) echo "--device must be cuda or cpu" >&2; exit 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 : > "$out/commands.txt"
+rm -f "$out"/*_c*.json "$out"/*_c*.txt "$out"/*.tokens.json "$out"/*.startup_s "$out/make.txt" "$out/summary.json"
 started_at=$(date +%s)
 
 log() { echo "[serve_peer $(( $(date +%s) - started_at ))s] $*" >&2; }
