@@ -40,8 +40,11 @@ SCALAR_SIZE = {T_UINT8: 1, T_INT8: 1, T_UINT16: 2, T_INT16: 2, T_UINT32: 4, T_IN
 SCALAR_FORMAT = {T_UINT8: "<B", T_INT8: "<b", T_UINT16: "<H", T_INT16: "<h", T_UINT32: "<I", T_INT32: "<i",
                  T_FLOAT32: "<f", T_BOOL: "<?", T_UINT64: "<Q", T_INT64: "<q", T_FLOAT64: "<d"}
 # ggml tensor types.
-GGML_F32, GGML_F16 = 0, 1
-FILE_TYPE_MOSTLY_F16 = 1
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K = 0, 1, 2, 8, 12
+# Weight types this script writes: ggml type, llama.cpp file type, (elements, bytes) per block.
+WEIGHT_TYPES = {"F16": (GGML_F16, 1, (1, 2)), "Q8_0": (GGML_Q8_0, 7, (32, 34)), "Q4_0": (GGML_Q4_0, 2, (32, 18)),
+                "Q4_K": (GGML_Q4_K, 14, (256, 144))}
+BLOCK_SHAPE = {t: shape for t, _, shape in WEIGHT_TYPES.values()}
 # Token types (llama.cpp's llama_token_type).
 TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_BYTE = 1, 2, 3, 6
 POOL_ELEMENTS = 1 << 24  # 32 MiB of F16 per distinct fan-in
@@ -176,6 +179,52 @@ class RandomSource:
             at = 0
 
 
+class RandomBlocks:
+    """Streams random blocks of a GGUF block format: random quants under a fixed scale per
+    fan-in, so that dequantized values have mean ~0 and std ~1/sqrt(fan_in) like RandomSource."""
+
+    BLOCKS = 1 << 18
+
+    def __init__(self, ggml_type, seed):
+        self.type, self.rng, self.pools, self.offset = ggml_type, np.random.default_rng(seed), {}, 0
+        self.elems, self.bytes = BLOCK_SHAPE[ggml_type]
+
+    def pool(self, fan_in):
+        raw = self.rng.integers(0, 256, size=(self.BLOCKS, self.bytes), dtype=np.uint8)
+        s = fan_in ** -0.5
+        f16 = lambda x: np.frombuffer(np.float16(x).tobytes(), dtype=np.uint8)
+        if self.type == GGML_Q8_0:  # d, then 32 int8 (std ~74)
+            raw[:, 0:2] = f16(s / 74)
+        elif self.type == GGML_Q4_0:  # d, then 32 nibbles q: value (q - 8) d (std ~4.6)
+            raw[:, 0:2] = f16(s / 4.6)
+        else:  # Q4_K: d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles: d*sc*q - dmin*m
+            d = s / 320
+            raw[:, 0:2], raw[:, 2:4] = f16(d), f16(7.5 * d)  # dmin = 7.5 d centres the values
+        return raw.reshape(-1)
+
+    def write(self, f, elements, fan_in):
+        pool = self.pools.get(fan_in)
+        if pool is None:
+            pool = self.pools[fan_in] = self.pool(fan_in)
+        view = memoryview(pool)
+        self.offset = (self.offset + 7919) % self.BLOCKS
+        at, left = self.offset, elements // self.elems
+        while left:
+            n = min(left, self.BLOCKS - at)
+            f.write(view[at * self.bytes:(at + n) * self.bytes])
+            left -= n
+            at = 0
+
+
+def tensor_bytes(rows, cols, ggml_type):
+    if ggml_type == GGML_F32:
+        return rows * cols * 4
+    elems, nbytes = BLOCK_SHAPE[ggml_type]
+    if cols % elems:
+        sys.exit(f"a row of {cols} is not a whole number of {elems}-element blocks")
+    return rows * cols // elems * nbytes
+
+
 def tensor_plan(cfg, vocab):
     """[(name, rows, cols, ggml type)] in file order; cols is the fan-in (ggml's ne[0])."""
     h, inter = cfg["hidden_size"], cfg["intermediate_size"]
@@ -212,6 +261,8 @@ def main():
     ap.add_argument("out", help="GGUF file to write")
     ap.add_argument("--vocab-from", metavar="GGUF", help="copy the tokenizer.* keys of this GGUF (vocab size too)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--type", choices=sorted(WEIGHT_TYPES), default="F16",
+                    help="type of every matrix (random blocks for the quantized types); norms stay F32")
     args = ap.parse_args()
     started = time.perf_counter()
 
@@ -234,7 +285,7 @@ def main():
     metadata = {
         "general.architecture": encode_value(T_STRING, "llama"),
         "general.name": encode_value(T_STRING, "random-" + cfg.get("model_type", "llama")),
-        "general.file_type": encode_value(T_UINT32, FILE_TYPE_MOSTLY_F16),
+        "general.file_type": encode_value(T_UINT32, WEIGHT_TYPES[args.type][1]),
         "general.alignment": encode_value(T_UINT32, ALIGNMENT),
         "llama.block_count": encode_value(T_UINT32, cfg["num_hidden_layers"]),
         "llama.context_length": encode_value(T_UINT32, min(cfg.get("max_position_embeddings", 8192), 131072)),
@@ -249,7 +300,8 @@ def main():
     }
     metadata.update(tokenizer)
 
-    plan = tensor_plan(cfg, vocab)
+    weight_type = WEIGHT_TYPES[args.type][0]
+    plan = [(n, r, c, weight_type if t == GGML_F16 else t) for n, r, c, t in tensor_plan(cfg, vocab)]
     header = [GGUF_MAGIC, struct.pack("<IQQ", GGUF_VERSION, len(plan), len(metadata))]
     header += [gguf_string(k) + v for k, v in metadata.items()]
     offset = 0
@@ -257,11 +309,11 @@ def main():
         dims = [cols] if rows == 1 else [cols, rows]
         header.append(gguf_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
                       + struct.pack("<IQ", ggml_type, offset))
-        nbytes = rows * cols * (4 if ggml_type == GGML_F32 else 2)
+        nbytes = tensor_bytes(rows, cols, ggml_type)
         offset += nbytes + padding(nbytes)
     header = b"".join(header)
 
-    source = RandomSource(args.seed)
+    source = RandomSource(args.seed) if weight_type == GGML_F16 else RandomBlocks(weight_type, args.seed)
     ones = {}
     rope_factors = llama3_rope_factors(cfg, hd)
     partial = args.out + ".partial"  # renamed when complete: a killed run leaves no valid-looking file
@@ -275,7 +327,7 @@ def main():
             else:
                 source.write(f, rows * cols, cols)
                 data = b""
-            nbytes = rows * cols * (4 if ggml_type == GGML_F32 else 2)
+            nbytes = tensor_bytes(rows, cols, ggml_type)
             f.write(data + bytes(padding(nbytes)))
         total = f.tell()
     os.replace(partial, args.out)
