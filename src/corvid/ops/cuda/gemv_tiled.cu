@@ -347,6 +347,9 @@ void set_gemv_kernels(GemvKernels k) { g_kernels = k; }
 
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream) {
   if (g_kernels == GemvKernels::General) return false;
+  // Fast numerics: int8 activations with dp4a for the formats gemv_dp4a.cu handles.
+  // Only under Auto, so that forcing Tiled/Persistent still measures the F32 kernels.
+  if (g_kernels == GemvKernels::Auto && gemv_dp4a(t, a, stream)) return true;
   const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.k % 8 == 0;
   // Items (row groups x tiles) are counted in int.
