@@ -9,17 +9,21 @@
 //     the CPU backend's dequantized weights with d * q: <= 1e-5. It is the same
 //     arithmetic up to F32 accumulation order, so a wrong decode, scale or offset of a
 //     single group is far outside it.
-// (b) against the GPU's Exact (F32 activation) kernels: <= 1e-2. The int8 rounding
+// (b) against the GPU's Exact (F32 activation) kernels: <= 2e-2. The int8 rounding
 //     error of a value is at most d / 2 (uniform, std ~ max|x_block| / 440), which moves
-//     an output by ~0.5% of its typical size; measured worst ~5e-3 of the max output.
+//     an output by ~0.5% of its typical size; with the outliers in x used here the
+//     worst output of a 1024 x 4096 x 8 product is off by ~8.5e-3 of the max output
+//     (CudaDp4aReference.ToleranceBudget measures it on the CPU).
 // (c) against the CPU backend's Fast matmul: Q8_0/Q4_0/Q4_1 quantize x the same way
-//     (Q8_0/Q8_1 blocks of 32) but store d as F16, so <= 2e-3; the K-quants' CPU
-//     activations are Q8_K (one scale per 256 values), so only within (b)'s 2e-2.
+//     (Q8_0/Q8_1 blocks of 32) but store d as F16: <= 2e-3 (measured 2e-4..5e-4); the
+//     K-quants' CPU activations are Q8_K (one scale per 256 values, coarser), so the two
+//     differ by both roundings: <= 5e-2 (measured 2.2e-2).
 // With CORVID_NO_DP4A=1 the path is off and these tests skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -155,10 +159,10 @@ void check_format(DType t) {
       EXPECT_LE(diff / mag, 1e-5) << "vs quantized-x reference, " << where;
       // (b): the Exact kernels; and the difference must be there (the int8 path ran).
       const double vs_exact = rel_err(got, exact.data(), count);
-      EXPECT_LE(vs_exact, 1e-2) << "vs GPU Exact, " << where;
+      EXPECT_LE(vs_exact, 2e-2) << "vs GPU Exact, " << where;
       EXPECT_GT(vs_exact, 1e-6) << "Fast equals Exact: the dp4a path did not run, " << where;
       // (c): the CPU's Fast matmul.
-      EXPECT_LE(rel_err(got, cpu_fast.data(), count), k_quant ? 2e-2 : 2e-3) << "vs CPU Fast, " << where;
+      EXPECT_LE(rel_err(got, cpu_fast.data(), count), k_quant ? 5e-2 : 2e-3) << "vs CPU Fast, " << where;
     }
   }
 }
@@ -171,9 +175,48 @@ TEST_P(CudaDp4a, MatchesQuantizedReferenceExactAndCpuFast) {
   check_format(GetParam());
 }
 
+std::string format_name(const ::testing::TestParamInfo<DType>& param_info) {
+  return std::string(dtype_name(param_info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, CudaDp4a,
                          ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K),
-                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         format_name);
+
+// The tolerances of (b) and (c) hold for the quantized-x reference itself (no GPU
+// needed): against the float64 product with unquantized x, and against the CPU's Fast
+// matmul, on a 1024 x 4096 matrix and 8 activation rows.
+TEST(CudaDp4aReference, ToleranceBudget) {
+  const int64_t m = 1024, k = 4096;
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
+    OwnedTensor w = make_weight(t, m, k, random_floats(static_cast<size_t>(m * k), 91));
+    const auto wv = weight_values(w.tensor);
+    auto xv = random_floats(static_cast<size_t>(kMaxCols * k), 92);
+    for (size_t i = 0; i < xv.size(); i += 97) xv[i] *= 8.0f;
+    const std::vector<float> bv(static_cast<size_t>(m), 0.0f);
+    const auto ref = quantized_reference(wv, xv, bv, m, k, kMaxCols);
+    const std::vector<float> ref_f(ref.begin(), ref.end());
+    std::vector<float> exact(static_cast<size_t>(kMaxCols * m));
+    for (int c = 0; c < kMaxCols; ++c)
+      for (int64_t r = 0; r < m; ++r) {
+        double s = 0;
+        for (int64_t i = 0; i < k; ++i) s += static_cast<double>(wv[r * k + i]) * xv[c * k + i];
+        exact[static_cast<size_t>(c * m + r)] = static_cast<float>(s);
+      }
+    NumericsScope scope(ops::QuantizedMatmul::Fast);
+    OwnedTensor x = f32_tensor({kMaxCols, k}, xv), out = f32_tensor({kMaxCols, m}, exact);
+    ops::matmul(x.tensor, w.tensor, out.tensor);
+    const std::vector<float> cpu_fast(out.ptr<float>(), out.ptr<float>() + exact.size());
+    const bool k_quant = t == DType::Q4_K || t == DType::Q6_K;
+    const double vs_exact = rel_err(ref_f, exact.data(), exact.size());
+    const double vs_cpu = rel_err(ref_f, cpu_fast.data(), exact.size());
+    EXPECT_LE(vs_exact, 2e-2) << dtype_name(t);
+    EXPECT_GT(vs_exact, 1e-4) << dtype_name(t) << ": the reference does not quantize x";
+    EXPECT_LE(vs_cpu, k_quant ? 5e-2 : 2e-3) << dtype_name(t);
+    std::printf("%s: quantized-x reference vs exact %.2e, vs CPU Fast %.2e\n", std::string(dtype_name(t)).c_str(),
+                vs_exact, vs_cpu);
+  }
+}
 
 // Exact numerics never take the int8 path: decode matches the F32 reference tightly.
 TEST(CudaDp4aExact, ExactModeKeepsF32Activations) {

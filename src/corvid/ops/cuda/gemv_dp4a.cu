@@ -36,7 +36,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kRows = 4;                  // weight rows per thread block
 constexpr int kTileElems = kThreads * 8;  // one 8-value group per thread per row and tile
-constexpr int kStages = 2;                // tiles in flight (as gemv_tiled.cu measured best)
+// Tiles per block in shared memory (one computed, the rest in flight): 2 as gemv_tiled.cu
+// measured best for its F32 kernels; CORVID_DP4A_STAGES=4 selects 4 (these kernels need
+// fewer instructions per byte, so more bytes in flight may pay; unmeasured as written).
+constexpr int kDefaultStages = 2, kDeepStages = 4;
 constexpr int kXBlock = 32;               // activation values per int8 scale
 constexpr int kOnes = 0x01010101;         // dp4a with this sums 4 int8
 
@@ -165,11 +168,14 @@ __device__ __forceinline__ void decode_group(const uint8_t* tile, int g, uint2& 
   }
 }
 
-// out[c, row] for c < n <= NC; block b computes rows 4b..4b+3.
-template <DType T, int NC>
+// out[c, row] for c < n <= NC; block b computes rows 4b..4b+3, streaming their tiles
+// with kStages - 1 copies in flight.
+template <DType T, int NC, int kStages>
 __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
     gemv_dp4a_kernel(const GemvArgs args, const int8_t* __restrict__ qx, const float* __restrict__ dx) {
   constexpr int kBytes = kTileBytes<T>, kFullChunks = kBytes / 16;
+  static_assert((NC == 1 ? 6 : 2) * (kStages * kRows * kBytes + (kThreads / 32) * kRows * NC * 4 + 1024) <= 228 * 1024,
+                "the blocks the launch bounds count per SM must fit its shared memory");
   __shared__ __align__(16) uint8_t tiles[kStages][kRows][kBytes];
   __shared__ float partial[kThreads / 32][kRows * NC];
   const int tid = threadIdx.x;
@@ -178,8 +184,9 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
   const int tiles_per_row = static_cast<int>((args.k + kTileElems - 1) / kTileElems);
   const uint8_t* wrow0 = args.w + static_cast<size_t>(row0) * args.row_bytes;
 
-  // Copies tile t of the block's rows (nothing past the last tile, but always a commit
-  // group, so "all but the newest kStages - 1 groups" always means tile t - 1 + ...).
+  // Copies tile t of the block's rows. Past the last tile it copies nothing but still
+  // commits a group, so that "all but the newest kStages - 1 groups done" always
+  // means "tile t done" in iteration t.
   // The last tile of a row may be short; its byte count is still a multiple of 16
   // (row_bytes % 16 == 0 and whole tiles are).
   auto issue = [&](int t) {
@@ -203,9 +210,10 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
 
-  issue(0);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
   for (int t = 0; t < tiles_per_row; ++t) {
-    issue(t + 1);  // into the stage iteration t - 1 finished with (the __syncthreads below)
+    issue(t + kStages - 1);  // into the stage iteration t - 1 finished with (the __syncthreads below)
     const int64_t k0 = static_cast<int64_t>(t) * kTileElems;
     const bool active = tid < static_cast<int>(std::min(static_cast<int64_t>(kTileElems), args.k - k0)) / 8;
     // Activations first: their (cached) loads overlap the wait for the tile.
@@ -275,12 +283,26 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
   }
 }
 
+int stages() {
+  static const int s = [] {
+    const char* v = std::getenv("CORVID_DP4A_STAGES");
+    return v != nullptr && std::strcmp(v, "4") == 0 ? kDeepStages : kDefaultStages;
+  }();
+  return s;
+}
+
+template <DType T, int S>
+void launch_stages(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>((a.m + kRows - 1) / kRows);
+  if (a.n == 1) gemv_dp4a_kernel<T, 1, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
+  else gemv_dp4a_kernel<T, kGemvMaxCols, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
+  CORVID_CUDA_LAUNCHED("gemv_dp4a_kernel");
+}
+
 template <DType T>
 void launch(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t stream) {
-  const unsigned grid = static_cast<unsigned>((a.m + kRows - 1) / kRows);
-  if (a.n == 1) gemv_dp4a_kernel<T, 1><<<grid, kThreads, 0, stream>>>(a, qx, dx);
-  else gemv_dp4a_kernel<T, kGemvMaxCols><<<grid, kThreads, 0, stream>>>(a, qx, dx);
-  CORVID_CUDA_LAUNCHED("gemv_dp4a_kernel");
+  if (stages() == kDeepStages) launch_stages<T, kDeepStages>(a, qx, dx, stream);
+  else launch_stages<T, kDefaultStages>(a, qx, dx, stream);
 }
 
 bool dp4a_disabled() {
