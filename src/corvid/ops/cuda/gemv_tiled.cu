@@ -23,8 +23,8 @@
 // Where it stands (H200, docs/benchmarks.md): BF16 reaches 81-100% of the copy
 // bandwidth on the large matrices; the block formats run at ~2.5e12 weights/s whatever
 // their size, so they are bound by instructions per weight (decode + exact F32 FMA,
-// ~9 per weight with the per-tile overhead), not by bytes. Next: more values per
-// thread per tile, and int8 activations with dp4a as llama.cpp does (changes numerics).
+// ~9 per weight with the per-tile overhead), not by bytes. In Fast numerics the block
+// formats run gemv_dp4a.cu instead (int8 activations, dp4a); these kernels serve Exact.
 #include <algorithm>
 #include <cstdint>
 
