@@ -108,6 +108,7 @@ void fill_weight(DType t, int64_t m, int64_t k, uint8_t* dev) {
 
 struct Result {
   double persistent_us = 0, tiled_us = 0, general_us = 0, diff = 0;
+  double auto_us = 0, auto_diff = 0;  // Auto in the default (Fast) numerics: dp4a for block formats
 };
 
 Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
@@ -149,6 +150,13 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
   // The general kernels are slow on some formats: fewer calls.
   r.general_us = time_calls(std::max(10, calls / 4), [&](int i) { call(i, out_general); });
   ops::cuda::set_gemv_kernels(GemvKernels::Auto);
+  float* out_auto = nullptr;
+  CORVID_CUDA_CHECK(cudaMalloc(&out_auto, s.m * sizeof(float)));
+  CORVID_CUDA_CHECK(cudaMemset(out_auto, 0xFF, s.m * sizeof(float)));
+  r.auto_us = time_calls(calls, [&](int i) { call(i, out_auto); });
+  std::vector<float> d(static_cast<size_t>(s.m));
+  CORVID_CUDA_CHECK(cudaMemcpy(d.data(), out_auto, s.m * sizeof(float), cudaMemcpyDeviceToHost));
+  CORVID_CUDA_CHECK(cudaFree(out_auto));
   std::vector<float> a(static_cast<size_t>(s.m)), b(static_cast<size_t>(s.m)), c(static_cast<size_t>(s.m));
   CORVID_CUDA_CHECK(cudaMemcpy(a.data(), out, s.m * sizeof(float), cudaMemcpyDeviceToHost));
   CORVID_CUDA_CHECK(cudaMemcpy(b.data(), out_general, s.m * sizeof(float), cudaMemcpyDeviceToHost));
@@ -160,6 +168,10 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
     mag = std::max(mag, static_cast<double>(std::abs(b[i])));
   }
   r.diff = diff / mag;
+  double auto_diff = 0;
+  for (size_t i = 0; i < d.size(); ++i)
+    auto_diff = std::isfinite(d[i]) ? std::max(auto_diff, static_cast<double>(std::abs(d[i] - b[i]))) : INFINITY;
+  r.auto_diff = auto_diff / mag;
   CORVID_CUDA_CHECK(cudaFree(out_tiled));
   CORVID_CUDA_CHECK(cudaFree(w));
   CORVID_CUDA_CHECK(cudaFree(x));
@@ -188,28 +200,34 @@ int run(int argc, char** argv) {
   std::printf("copy bandwidth (D2D cudaMemcpy 1 GiB, read+write): %.0f GB/s\n\n", copy);
   std::printf("persistent: tiled kernels, grid = blocks resident at once; tiled: one block per 4-row group;\n"
               "general: the one-warp-per-row kernels (before this work); rel diff: max |other - general| / max |general|\n");
-  std::printf("%-5s %-8s %6s %6s %7s | %7s %6s %6s | %7s %6s | %7s %6s | %7s\n", "dtype", "matrix", "m", "k", "MB",
-              "pers us", "GB/s", "%copy", "tile us", "GB/s", "gen us", "GB/s", "reldiff");
+  std::printf("auto: the default kernels in the default (Fast) numerics: int8 activations with dp4a for the\n"
+              "block formats (gemv_dp4a.cu; CORVID_NO_DP4A=1 turns it off), its reldiff against general\n");
+  std::printf("%-5s %-8s %6s %6s %7s | %7s %6s %6s | %7s %6s | %7s %6s | %7s | %7s %6s %7s\n", "dtype", "matrix", "m",
+              "k", "MB", "pers us", "GB/s", "%copy", "tile us", "GB/s", "gen us", "GB/s", "reldiff", "auto us", "GB/s",
+              "reldiff");
   for (DType t : dtypes) {
-    double token_us = 0, token_us_tiled = 0, token_us_old = 0, token_bytes = 0;
+    double token_us = 0, token_us_tiled = 0, token_us_old = 0, token_us_auto = 0, token_bytes = 0;
     for (const Shape& s : kShapes) {
       const Result r = bench_one(t, s, static_cast<size_t>(p.l2CacheSize));
       const double bytes = static_cast<double>(bytes_for(t, s.k)) * s.m;
       const double gbs = bytes / (r.persistent_us * 1e3);
-      std::printf("%-5s %-8s %6lld %6lld %7.1f | %7.1f %6.0f %5.1f%% | %7.1f %6.0f | %7.1f %6.0f | %7.1e\n",
+      std::printf("%-5s %-8s %6lld %6lld %7.1f | %7.1f %6.0f %5.1f%% | %7.1f %6.0f | %7.1f %6.0f | %7.1e | %7.1f %6.0f "
+                  "%7.1e\n",
                   std::string(dtype_name(t)).c_str(), s.name, static_cast<long long>(s.m),
                   static_cast<long long>(s.k), bytes / 1e6, r.persistent_us, gbs, 100 * gbs / copy, r.tiled_us,
-                  bytes / (r.tiled_us * 1e3), r.general_us, bytes / (r.general_us * 1e3), r.diff);
+                  bytes / (r.tiled_us * 1e3), r.general_us, bytes / (r.general_us * 1e3), r.diff, r.auto_us,
+                  bytes / (r.auto_us * 1e3), r.auto_diff);
+      token_us_auto += r.auto_us * s.per_token;
       token_us += r.persistent_us * s.per_token;
       token_us_tiled += r.tiled_us * s.per_token;
       token_us_old += r.general_us * s.per_token;
       token_bytes += bytes * s.per_token;
     }
     std::printf("%-5s per token: %.2f GB of GEMV weights, %.0f us -> %.0f tok/s GEMV-only (%.0f GB/s, %.1f%% of copy); "
-                "tiled %.0f, general %.0f tok/s\n\n",
+                "tiled %.0f, general %.0f, auto %.0f tok/s\n\n",
                 std::string(dtype_name(t)).c_str(), token_bytes / 1e9, token_us, 1e6 / token_us,
                 token_bytes / (token_us * 1e3), 100 * token_bytes / (token_us * 1e3) / copy, 1e6 / token_us_tiled,
-                1e6 / token_us_old);
+                1e6 / token_us_old, 1e6 / token_us_auto);
   }
   return 0;
 }

@@ -3,15 +3,19 @@
 //
 // Both numerics modes run. Exact (QuantizedMatmul::Exact) is fp32 throughout. Fast,
 // the default, runs prompts of 16+ tokens on tensor cores: GEMM operands and the
-// attention's q/k/v/probabilities rounded to 16 bits (decode steps stay fp32).
+// attention's q/k/v/probabilities rounded to 16 bits; steps of up to 8 tokens with
+// block-quantized weights quantize activations to int8 per 32 values (gemv_dp4a.cu),
+// as the CPU's Fast mode does.
 //
 // Tolerances:
 // - tiny fixtures, Exact: every logit within 1e-3 of the oracle (as on the CPU: F32
 //   math throughout, only summation order differs), greedy continuations identical.
 // - tiny fixtures, Fast: every logit within kTinyFastAtol of the oracle (bf16
 //   operands: ~3 significant digits per product); greedy agreement is reported.
-// - SmolLM2 Q4_1, Fast: top-20 logits within kSmolFastAtol, greedy divergence only
-//   where the oracle's top-1 leads by less than kSmolFastTieGap.
+// - SmolLM2 Q4_1, Fast: top-20 logits within kSmolFastAtol (the CPU's Fast bound: its
+//   int8 activations measured 0.43-0.47 on the 5- and 7-token prompts, which the GPU now
+//   computes the same way), greedy divergence only where the oracle's top-1 leads by
+//   less than kSmolFastTieGap.
 // - SmolLM2 Q4_1, Exact: the GPU multiplies the stored Q4_1 weights with unquantized F32
 //   activations — which is what the oracle computed (transformers dequantizes the
 //   GGUF to F32) — so it is held to 2e-2 on the top-20 logits of every position
@@ -50,7 +54,7 @@ using testing::NumericsScope;
 
 constexpr double kTinyAtol = 1e-3;
 constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still identical (H200, 2026-11-30)
-constexpr double kSmolFastAtol = 0.5;
+constexpr double kSmolFastAtol = 1.5;
 constexpr double kSmolFastTieGap = 0.5;
 
 struct Numerics {

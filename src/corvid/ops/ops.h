@@ -27,7 +27,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // Fast quantizes activations to 8 bits (llama.cpp's numerics, the default); Exact
 // multiplies F32 activations with each weight row dequantized on the fly, which
 // computes what transformers computes on the dequantized model (slower in prefill).
-// The CUDA backend always computes the Exact way.
+// On CUDA, Fast runs prompts on tensor cores (16-bit operands) and decode GEMVs of
+// block-quantized weights with int8 activations per 32 values (gemv_dp4a.cu).
 enum class QuantizedMatmul { Fast, Exact };
 
 // Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block

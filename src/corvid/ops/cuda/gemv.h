@@ -32,6 +32,12 @@ struct GemvArgs {
 // call to the general kernels.
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
 
+// Fast numerics (ops::QuantizedMatmul::Fast) only, unless CORVID_NO_DP4A=1: for Q8_0,
+// Q4_0, Q4_1, Q4_K and Q6_K weights (16-byte aligned rows, k % 32 == 0) quantizes x to
+// int8 blocks of 32 (in Context::scratch) and runs integer-dot (dp4a) GEMV kernels;
+// returns true when it ran. gemv_tiled calls it first when the kernels are Auto.
+bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream);
+
 // Which GEMV kernels run, for benchmarks and tests comparing them (set between
 // launches; not thread-safe). Persistent: tiled kernels on a grid of the blocks the GPU
 // holds at once, each streaming several row groups; Tiled: one block per 4-row group;

@@ -23,8 +23,8 @@
 // Where it stands (H200, docs/benchmarks.md): BF16 reaches 81-100% of the copy
 // bandwidth on the large matrices; the block formats run at ~2.5e12 weights/s whatever
 // their size, so they are bound by instructions per weight (decode + exact F32 FMA,
-// ~9 per weight with the per-tile overhead), not by bytes. Next: more values per
-// thread per tile, and int8 activations with dp4a as llama.cpp does (changes numerics).
+// ~9 per weight with the per-tile overhead), not by bytes. In Fast numerics the block
+// formats run gemv_dp4a.cu instead (int8 activations, dp4a); these kernels serve Exact.
 #include <algorithm>
 #include <cstdint>
 
@@ -347,6 +347,9 @@ void set_gemv_kernels(GemvKernels k) { g_kernels = k; }
 
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream) {
   if (g_kernels == GemvKernels::General) return false;
+  // Fast numerics: int8 activations with dp4a for the formats gemv_dp4a.cu handles.
+  // Only under Auto, so that forcing Tiled/Persistent still measures the F32 kernels.
+  if (g_kernels == GemvKernels::Auto && gemv_dp4a(t, a, stream)) return true;
   const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.k % 8 == 0;
   // Items (row groups x tiles) are counted in int.

@@ -2,7 +2,8 @@
 //
 // Decode (n <= kGemvMaxCols tokens) is a GEMV that reads each weight byte once.
 // gemv_tiled.cu has the fast kernels (F16/BF16/Q8_0/Q4_0/Q4_1/Q4_K/Q6_K with
-// 16-byte-aligned rows); the general kernels here cover the rest:
+// 16-byte-aligned rows; in Fast numerics the block formats among them run
+// gemv_dp4a.cu's int8-activation kernels instead); the general kernels here cover the rest:
 // one warp per output row, lanes striding over the row, every column of x dotted
 // with the same decoded weights, fp32 accumulation, a shuffle reduction at the
 // end. F32/F16/BF16 rows are read with 16-byte loads; Q8_0/Q4_0/Q4_1 rows one

@@ -1,0 +1,346 @@
+// Decode GEMV with int8 activations (QuantizedMatmul::Fast): x is quantized once per
+// call to int8 blocks of 32 values (scale d = max|x| / 127, q = round-half-even(x / d),
+// the CPU backend's Q8_0 activation rounding with d kept in F32), and each weight block
+// format is dotted with it through __dp4a (4 int8 products and a sum per instruction)
+// instead of converting every weight to F32 and FMA-ing it with F32 activations, which
+// made gemv_tiled.cu's block-format kernels instruction-bound (~9 instructions a weight).
+//
+// Memory side: gemv_tiled.cu's pipeline (kRows weight rows per thread block, 16-byte
+// cp.async copies of a 2048-value tile into shared memory, the next tile in flight
+// while this one is computed, one block per row group). Each thread owns 8 consecutive
+// values of the tile (two int8 words of x per activation row) and all kRows rows.
+//
+// Arithmetic per 8-value group of a weight row, values a * (q - zero) + b with small
+// integers q (quant bytes, signed for Q8_0, 0..15 / 0..63 for the nibble formats):
+//   sum(w * x) ~= dx * (a * (dot(q, qx) - zero * sum(qx)) + b * sum(qx)),
+// dot and sum(qx) exact int32 (dp4a), dx the activation block's scale. The 8 values of
+// a group never straddle a 32-value activation block nor a weight (sub-)block's scale.
+// Accumulation is F32 across groups, reduced over the block like gemv_tiled.cu.
+//
+// Numerics: the int8 rounding of x (|error| <= d / 2 per value) changes outputs by
+// ~0.3% of their typical size (tests/unit/cuda_dp4a_test.cc states the bounds).
+// CORVID_NO_DP4A=1 (read once) turns this path off, for A/B runs.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemv.cuh"
+#include "corvid/ops/ops.h"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRows = 4;                  // weight rows per thread block
+constexpr int kTileElems = kThreads * 8;  // one 8-value group per thread per row and tile
+// Tiles per block in shared memory (one computed, the rest in flight): 2 as gemv_tiled.cu
+// measured best for its F32 kernels; CORVID_DP4A_STAGES=4 selects 4 (these kernels need
+// fewer instructions per byte, so more bytes in flight may pay; unmeasured as written).
+constexpr int kDefaultStages = 2, kDeepStages = 4;
+constexpr int kXBlock = 32;               // activation values per int8 scale
+constexpr int kOnes = 0x01010101;         // dp4a with this sums 4 int8
+
+template <DType T>
+struct Format;
+template <>
+struct Format<DType::Q8_0> { static constexpr int kElems = 32, kBytes = kQ8_0Bytes, kZero = 0; };
+template <>
+struct Format<DType::Q4_0> { static constexpr int kElems = 32, kBytes = kQ4_0Bytes, kZero = 8; };
+template <>
+struct Format<DType::Q4_1> { static constexpr int kElems = 32, kBytes = kQ4_1Bytes, kZero = 0; };
+template <>
+struct Format<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes, kZero = 0; };
+template <>
+struct Format<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes, kZero = 32; };
+
+template <DType T>
+constexpr int kTileBytes = kTileElems / Format<T>::kElems * Format<T>::kBytes;
+// Formats whose values carry a per-group offset b (a minimum).
+template <DType T>
+constexpr bool kHasOffset = T == DType::Q4_1 || T == DType::Q4_K;
+
+static_assert(kTileBytes<DType::Q8_0> % 16 == 0 && kTileBytes<DType::Q4_0> % 16 == 0 &&
+                  kTileBytes<DType::Q4_1> % 16 == 0 && kTileBytes<DType::Q4_K> % 16 == 0 &&
+                  kTileBytes<DType::Q6_K> % 16 == 0,
+              "a whole tile must be a run of 16-byte copies");
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// An int32 |v| < 2^22 as a float, exactly, with an integer add and a float add instead
+// of the (quarter-rate) int-to-float converter: 1.5 * 2^23 + v has v in its mantissa.
+__device__ __forceinline__ float small_int_to_float(int v) {
+  return __int_as_float(0x4B400000 + v) - 12582912.0f;
+}
+
+// 8 bytes at a 2-byte-aligned shared-memory address, as two little-endian words.
+__device__ __forceinline__ uint2 load8_align2(const uint8_t* p) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return make_uint2(h[0] | (static_cast<uint32_t>(h[1]) << 16), h[2] | (static_cast<uint32_t>(h[3]) << 16));
+}
+
+// x [rows, k] -> qx int8 [rows, k], dx [rows, k / 32]: one warp per 32-value block
+// (k % 32 == 0, so blocks never straddle rows). Same rounding as the CPU backend's
+// Q8_0 activations: d = amax / 127, q = nearest-even(x * (1 / d)), all IEEE F32.
+__global__ void quantize_x_kernel(const float* __restrict__ x, int8_t* __restrict__ qx, float* __restrict__ dx,
+                                  int64_t blocks) {
+  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (blk >= blocks) return;  // uniform per warp (blockDim is a multiple of 32): the shuffles see full warps
+  const int lane = threadIdx.x % 32;
+  const float v = x[blk * kXBlock + lane];
+  float amax = fabsf(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = __fdiv_rn(amax, 127.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  qx[blk * kXBlock + lane] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));
+  if (lane == 0) dx[blk] = d;
+}
+
+// Group g (values 8g..8g+7) of one row's tile in shared memory: the 8 quants as bytes
+// of two words (value = a * (q - Format<T>::kZero) + b).
+template <DType T>
+__device__ __forceinline__ void decode_group(const uint8_t* tile, int g, uint2& v, float& a, float& b) {
+  b = 0.0f;
+  if constexpr (T == DType::Q8_0) {
+    // 34-byte blocks: d (f16), 32 int8. Group p of a block is quants 8p..8p+7.
+    const uint8_t* blk = tile + (g >> 2) * kQ8_0Bytes;
+    a = half_to_float(load_u16(blk));
+    v = load8_align2(blk + 2 + 8 * (g & 3));
+  } else if constexpr (T == DType::Q4_0 || T == DType::Q4_1) {
+    // Value j < 16 is the low nibble of qs[j], value j + 16 its high nibble:
+    // group p reads qs[8(p%2) ..] and takes the nibble p/2.
+    constexpr int bytes = Format<T>::kBytes, qs_at = T == DType::Q4_0 ? 2 : 4;
+    const uint8_t* blk = tile + (g >> 2) * bytes;
+    const int p = g & 3;
+    a = half_to_float(load_u16(blk));
+    if constexpr (T == DType::Q4_1) b = half_to_float(load_u16(blk + 2));
+    const uint2 raw = load8_align2(blk + qs_at + 8 * (p & 1));
+    const int shift = (p >> 1) * 4;
+    v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
+  } else if constexpr (T == DType::Q4_K) {
+    // 144-byte super-blocks: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of
+    // nibbles; value w: chunk w/64, nibble (w%64)/32, byte 32*chunk + w%32.
+    const uint8_t* sb = tile + (g >> 5) * kQ4_KBytes;
+    const int gi = g & 31, chunk = gi >> 3, hi = (gi >> 2) & 1, l0 = (gi & 3) * 8;
+    const uint2 raw = *reinterpret_cast<const uint2*>(sb + 16 + chunk * 32 + l0);  // 8-byte aligned
+    const int shift = hi * 4;
+    v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
+    // Scale and min of sub-block j = 2 chunk + hi (6 bits each in 12 bytes, as
+    // quant.cuh's k_scale_min reads them).
+    const int j = 2 * chunk + hi, jj = (j & 3) * 8;
+    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sb + 4);  // 4-byte aligned
+    const uint32_t b0 = (sw[0] >> jj) & 0xFF, b1 = (sw[1] >> jj) & 0xFF, b2 = (sw[2] >> jj) & 0xFF;
+    const uint32_t sc = j < 4 ? (b0 & 63) : ((b2 & 0xF) | ((b0 >> 6) << 4));
+    const uint32_t mn = j < 4 ? (b1 & 63) : ((b2 >> 4) | ((b1 >> 6) << 4));
+    a = half_to_float(load_u16(sb)) * static_cast<float>(sc);
+    b = -half_to_float(load_u16(sb + 2)) * static_cast<float>(mn);
+  } else {
+    static_assert(T == DType::Q6_K, "unsupported format");
+    // 210-byte super-blocks: ql[128], qh[64], int8 scales[16], d (f16). Value w:
+    // half w/128, quarter (w%128)/32, l = w%32: low 4 bits from ql[64 half + l + 32 (quarter%2)]
+    // (nibble quarter/2), high 2 bits from qh[32 half + l] >> 2 quarter, scale l/16 + 2 quarter.
+    const uint8_t* sb = tile + (g >> 5) * kQ6_KBytes;
+    const int gi = g & 31, half = gi >> 4, quarter = (gi >> 2) & 3, l0 = (gi & 3) * 8;
+    const uint2 lo = load8_align2(sb + half * 64 + l0 + (quarter & 1) * 32);
+    const uint2 hi = load8_align2(sb + 128 + half * 32 + l0);
+    const int lshift = (quarter >> 1) * 4, hshift = 2 * quarter;
+    v = make_uint2(((lo.x >> lshift) & 0x0F0F0F0Fu) | (((hi.x >> hshift) & 0x03030303u) << 4),
+                   ((lo.y >> lshift) & 0x0F0F0F0Fu) | (((hi.y >> hshift) & 0x03030303u) << 4));
+    const int8_t sc = static_cast<int8_t>(sb[192 + half * 8 + (l0 >> 4) + 2 * quarter]);
+    a = half_to_float(load_u16(sb + 208)) * static_cast<float>(sc);
+  }
+}
+
+// out[c, row] for c < n <= NC; block b computes rows 4b..4b+3, streaming their tiles
+// with kStages - 1 copies in flight.
+template <DType T, int NC, int kStages>
+__global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
+    gemv_dp4a_kernel(const GemvArgs args, const int8_t* __restrict__ qx, const float* __restrict__ dx) {
+  constexpr int kBytes = kTileBytes<T>, kFullChunks = kBytes / 16;
+  static_assert((NC == 1 ? 6 : 2) * (kStages * kRows * kBytes + (kThreads / 32) * kRows * NC * 4 + 1024) <= 228 * 1024,
+                "the blocks the launch bounds count per SM must fit its shared memory");
+  __shared__ __align__(16) uint8_t tiles[kStages][kRows][kBytes];
+  __shared__ float partial[kThreads / 32][kRows * NC];
+  const int tid = threadIdx.x;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int rows = static_cast<int>(std::min(static_cast<int64_t>(kRows), args.m - row0));
+  const int tiles_per_row = static_cast<int>((args.k + kTileElems - 1) / kTileElems);
+  const uint8_t* wrow0 = args.w + static_cast<size_t>(row0) * args.row_bytes;
+
+  // Copies tile t of the block's rows. Past the last tile it copies nothing but still
+  // commits a group, so that "all but the newest kStages - 1 groups done" always
+  // means "tile t done" in iteration t.
+  // The last tile of a row may be short; its byte count is still a multiple of 16
+  // (row_bytes % 16 == 0 and whole tiles are).
+  auto issue = [&](int t) {
+    if (t < tiles_per_row) {
+      const int64_t k0 = static_cast<int64_t>(t) * kTileElems;
+      const int elems = static_cast<int>(std::min(static_cast<int64_t>(kTileElems), args.k - k0));
+      const int chunks = elems / Format<T>::kElems * Format<T>::kBytes / 16;
+      const uint8_t* src = wrow0 + static_cast<size_t>(k0 / Format<T>::kElems) * Format<T>::kBytes;
+      uint8_t(*stage)[kBytes] = tiles[t % kStages];
+      for (int i = tid; i < rows * kFullChunks; i += kThreads) {
+        const int r = i / kFullChunks, c = i - r * kFullChunks;
+        if (c < chunks) cp_async16(&stage[r][16 * c], src + static_cast<size_t>(r) * args.row_bytes + 16 * c);
+      }
+    }
+    cp_async_commit();
+  };
+
+  float acc[kRows][NC];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
+  for (int t = 0; t < tiles_per_row; ++t) {
+    issue(t + kStages - 1);  // into the stage iteration t - 1 finished with (the __syncthreads below)
+    const int64_t k0 = static_cast<int64_t>(t) * kTileElems;
+    const bool active = tid < static_cast<int>(std::min(static_cast<int64_t>(kTileElems), args.k - k0)) / 8;
+    // Activations first: their (cached) loads overlap the wait for the tile.
+    int2 xq[NC];
+    float xd[NC];
+    [[maybe_unused]] int xs[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      xq[c] = make_int2(0, 0);
+      xd[c] = 0.0f;
+      xs[c] = 0;
+      if (active && c < args.n) {
+        const int64_t e = static_cast<int64_t>(c) * args.k + k0 + 8 * tid;  // a multiple of 8
+        xq[c] = __ldg(reinterpret_cast<const int2*>(qx + e));
+        xd[c] = __ldg(dx + e / kXBlock);
+        if constexpr (kHasOffset<T> || Format<T>::kZero != 0) xs[c] = __dp4a(xq[c].y, kOnes, __dp4a(xq[c].x, kOnes, 0));
+      }
+    }
+    [[maybe_unused]] float xsf[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) xsf[c] = small_int_to_float(xs[c]);
+    cp_async_wait<kStages - 1>();
+    __syncthreads();
+    if (active) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (r >= rows) break;
+        uint2 v;
+        float a, b;
+        decode_group<T>(tiles[t % kStages][r], tid, v, a, b);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          int dot = __dp4a(static_cast<int>(v.x), xq[c].x, 0);
+          dot = __dp4a(static_cast<int>(v.y), xq[c].y, dot);
+          if constexpr (Format<T>::kZero != 0) dot -= Format<T>::kZero * xs[c];
+          // |dot| <= 8 * 127 * 127 (Q8_0), far inside small_int_to_float's range.
+          if constexpr (kHasOffset<T>) {
+            acc[r][c] = fmaf(xd[c], fmaf(a, small_int_to_float(dot), b * xsf[c]), acc[r][c]);
+          } else {
+            acc[r][c] = fmaf(a * xd[c], small_int_to_float(dot), acc[r][c]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next iteration's issue refills this stage
+  }
+
+  // Reduce over the block and write.
+  const int lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const float v = warp_sum(acc[r][c]);
+      if (lane == 0) partial[warp][r * NC + c] = v;
+    }
+  __syncthreads();
+  if (tid < kRows * NC) {
+    const int r = tid / NC, c = tid % NC;
+    if (r < rows && c < args.n) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kThreads / 32; ++w) s += partial[w][tid];
+      const int64_t row = row0 + r;
+      args.out[c * args.m + row] = s + bias_at(args.bias, args.bias_dtype, row);
+    }
+  }
+}
+
+int stages() {
+  static const int s = [] {
+    const char* v = std::getenv("CORVID_DP4A_STAGES");
+    return v != nullptr && std::strcmp(v, "4") == 0 ? kDeepStages : kDefaultStages;
+  }();
+  return s;
+}
+
+template <DType T, int S>
+void launch_stages(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>((a.m + kRows - 1) / kRows);
+  if (a.n == 1) gemv_dp4a_kernel<T, 1, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
+  else gemv_dp4a_kernel<T, kGemvMaxCols, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
+  CORVID_CUDA_LAUNCHED("gemv_dp4a_kernel");
+}
+
+template <DType T>
+void launch(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t stream) {
+  if (stages() == kDeepStages) launch_stages<T, kDeepStages>(a, qx, dx, stream);
+  else launch_stages<T, kDefaultStages>(a, qx, dx, stream);
+}
+
+bool dp4a_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("CORVID_NO_DP4A");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return off;
+}
+
+}  // namespace
+
+bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
+  if (quantized_matmul() != QuantizedMatmul::Fast || dp4a_disabled()) return false;
+  if (t != DType::Q8_0 && t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q4_K && t != DType::Q6_K) return false;
+  const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % kXBlock == 0;
+  if (!aligned || a.n < 1 || a.n > kGemvMaxCols || a.m < 1 || a.k < 1 || a.m / kRows >= (int64_t{1} << 31) ||
+      a.k / kTileElems >= (int64_t{1} << 30))
+    return false;
+  // Scratch: int8 x, then the F32 scales at a 16-byte boundary (no other user holds
+  // scratch across this call: both kernels run on the stream before anyone else).
+  const int64_t values = static_cast<int64_t>(a.n) * a.k, blocks = values / kXBlock;
+  const size_t scales_at = (static_cast<size_t>(values) + 15) / 16 * 16;
+  Context& ctx = context();
+  auto* base = static_cast<uint8_t*>(ctx.scratch(scales_at + static_cast<size_t>(blocks) * sizeof(float)));
+  auto* qx = reinterpret_cast<int8_t*>(base);
+  auto* dx = reinterpret_cast<float*>(base + scales_at);
+  constexpr int kQuantThreads = 256;  // 8 blocks of 32 per thread block
+  quantize_x_kernel<<<blocks_for(blocks * kXBlock, kQuantThreads), kQuantThreads, 0, stream>>>(a.x, qx, dx, blocks);
+  CORVID_CUDA_LAUNCHED("quantize_x_kernel");
+  switch (t) {
+    case DType::Q8_0: launch<DType::Q8_0>(a, qx, dx, stream); break;
+    case DType::Q4_0: launch<DType::Q4_0>(a, qx, dx, stream); break;
+    case DType::Q4_1: launch<DType::Q4_1>(a, qx, dx, stream); break;
+    case DType::Q4_K: launch<DType::Q4_K>(a, qx, dx, stream); break;
+    default: launch<DType::Q6_K>(a, qx, dx, stream); break;
+  }
+  return true;
+}
+
+}  // namespace corvid::ops::cuda
