@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "corvid/core/buffer.h"
+#include "corvid/core/device.h"
 #include "corvid/core/dtype.h"
 #include "corvid/core/error.h"
 #include "corvid/core/half.h"
@@ -66,6 +67,15 @@ TEST(Tensor, ShapeAndRows) {
   EXPECT_EQ(t.tensor.row<float>(2) - t.tensor.ptr<float>(), 16);
   EXPECT_THROW(t.tensor.reshaped({5, 5}), Error);
   EXPECT_EQ(t.tensor.reshaped({12, 8}).shape_str(), "[12, 8]");
+}
+
+// KV writes: dst row positions[i] = src row i; runs of consecutive rows go in one copy,
+// and a negative position (a padding row of a recorded batch) writes nothing.
+TEST(DeviceBackend, ScatterRowsSkipsNegativeRows) {
+  std::vector<float> dst(6 * 2, -1.0f), src = {1, 1, 2, 2, 3, 3, 4, 4};
+  const std::vector<int32_t> rows = {4, 5, -1, 0};
+  device_backend(Device::CPU).scatter_rows(dst.data(), src.data(), 2 * sizeof(float), rows);
+  EXPECT_EQ(dst, (std::vector<float>{4, 4, -1, -1, -1, -1, -1, -1, 1, 1, 2, 2}));
 }
 
 TEST(ThreadPool, CoversEveryIndexOnce) {
