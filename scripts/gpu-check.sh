@@ -85,11 +85,25 @@ for dt in $DUMMY_DTYPES; do
     2>&1 | tee "$LOGS/bench_8b_$dt.log"
 done
 
+serve_line=""
+if [ -f "$MODEL" ]; then
+  echo "== serve on the GPU (one chat completion, then SIGTERM)"
+  "$BUILD/corvid" serve -m "$MODEL" --device cuda --port 18123 > "$LOGS/serve_gpu.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 1 60); do curl -sf http://127.0.0.1:18123/health >/dev/null 2>&1 && break; sleep 1; done
+  reply=$(curl -s http://127.0.0.1:18123/v1/chat/completions -H 'Content-Type: application/json' \
+    -d '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16, "temperature": 0}')
+  kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid"; serve_rc=$?
+  echo "$reply"
+  serve_line="serve (GPU): $(echo "$reply" | grep -o '"content":"[^"]*"' | head -1), exit $serve_rc after SIGTERM"
+fi
+
 echo
 echo "================ summary ================"
 grep -h -E "^cuda (parity|smollm2)" "$LOGS/cuda_tests.log" || true
 grep -h -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/cuda_tests.log" || true
 [ -n "$bench_line" ] && echo "$bench_line"
+[ -n "$serve_line" ] && echo "$serve_line"
 [ -f "$LOGS/gemv_bench.log" ] && grep -E "^copy|per token" "$LOGS/gemv_bench.log"
 for dt in $DUMMY_DTYPES; do
   [ -f "$LOGS/bench_8b_$dt.log" ] && echo "8B $dt: $(grep -hE "^tg|rror" "$LOGS/bench_8b_$dt.log" | tr '\n' ' ')"
