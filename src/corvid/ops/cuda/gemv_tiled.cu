@@ -84,32 +84,13 @@ static_assert(kTileBytes<DType::Q6_K> % 16 == 0 && kTileBytes<DType::Q8_0> % 16 
                   kTileBytes<DType::Q4_0> % 16 == 0 && kTileBytes<DType::Q4_1> % 16 == 0,
               "a whole tile must be a run of 16-byte copies");
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // 2^23 + (byte i of word), exactly.
 __device__ __forceinline__ float magic_byte(uint32_t word, int i) {
   return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | static_cast<unsigned>(i)));
 }
 
-// 8 bytes at a 2-byte-aligned shared-memory address, as two little-endian words.
-__device__ __forceinline__ uint2 load8_align2(const uint8_t* p) {
-  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
-  return make_uint2(h[0] | (static_cast<uint32_t>(h[1]) << 16), h[2] | (static_cast<uint32_t>(h[3]) << 16));
-}
 
 // The 8 small integers of two words of bytes, minus `zero`, as exact floats.
 __device__ __forceinline__ void bytes_to_floats(uint2 v, float zero, float (&q)[8]) {
@@ -301,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, (kBlocksPerSm<T, NC>)) gemv_tiled_ke
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-          const float v = warp_sum(acc[r][c]);
+          const float v = gemv_warp_sum(acc[r][c]);
           if (lane == 0) partial[warp][r * NC + c] = v;
           acc[r][c] = 0.0f;
         }
