@@ -41,9 +41,20 @@ struct Shape {
   int per_token;  // how many times one decode token runs this GEMV (32 layers)
 };
 
-constexpr Shape kShapes[] = {{4096, 4096, "q,o", 64},       {1024, 4096, "k,v", 64},
-                             {14336, 4096, "gate,up", 64},  {4096, 14336, "down", 32},
+// As the model runs them: q|k|v and gate|up fused into one matrix each (LlamaModel).
+constexpr Shape kShapes[] = {{6144, 4096, "qkv", 32},       {4096, 4096, "o", 32},
+                             {28672, 4096, "gate_up", 32},  {4096, 14336, "down", 32},
                              {128256, 4096, "lm_head", 1}};
+
+// The GGUF dtype a GPU row layout is made from (the dtype itself for every other).
+DType stored_dtype(DType t) {
+  switch (t) {
+    case DType::Q4_0R: return DType::Q4_0;
+    case DType::Q4_1R: return DType::Q4_1;
+    case DType::Q8_0R: return DType::Q8_0;
+    default: return t;
+  }
+}
 
 // Times `calls` launches of fn(i) on the backend's stream; returns microseconds per call.
 template <class Fn>
@@ -78,9 +89,20 @@ double copy_bandwidth_gbs() {
   return 2.0 * static_cast<double>(bytes) / (us * 1e3);  // read + write
 }
 
-// kPatternRows distinct random rows in dtype t, repeated to fill m rows on the device.
+// kPatternRows distinct random rows in dtype t, repeated to fill m rows on the device
+// (a GPU row layout: quantized in its GGUF dtype, then rearranged as at upload).
 constexpr int64_t kPatternRows = 64;
 void fill_weight(DType t, int64_t m, int64_t k, uint8_t* dev) {
+  const DType stored = stored_dtype(t);
+  if (stored != t) {
+    uint8_t* raw = nullptr;
+    CORVID_CUDA_CHECK(cudaMalloc(&raw, bytes_for(stored, k) * static_cast<size_t>(m)));
+    fill_weight(stored, m, k, raw);
+    ops::cuda::rearrange_weight(Tensor(stored, {m, k}, raw, Device::CUDA), Tensor(t, {m, k}, dev, Device::CUDA));
+    CORVID_CUDA_CHECK(cudaDeviceSynchronize());
+    CORVID_CUDA_CHECK(cudaFree(raw));
+    return;
+  }
   const size_t row_bytes = bytes_for(t, k);
   std::vector<uint8_t> host(row_bytes * kPatternRows);
   std::mt19937 rng(42);
@@ -182,7 +204,7 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
 
 DType dtype_named(const std::string& name) {
   for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
-                  DType::F32, DType::Q5_0, DType::Q5_1, DType::Q5_K})
+                  DType::F32, DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q4_0R, DType::Q4_1R, DType::Q8_0R})
     if (dtype_name(t) == name) return t;
   fail("gemv_bench: unknown dtype '", name, "'");
 }
@@ -191,7 +213,8 @@ int run(int argc, char** argv) {
   std::vector<DType> dtypes;
   for (int i = 1; i < argc; ++i) dtypes.push_back(dtype_named(argv[i]));
   if (dtypes.empty())
-    dtypes = {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K};
+    dtypes = {DType::BF16, DType::F16,  DType::Q8_0,  DType::Q8_0R, DType::Q4_0,
+              DType::Q4_0R, DType::Q4_1, DType::Q4_1R, DType::Q4_K,  DType::Q6_K};
   context();
   cudaDeviceProp p{};
   CORVID_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));

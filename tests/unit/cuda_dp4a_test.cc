@@ -19,6 +19,13 @@
 //     K-quants' CPU activations are Q8_K (one scale per 256 values, coarser), so the two
 //     differ by both roundings: <= 5e-2 (measured 2.2e-2).
 // With CORVID_NO_DP4A=1 the path is off and these tests skip.
+//
+// Q4_0R, Q4_1R and Q8_0R are the GPU row layouts made at upload (ops::rearrange_weight);
+// they run gemv_direct.cu's kernels (as Q4_K does unless CORVID_NO_DIRECT_GEMV=1) and
+// are checked the same way from the same GGUF-format weights, plus: (d) the Exact GEMV
+// (general kernels decoding the layout) and (e) the tensor-core prefill GEMM (n = 40,
+// weights decoded to bf16) against the same weight uploaded in its GGUF format: Exact
+// <= 1e-5 (summation order differs), prefill bit-identical (same decoded values).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,6 +53,25 @@ using testing::to_host;
 using testing::weight_values;
 
 constexpr int kMaxCols = 8;
+
+// The GGUF dtype a GPU row layout is made from (the dtype itself for every other).
+DType stored_dtype(DType t) {
+  switch (t) {
+    case DType::Q4_0R: return DType::Q4_0;
+    case DType::Q4_1R: return DType::Q4_1;
+    case DType::Q8_0R: return DType::Q8_0;
+    default: return t;
+  }
+}
+
+// The host weight on the GPU in dtype t: copied as is, or rearranged into t's row layout.
+DeviceTensor weight_on_gpu(const Tensor& host, DType t) {
+  if (t == host.dtype) return to_gpu(host);
+  DeviceTensor raw = to_gpu(host);
+  DeviceTensor d(Device::CUDA, t, {host.dim(0), host.dim(1)});
+  ops::rearrange_weight(raw.tensor, d.tensor);
+  return d;
+}
 
 bool dp4a_off() {
   const char* v = std::getenv("CORVID_NO_DP4A");
@@ -115,7 +141,8 @@ void check_format(DType t) {
   for (const Shape s : shapes) {
     const int64_t m = s.m, k = s.k;
     if (k % dtype_info(t).block_elems != 0) continue;
-    OwnedTensor w = make_weight(t, m, k, random_floats(static_cast<size_t>(m * k), seed++));
+    const DType stored = stored_dtype(t);
+    OwnedTensor w = make_weight(stored, m, k, random_floats(static_cast<size_t>(m * k), seed++));
     // The dp4a kernels need 16-byte rows (Q6_K's 210-byte blocks at k = 2304 are not):
     // other shapes stay on the F32 kernels, which the other CUDA tests cover.
     if (w.tensor.row_bytes() % 16 != 0) continue;
@@ -125,7 +152,8 @@ void check_format(DType t) {
     for (size_t i = 0; i < xv.size(); i += 97) xv[i] *= 8.0f;
     const auto bv = random_floats(static_cast<size_t>(m), seed++);
     OwnedTensor bias = f32_tensor({m}, bv);
-    DeviceTensor gw = to_gpu(w.tensor), gb = to_gpu(bias.tensor);
+    DeviceTensor gw = weight_on_gpu(w.tensor, t), gb = to_gpu(bias.tensor);
+    ASSERT_EQ(gw.tensor.dtype, t);
 
     const auto ref = quantized_reference(wv, xv, bv, m, k, kMaxCols);
     std::vector<float> exact;
@@ -141,6 +169,21 @@ void check_format(DType t) {
       std::copy(out.ptr<float>(), out.ptr<float>() + cpu_fast.size(), cpu_fast.begin());
     }
     const bool k_quant = t == DType::Q4_K || t == DType::Q6_K;
+    if (stored != t) {
+      // (d) and (e): the layout against the same weight in its GGUF format on the GPU.
+      DeviceTensor g_stored = to_gpu(w.tensor);
+      NumericsScope exact_scope(ops::QuantizedMatmul::Exact);
+      const auto exact_stored = gpu_matmul(g_stored, xv, gb, m, k, kMaxCols);
+      EXPECT_LE(rel_err(exact, exact_stored.data(), exact.size()), 1e-5) << dtype_name(t) << " Exact, m=" << m;
+      ops::set_quantized_matmul(ops::QuantizedMatmul::Fast);
+      constexpr int kPrompt = 40;
+      const auto prompt_x = random_floats(static_cast<size_t>(kPrompt * k), seed++);
+      const auto pre = gpu_matmul(gw, prompt_x, gb, m, k, kPrompt);
+      const auto pre_stored = gpu_matmul(g_stored, prompt_x, gb, m, k, kPrompt);
+      size_t mismatches = 0;
+      for (size_t i = 0; i < pre.size(); ++i) mismatches += !(pre[i] == pre_stored[i]);
+      EXPECT_EQ(mismatches, 0u) << dtype_name(t) << " prefill, m=" << m << " k=" << k;
+    }
     for (int n = 1; n <= kMaxCols; ++n) {
       NumericsScope scope(ops::QuantizedMatmul::Fast);
       const auto got = gpu_matmul(gw, xv, gb, m, k, n);
@@ -184,7 +227,8 @@ std::string format_name(const ::testing::TestParamInfo<DType>& param_info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaDp4a,
-                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
+                                           DType::Q8_0R, DType::Q4_0R, DType::Q4_1R),
                          format_name);
 
 // The tolerances of (b) and (c) hold for the quantized-x reference itself (no GPU

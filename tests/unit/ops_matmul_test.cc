@@ -161,5 +161,29 @@ TEST(Matmul, RejectsBadArguments) {
   }
 }
 
+// The GPU row layouts (core/dtype.h Q4_0R/Q4_1R/Q8_0R) are chosen only for CUDA uploads of
+// aligned block-format matrices, and the CPU backend refuses them.
+TEST(OpsRowLayout, DeviceWeightDtypeOnlyRearrangesAlignedBlockFormatsOnCuda) {
+  const auto dtype_of = [](DType t, int64_t k, Device d) {
+    return ops::device_weight_dtype(Tensor(t, {4, k}, nullptr), d);
+  };
+  EXPECT_EQ(dtype_of(DType::Q4_0, 4096, Device::CUDA), DType::Q4_0R);
+  EXPECT_EQ(dtype_of(DType::Q4_1, 4096, Device::CUDA), DType::Q4_1R);
+  EXPECT_EQ(dtype_of(DType::Q8_0, 4096, Device::CUDA), DType::Q8_0R);
+  EXPECT_EQ(dtype_of(DType::Q4_1, 576, Device::CUDA), DType::Q4_1);  // 360-byte rows: not 16-byte aligned
+  EXPECT_EQ(dtype_of(DType::Q4_K, 4096, Device::CUDA), DType::Q4_K);
+  EXPECT_EQ(dtype_of(DType::F16, 4096, Device::CUDA), DType::F16);
+  EXPECT_EQ(dtype_of(DType::Q4_0, 4096, Device::CPU), DType::Q4_0);
+  EXPECT_EQ(ops::device_weight_dtype(Tensor(DType::Q4_0, {4096}, nullptr), Device::CUDA), DType::Q4_0);  // 1-D
+}
+
+TEST(OpsRowLayout, CpuOpsRefuseTheGpuLayouts) {
+  OwnedTensor w = make_weight(DType::Q4_0, 4, 64, random_floats(256, 5));
+  Tensor as_layout = w.tensor;
+  as_layout.dtype = DType::Q4_0R;
+  OwnedTensor x = f32_tensor({1, 64}, random_floats(64, 6)), out = f32_tensor({1, 4}, std::vector<float>(4));
+  EXPECT_THROW(ops::matmul(x.tensor, as_layout, out.tensor), Error);
+}
+
 }  // namespace
 }  // namespace corvid::ops

@@ -9,6 +9,7 @@
 #include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/formats/gguf.h"
+#include "corvid/ops/ops.h"
 
 namespace corvid {
 
@@ -39,6 +40,12 @@ WeightSet upload_weights(const WeightSet& host, Device device) {
   std::vector<std::pair<std::string, const std::string*>> order;
   for (const auto& [name, t] : host.tensors) order.emplace_back(upload_key(name), &name);
   std::sort(order.begin(), order.end());
+  // Weights the device keeps in another layout (ops::device_weight_dtype) go through
+  // one staging buffer, as large as the largest of them, and are rearranged from there.
+  size_t staging_bytes = 0;
+  for (const auto& [name, t] : host.tensors)
+    if (ops::device_weight_dtype(t, device) != t.dtype) staging_bytes = std::max(staging_bytes, t.nbytes());
+  DeviceBuffer staging = staging_bytes ? DeviceBuffer(device, staging_bytes) : DeviceBuffer();
   size_t offset = 0;
   for (const auto& [key, name_ptr] : order) {
     const std::string& name = *name_ptr;
@@ -47,7 +54,16 @@ WeightSet upload_weights(const WeightSet& host, Device device) {
     Tensor d = t;
     d.device = device;
     d.data = static_cast<char*>(buffer->data()) + offset;
-    copy_tensor(d, t);
+    d.dtype = ops::device_weight_dtype(t, device);
+    if (d.dtype == t.dtype) {
+      copy_tensor(d, t);
+    } else {
+      Tensor raw = t;
+      raw.device = device;
+      raw.data = staging.data();
+      copy_tensor(raw, t);
+      ops::rearrange_weight(raw, d);
+    }
     out.tensors.emplace(name, d);
     offset += (t.nbytes() + kAlign - 1) / kAlign * kAlign;
   }

@@ -5,6 +5,7 @@
 #include "corvid/ops/ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "corvid/core/device.h"
@@ -26,6 +27,14 @@ bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t ==
 bool is_weight_dtype(DType t) {
   return is_float_dtype(t) || t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
          t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+}
+
+// The GPU row layouts (core/dtype.h), which only the CUDA backend reads.
+bool is_gpu_row_layout(DType t) { return t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R; }
+
+// is_weight_dtype, plus the GPU row layouts on CUDA.
+bool is_weight_dtype_on(DType t, Device device) {
+  return is_weight_dtype(t) || (device == Device::CUDA && is_gpu_row_layout(t));
 }
 
 // The device all of a call's tensors are on; mixing devices is an error.
@@ -82,7 +91,8 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
   const Device device = common_device("embedding", {&table, &out});
   CORVID_CHECK(table.ndim == 2, "ops::embedding: table must be 2-D [vocab, d], got ", table.shape_str());
-  CORVID_CHECK(is_weight_dtype(table.dtype), "ops::embedding: unsupported table dtype ", dtype_name(table.dtype));
+  CORVID_CHECK(is_weight_dtype_on(table.dtype, device), "ops::embedding: unsupported table dtype ",
+               dtype_name(table.dtype), " on ", device_name(device));
   check_f32("embedding", "out", out);
   CORVID_CHECK(out.rows() == static_cast<int64_t>(ids.size()) && out.cols() == table.cols(), "ops::embedding: out ",
                out.shape_str(), " must be [", ids.size(), ", ", table.cols(), "]");
@@ -98,7 +108,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   check_f32("matmul", "x", x);
   check_f32("matmul", "out", out);
   CORVID_CHECK(w.ndim == 2, "ops::matmul: weight must be 2-D [m, k], got ", w.shape_str());
-  CORVID_CHECK(is_weight_dtype(w.dtype), "ops::matmul: unsupported weight dtype ", dtype_name(w.dtype));
+  CORVID_CHECK(is_weight_dtype_on(w.dtype, device), "ops::matmul: unsupported weight dtype ", dtype_name(w.dtype),
+               " on ", device_name(device));
   CORVID_CHECK(x.cols() == w.cols(), "ops::matmul: x ", x.shape_str(), " and weight ", w.shape_str(),
                " differ in the inner dimension");
   CORVID_CHECK(out.rows() == x.rows() && out.cols() == w.rows(), "ops::matmul: out ", out.shape_str(), " must be [",
@@ -249,6 +260,33 @@ void softmax(const Tensor& x) {
   const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);
   CORVID_DISPATCH(device, softmax, x);
+}
+
+DType device_weight_dtype(const Tensor& w, Device device) {
+  // CORVID_NO_DIRECT_GEMV=1 (A/B runs) keeps the GGUF layouts, with the GEMVs made for them.
+  static const bool keep_layouts = [] {
+    const char* v = std::getenv("CORVID_NO_DIRECT_GEMV");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  if (device != Device::CUDA || keep_layouts || w.ndim != 2 || w.row_bytes() % 16 != 0) return w.dtype;
+  switch (w.dtype) {
+    case DType::Q4_0: return DType::Q4_0R;
+    case DType::Q4_1: return DType::Q4_1R;
+    case DType::Q8_0: return DType::Q8_0R;
+    default: return w.dtype;
+  }
+}
+
+void rearrange_weight(const Tensor& raw, const Tensor& dst) {
+  const Device device = common_device("rearrange_weight", {&raw, &dst});
+  CORVID_CHECK(device == Device::CUDA && raw.ndim == 2 && dst.ndim == 2 && raw.shape == dst.shape &&
+                   dst.dtype == device_weight_dtype(raw, device) && dst.dtype != raw.dtype,
+               "ops::rearrange_weight: a 2-D ", dtype_name(raw.dtype), " ", raw.shape_str(), " on ",
+               device_name(raw.device), " cannot become ", dtype_name(dst.dtype), " ", dst.shape_str());
+  CORVID_CHECK(!overlaps(raw, dst), "ops::rearrange_weight: dst must not alias raw");
+#ifdef CORVID_HAVE_CUDA
+  cuda::rearrange_weight(raw, dst);
+#endif
 }
 
 void quantize_row(DType t, const float* src, void* dst, int64_t k) {

@@ -37,6 +37,15 @@ void quantize_row(DType t, const float* src, void* dst, int64_t k);
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
 
+// The dtype weight w (in its stored dtype) is kept in on `device`. On CUDA, 2-D Q4_0,
+// Q4_1 and Q8_0 weights whose rows are a multiple of 16 bytes become their row layouts
+// (Q4_0R, Q4_1R, Q8_0R in core/dtype.h: same bytes, quants first) so decode GEMVs read
+// them with 16-byte loads; everything else, and everything on the CPU, is kept as stored.
+DType device_weight_dtype(const Tensor& w, Device device);
+// dst = raw in dst's dtype (device_weight_dtype of raw's): both 2-D on the same GPU, same
+// shape, raw in its stored dtype; each row's blocks are split into quants and scales.
+void rearrange_weight(const Tensor& raw, const Tensor& dst);
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]; weight [cols] F32/F16/BF16.
 // out may alias x. Works on any leading shape (normalises the innermost dim).
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);

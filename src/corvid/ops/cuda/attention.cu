@@ -10,6 +10,7 @@
 
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/kv_rows.cuh"
 
@@ -33,6 +34,7 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
                                  const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                  float scale, int64_t window, float* __restrict__ out, int n_heads, int n_kv_heads,
                                  int head_dim) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   __shared__ float part_m[kWarps], part_l[kWarps];
   __shared__ float part_acc[kWarps][kDims * 32];
   const int t = blockIdx.x, h = blockIdx.y;
@@ -204,6 +206,7 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
 
 __global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_heads,
                                          int head_dim, int splits) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   const int t = blockIdx.x, h = blockIdx.y;
   const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * (head_dim + 2);
   float big = -INFINITY;

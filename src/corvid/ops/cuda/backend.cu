@@ -1,6 +1,7 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
 // managed memory), copies on the backend's stream, scratch and upload caches.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -147,6 +148,14 @@ class CudaBackend final : public DeviceBackend {
 };
 
 }  // namespace
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("CORVID_NO_PDL");
+    return !(v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0);
+  }();
+  return on;
+}
 
 Context& context() {
   // Created once and never destroyed: tearing down a stream or cuBLAS handle during

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/error.h"
@@ -90,6 +91,31 @@ Context& context();
 
 inline unsigned blocks_for(int64_t work, int threads) {
   return static_cast<unsigned>((work + threads - 1) / threads);
+}
+
+// Programmatic dependent launch (Hopper): false when CORVID_NO_PDL=1 (A/B runs).
+bool pdl_enabled();
+
+// Launches kernel<<<grid, block, 0, stream>>>(args...) so that its blocks may start
+// while the kernels before it on the stream are still running (they call
+// pdl_launch_dependents(), pdl.cuh), which hides the launch and lets it read what no
+// kernel writes (weights) early. The kernel must call pdl_wait() before it touches
+// anything earlier kernels write or read. Also inside CUDA graph capture.
+template <class... KernelArgs, class... Args>
+void launch_pdl(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, cudaStream_t stream,
+                Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = pdl_enabled() ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) ::corvid::fail("CUDA error: launch of ", name, ": ", cudaGetErrorString(err));
 }
 
 }  // namespace corvid::ops::cuda

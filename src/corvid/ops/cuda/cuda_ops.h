@@ -22,6 +22,7 @@ DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error witho
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
+void rearrange_weight(const Tensor& raw, const Tensor& dst);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);

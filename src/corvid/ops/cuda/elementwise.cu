@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/quant.cuh"
 
@@ -40,6 +41,7 @@ constexpr int64_t kWarpRowMaxCols = 256;
 
 __global__ void rms_norm_warp_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
                                 int64_t cols) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
   if (r >= rows) return;
@@ -61,6 +63,7 @@ constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add
 
 __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
                                     int64_t cols) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   __shared__ float warp_sums[kNormThreads / 32];
   const int64_t r = blockIdx.x;
   float* xr = x + r * cols;
@@ -111,6 +114,7 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
 }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
@@ -140,6 +144,7 @@ __device__ float block_reduce(float v, float* shared) {
 
 __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out,
                                           int64_t cols) {
+  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   __shared__ float shared[kThreads / 32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * cols;

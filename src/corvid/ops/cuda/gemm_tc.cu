@@ -59,7 +59,7 @@ __global__ void dequant_bf16_kernel(const uint8_t* __restrict__ w, __nv_bfloat16
   const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
   __align__(16) __nv_bfloat16 v[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = __float2bfloat16_rn(element<T>(row, static_cast<int>(i0 + e)));
+  for (int e = 0; e < 8; ++e) v[e] = __float2bfloat16_rn(element<T>(row, static_cast<int>(i0 + e), groups_per_row * 8));
   *reinterpret_cast<uint4*>(dst + static_cast<size_t>(g) * 8) = *reinterpret_cast<const uint4*>(v);
 }
 

@@ -38,6 +38,22 @@ bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
 // returns true when it ran. gemv_tiled calls it first when the kernels are Auto.
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream);
 
+// int8 activations for the dp4a GEMVs: x [n, k] (k % 32 == 0) quantized per 32 values
+// (scale max|x| / 127 kept in F32, round-half-even, the CPU's Fast rounding) into
+// Context::scratch, which the caller must not hand to anyone else until its GEMV ran.
+struct Int8Activations {
+  const int8_t* q;  // [n, k]
+  const float* d;   // [n, k / 32]
+};
+Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream);
+
+// The direct-load int8 GEMVs of Fast numerics (gemv_direct.cu): Q4_0R, Q4_1R, Q8_0R and
+// Q4_K weights, 16-byte aligned rows, k % 32 == 0, 1..kGemvMaxCols tokens. supports()
+// says whether they take a call. CORVID_NO_DIRECT_GEMV=1 makes it say no and uploads keep
+// the GGUF layouts (ops::device_weight_dtype): the tiled dp4a kernels run, for A/B runs.
+bool gemv_direct_supports(DType t, const GemvArgs& a);
+void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream);
+
 // Which GEMV kernels run, for benchmarks and tests comparing them (set between
 // launches; not thread-safe). Persistent: tiled kernels on a grid of the blocks the GPU
 // holds at once, each streaming several row groups; Tiled: one block per 4-row group;

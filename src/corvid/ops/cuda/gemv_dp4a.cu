@@ -27,6 +27,7 @@
 
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.cuh"
+#include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/ops.h"
 
 namespace corvid::ops::cuda {
@@ -81,8 +82,10 @@ __device__ __forceinline__ float small_int_to_float(int v) {
 // Q8_0 activations: d = amax / 127, q = nearest-even(x * (1 / d)), all IEEE F32.
 __global__ void quantize_x_kernel(const float* __restrict__ x, int8_t* __restrict__ qx, float* __restrict__ dx,
                                   int64_t blocks) {
+  pdl_launch_dependents();
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (blk >= blocks) return;  // uniform per warp (blockDim is a multiple of 32): the shuffles see full warps
+  pdl_wait();  // x comes from the previous kernel; qx/dx may still be read by an earlier GEMV
   const int lane = threadIdx.x % 32;
   const float v = x[blk * kXBlock + lane];
   float amax = fabsf(v);
@@ -296,30 +299,42 @@ bool dp4a_disabled() {
 
 }  // namespace
 
+Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream) {
+  // Scratch: int8 x, then the F32 scales at a 16-byte boundary.
+  const int64_t values = n * k, blocks = values / kXBlock;
+  const size_t scales_at = (static_cast<size_t>(values) + 15) / 16 * 16;
+  auto* base = static_cast<uint8_t*>(context().scratch(scales_at + static_cast<size_t>(blocks) * sizeof(float)));
+  auto* qx = reinterpret_cast<int8_t*>(base);
+  auto* dx = reinterpret_cast<float*>(base + scales_at);
+  constexpr int kQuantThreads = 256;  // 8 blocks of 32 per thread block
+  launch_pdl("quantize_x_kernel", quantize_x_kernel, dim3(blocks_for(blocks * kXBlock, kQuantThreads)),
+             dim3(kQuantThreads), stream, x, qx, dx, blocks);
+  return {qx, dx};
+}
+
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
   if (quantized_matmul() != QuantizedMatmul::Fast || dp4a_disabled()) return false;
-  if (t != DType::Q8_0 && t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q4_K && t != DType::Q6_K) return false;
+  const bool row_layout = t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R;
+  if (!row_layout && t != DType::Q8_0 && t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q4_K && t != DType::Q6_K)
+    return false;
   const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % kXBlock == 0;
   if (!aligned || a.n < 1 || a.n > kGemvMaxCols || a.m < 1 || a.k < 1 || a.m / kRows >= (int64_t{1} << 31) ||
       a.k / kTileElems >= (int64_t{1} << 30))
     return false;
-  // Scratch: int8 x, then the F32 scales at a 16-byte boundary (no other user holds
-  // scratch across this call: both kernels run on the stream before anyone else).
-  const int64_t values = static_cast<int64_t>(a.n) * a.k, blocks = values / kXBlock;
-  const size_t scales_at = (static_cast<size_t>(values) + 15) / 16 * 16;
-  Context& ctx = context();
-  auto* base = static_cast<uint8_t*>(ctx.scratch(scales_at + static_cast<size_t>(blocks) * sizeof(float)));
-  auto* qx = reinterpret_cast<int8_t*>(base);
-  auto* dx = reinterpret_cast<float*>(base + scales_at);
-  constexpr int kQuantThreads = 256;  // 8 blocks of 32 per thread block
-  quantize_x_kernel<<<blocks_for(blocks * kXBlock, kQuantThreads), kQuantThreads, 0, stream>>>(a.x, qx, dx, blocks);
-  CORVID_CUDA_LAUNCHED("quantize_x_kernel");
+  const bool direct = gemv_direct_supports(t, a);
+  if (row_layout && !direct) return false;
+  const Int8Activations x = quantize_activations(a.x, a.n, a.k, stream);
+  if (direct) {
+    gemv_direct(t, a, x, stream);
+    return true;
+  }
   switch (t) {
-    case DType::Q8_0: launch<DType::Q8_0>(a, qx, dx, stream); break;
-    case DType::Q4_0: launch<DType::Q4_0>(a, qx, dx, stream); break;
-    case DType::Q4_1: launch<DType::Q4_1>(a, qx, dx, stream); break;
-    case DType::Q4_K: launch<DType::Q4_K>(a, qx, dx, stream); break;
-    default: launch<DType::Q6_K>(a, qx, dx, stream); break;
+    case DType::Q8_0: launch<DType::Q8_0>(a, x.q, x.d, stream); break;
+    case DType::Q4_0: launch<DType::Q4_0>(a, x.q, x.d, stream); break;
+    case DType::Q4_1: launch<DType::Q4_1>(a, x.q, x.d, stream); break;
+    case DType::Q4_K: launch<DType::Q4_K>(a, x.q, x.d, stream); break;
+    case DType::Q6_K: launch<DType::Q6_K>(a, x.q, x.d, stream); break;
+    default: fail("CUDA GEMV: no int8 kernel for ", dtype_name(t));
   }
   return true;
 }

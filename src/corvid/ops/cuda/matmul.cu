@@ -128,7 +128,7 @@ __global__ void gemv_kernel(const float* __restrict__ x, const uint8_t* __restri
     }
   } else {
     for (int64_t i = lane; i < k; i += 32) {
-      const float wv = element<T>(wr, i);
+      const float wv = element<T>(wr, i, k);
 #pragma unroll
       for (int c = 0; c < kGemvMaxCols; ++c)
         if (c < n) acc[c] += wv * x[c * k + i];
@@ -154,7 +154,7 @@ __global__ void gemv_scalar_kernel(const float* __restrict__ x, const uint8_t* _
   const float b = bias_at(bias, bias_t, row);
   for (int c = 0; c < n; ++c) {
     float acc = 0.0f;
-    for (int64_t i = lane; i < k; i += 32) acc += element<T>(wr, i) * x[c * k + i];
+    for (int64_t i = lane; i < k; i += 32) acc += element<T>(wr, i, k) * x[c * k + i];
     acc = warp_sum(acc);
     if (lane == 0) out[c * m + row] = acc + b;
   }
@@ -167,7 +167,7 @@ __global__ void dequant_kernel(const uint8_t* __restrict__ w, float* __restrict_
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= rows * k) return;
   const int64_t r = idx / k, i = idx % k;
-  dst[idx] = element<T>(w + static_cast<size_t>(r) * row_bytes, i);
+  dst[idx] = element<T>(w + static_cast<size_t>(r) * row_bytes, i, k);
 }
 
 __global__ void add_bias_kernel(float* out, const void* bias, DType bias_t, int64_t n, int64_t m) {
@@ -181,7 +181,7 @@ __global__ void embedding_kernel(const uint8_t* __restrict__ table, const int32_
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n * d) return;
   const int64_t t = idx / d, i = idx % d;
-  out[idx] = element<T>(table + static_cast<size_t>(ids[t]) * row_bytes, i);
+  out[idx] = element<T>(table + static_cast<size_t>(ids[t]) * row_bytes, i, d);
 }
 
 bool vector_rows(DType t, int64_t k) {

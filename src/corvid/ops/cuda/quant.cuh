@@ -33,10 +33,26 @@ __device__ __forceinline__ void k_scale_min(const uint8_t* s, int j, float& sc, 
   }
 }
 
-// Value i of a row stored as dtype T (row points at the row's first byte).
+// Value i of a row of k values stored as dtype T (row points at the row's first byte;
+// only the GPU row layouts, whose scales follow all the quants, need k).
 template <DType T>
-__device__ __forceinline__ float element(const uint8_t* row, int64_t i) {
-  if constexpr (T == DType::F32) {
+__device__ __forceinline__ float element(const uint8_t* row, int64_t i, int64_t k) {
+  if constexpr (T == DType::Q4_0R || T == DType::Q4_1R || T == DType::Q8_0R) {
+    // Quants of block b at b * qbytes (Q8_0R: 32 int8 in order; Q4: value j < 16 the low
+    // nibble of byte j, j >= 16 the high nibble of byte j - 16), then the scales.
+    constexpr int qbytes = T == DType::Q8_0R ? 32 : 16;
+    const int64_t b = i / 32;
+    const int j = static_cast<int>(i % 32);
+    const uint8_t* scales = row + (k / 32) * qbytes;
+    const uint8_t* qs = row + b * qbytes;
+    if constexpr (T == DType::Q8_0R) {
+      return half_to_float(load_u16(scales + 2 * b)) * static_cast<float>(static_cast<int8_t>(qs[j]));
+    } else {
+      const int q = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+      if constexpr (T == DType::Q4_0R) return half_to_float(load_u16(scales + 2 * b)) * static_cast<float>(q - 8);
+      else return half_to_float(load_u16(scales + 4 * b)) * static_cast<float>(q) + half_to_float(load_u16(scales + 4 * b + 2));
+    }
+  } else if constexpr (T == DType::F32) {
     return reinterpret_cast<const float*>(row)[i];
   } else if constexpr (T == DType::F16) {
     return half_to_float(reinterpret_cast<const uint16_t*>(row)[i]);
@@ -99,6 +115,7 @@ bool dispatch_weight_dtype(DType t, Fn&& fn) {
   case DType::X: fn(std::integral_constant<DType, DType::X>{}); return true;
     CORVID_CASE(F32) CORVID_CASE(F16) CORVID_CASE(BF16) CORVID_CASE(Q8_0) CORVID_CASE(Q4_0) CORVID_CASE(Q4_1)
     CORVID_CASE(Q5_0) CORVID_CASE(Q5_1) CORVID_CASE(Q4_K) CORVID_CASE(Q5_K) CORVID_CASE(Q6_K)
+    CORVID_CASE(Q4_0R) CORVID_CASE(Q4_1R) CORVID_CASE(Q8_0R)
 #undef CORVID_CASE
     default: return false;
   }
