@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -204,26 +205,40 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
   }
 }
 
+// One block per (query, head): the splits' weights exp(m_s - max) once into shared
+// memory, then every thread sums its dims over the splits with independent loads.
+constexpr int kMaxCombineSplits = 128;
 __global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_heads,
                                          int head_dim, int splits) {
   pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  __shared__ float m_s[kMaxCombineSplits], weight_s[kMaxCombineSplits];
+  __shared__ float inv_total;
   const int t = blockIdx.x, h = blockIdx.y;
-  const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * (head_dim + 2);
-  float big = -INFINITY;
-  for (int s = 0; s < splits; ++s) big = fmaxf(big, rows[s * (head_dim + 2)]);
-  float total = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float ms = rows[s * (head_dim + 2)];
-    if (ms != -INFINITY) total += rows[s * (head_dim + 2) + 1] * expf(ms - big);
+  const int64_t stride = head_dim + 2;
+  const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * stride;
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) m_s[s] = rows[s * stride];
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float big = -INFINITY;
+    for (int s = threadIdx.x; s < splits; s += 32) big = fmaxf(big, m_s[s]);
+    for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+    float total = 0.0f;
+    for (int s = threadIdx.x; s < splits; s += 32) {
+      // An empty split (no keys in its range) has max -inf and weighs nothing.
+      const float w = m_s[s] == -INFINITY ? 0.0f : expf(m_s[s] - big);
+      weight_s[s] = w;
+      total += rows[s * stride + 1] * w;
+    }
+    total = warp_sum(total);
+    if (threadIdx.x == 0) inv_total = 1.0f / total;
   }
+  __syncthreads();
   float* op = out + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float ms = rows[s * (head_dim + 2)];
-      if (ms != -INFINITY) sum += rows[s * (head_dim + 2) + 2 + d] * expf(ms - big);
-    }
-    op[d] = sum / total;
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) sum = fmaf(rows[s * stride + 2 + d], weight_s[s], sum);
+    op[d] = sum * inv_total;
   }
 }
 
@@ -246,6 +261,7 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
   const int64_t group = n_heads / n_kv_heads;
   const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
   const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, extent) : 1;
   // A short cache gives one split: the one-block-per-head kernel below has more warps then.
   if (splits > 1) {
@@ -270,9 +286,7 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
     else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
     else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
     else for_dims(std::integral_constant<int, kPerLane>{});
-    attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
-        partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
-    CORVID_CUDA_LAUNCHED("attention_combine_kernel");
+    attention_combine(ctx, partial, out, splits);
     return;
   }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
@@ -306,6 +320,14 @@ void check_grid(const Tensor& q) {
 }
 
 }  // namespace
+
+void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits) {
+  CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
+  const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
+  attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
+      partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
+  CORVID_CUDA_LAUNCHED("attention_combine_kernel");
+}
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {

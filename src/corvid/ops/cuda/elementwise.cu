@@ -42,16 +42,30 @@ constexpr int64_t kWarpRowMaxCols = 256;
 __global__ void rms_norm_warp_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
                                 int64_t cols) {
   pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  constexpr int kPerLane = kWarpRowMaxCols / 32;
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
   if (r >= rows) return;
   const float* xr = x + r * cols;
+  // Every load before the first store: out may alias x (and, to the compiler, w), so a
+  // load after a store would wait for it, one memory round trip per element.
+  float v[kPerLane], wv[kPerLane];
   float ss = 0.0f;
-  for (int64_t i = lane; i < cols; i += 32) ss += xr[i] * xr[i];
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t i = lane + 32 * e;
+    v[e] = i < cols ? xr[i] : 0.0f;
+    wv[e] = i < cols ? load_weight(w, wt, i) : 0.0f;
+    ss += v[e] * v[e];
+  }
   ss = warp_sum(ss);
   const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
   float* o = out + r * cols;
-  for (int64_t i = lane; i < cols; i += 32) o[i] = xr[i] * inv * load_weight(w, wt, i);
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t i = lane + 32 * e;
+    if (i < cols) o[i] = v[e] * inv * wv[e];
+  }
 }
 
 // x += y and the rms_norm of the sum: one block per row, each thread keeping its
@@ -68,12 +82,15 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
   const int64_t r = blockIdx.x;
   float* xr = x + r * cols;
   const float* yr = y + r * cols;
-  float v[kNormPerThread];
+  // All loads (weights too) before the first store: x, y and out may alias, so the
+  // compiler keeps loads after stores in order, one memory round trip each.
+  float v[kNormPerThread], wv[kNormPerThread];
   float ss = 0.0f;
 #pragma unroll
   for (int e = 0; e < kNormPerThread; ++e) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
     v[e] = i < cols ? xr[i] + yr[i] : 0.0f;
+    wv[e] = i < cols ? load_weight(w, wt, i) : 0.0f;
     ss += v[e] * v[e];
   }
 #pragma unroll
@@ -92,7 +109,7 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
 #pragma unroll
   for (int e = 0; e < kNormPerThread; ++e) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
-    if (i < cols) o[i] = v[e] * inv * load_weight(w, wt, i);
+    if (i < cols) o[i] = v[e] * inv * wv[e];
   }
 }
 
@@ -153,7 +170,23 @@ __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType 
   ss = block_reduce<false>(ss, shared);
   const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
   float* o = out + r * cols;
-  for (int64_t i = threadIdx.x; i < cols; i += kThreads) o[i] = xr[i] * inv * load_weight(w, wt, i);
+  // Loads in groups of 8 ahead of their stores (out may alias x): a load after a store
+  // waits for it, so element-by-element this loop was one round trip per element.
+  constexpr int kGroup = 8;
+  for (int64_t base = threadIdx.x; base < cols; base += kThreads * kGroup) {
+    float v[kGroup], wv[kGroup];
+#pragma unroll
+    for (int e = 0; e < kGroup; ++e) {
+      const int64_t i = base + static_cast<int64_t>(e) * kThreads;
+      v[e] = i < cols ? xr[i] : 0.0f;
+      wv[e] = i < cols ? load_weight(w, wt, i) : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kGroup; ++e) {
+      const int64_t i = base + static_cast<int64_t>(e) * kThreads;
+      if (i < cols) o[i] = v[e] * inv * wv[e];
+    }
+  }
 }
 
 // One block per row (rows can be a whole vocabulary).

@@ -1,0 +1,260 @@
+// Decode attention (a few queries, each over its whole KV history) on the GPU:
+// split-KV with key tiles processed by the whole block at once.
+//
+// Why: the earlier decode kernels gave each warp one key at a time (lanes over the
+// head's dims): per key a warp shuffle reduction, two exponentials and the next key's
+// loads only after all of it, so a warp spent ~1 us per key and decode at 4096 tokens
+// of context read its KV cache at ~0.6 TB/s (1.7 ms of a 4.2 ms token,
+// docs/benchmarks.md). Here a block takes kTile keys at once:
+//   1. every thread issues its loads for the tile together: a quarter of one key's
+//      row (kSub threads per key) and, for the dims it owns, the value rows of all
+//      the tile's keys;
+//   2. scores: each thread dots its quarter of the key with the G query heads that
+//      share this kv head (q in shared memory, pre-scaled), two shuffles finish a dot;
+//   3. one warp per head turns the tile's scores into the online softmax update
+//      (running max m, running sum l, a correction for the accumulators);
+//   4. each thread accumulates p * v for its dims from the values already in registers.
+// A block covers one (query, kv head, split); splits divide the history so that the
+// GPU has several blocks per SM, and attention_combine merges the splits' (m, l, acc).
+// The split count depends only on the cache's extent (not the position), so a
+// recorded decode step replays at any length.
+#include <algorithm>
+#include <cmath>
+
+#include "corvid/ops/cuda/attention_decode.cuh"
+#include "corvid/ops/cuda/pdl.cuh"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kSub = 4;                   // threads per key in the score phase
+constexpr int kTile = kThreads / kSub;    // keys per tile (32)
+constexpr int kKeysPerSplit = kTile;      // a split is worth a block from this many cache rows on
+constexpr int kMaxSplits = 128;  // attention_combine's limit
+
+template <int D, int G, class Kv>
+__global__ void __launch_bounds__(kThreads) decode_attention_kernel(
+    const float* __restrict__ q, const float* __restrict__ k_cache, const float* __restrict__ v_cache, Kv kv,
+    const int32_t* __restrict__ positions, float scale, int64_t window, float* __restrict__ partial,
+    float* __restrict__ out, int n_heads, int n_kv_heads, int splits) {
+  constexpr int kSubDims = D / kSub;                       // dims of a key one thread dots
+  constexpr int kDimsPerThread = D > kThreads ? D / kThreads : 1;
+  constexpr int kKeyGroups = kThreads * kDimsPerThread / D;  // threads sharing a dim split the tile's keys
+  constexpr int kTileKeysPerThread = kTile / kKeyGroups;
+  static_assert(D % (kSub * 4) == 0 && (D <= kThreads ? kThreads % D == 0 : D % kThreads == 0), "head_dim");
+  __shared__ __align__(16) float qs[G][D];
+  __shared__ float p[G][kTile];
+  __shared__ float corr_s[G];
+  __shared__ float acc_s[kKeyGroups > 1 ? kKeyGroups : 1][G][kKeyGroups > 1 ? D : 1];
+
+  pdl_launch_dependents();
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int t = blockIdx.x, h0 = blockIdx.y * G, split = blockIdx.z;
+  const int kvh = h0 / (n_heads / n_kv_heads);
+  const int64_t pos = positions[t];
+  const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
+  // The history's tiles are dealt round-robin to the splits (tile k to split k % splits),
+  // so every split has work once there are as many tiles as splits; a split without
+  // any keeps max -inf and weighs nothing in the combine.
+  const int64_t tiles = (pos - first + kTile) / kTile;  // ceil(len / kTile), len = pos - first + 1
+  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * D;
+  const float* k_head = k_cache + static_cast<int64_t>(kvh) * D;
+  const float* v_head = v_cache + static_cast<int64_t>(kvh) * D;
+
+  for (int i = tid; i < G * D; i += kThreads)
+    qs[i / D][i % D] = q[(static_cast<int64_t>(t) * n_heads + h0) * D + i] * scale;
+
+  // Online-softmax state of head g lives in warp g % kWarps (every lane holds it).
+  float m[(G + kWarps - 1) / kWarps], l[(G + kWarps - 1) / kWarps];
+#pragma unroll
+  for (int i = 0; i < (G + kWarps - 1) / kWarps; ++i) {
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+  }
+  float acc[G][kDimsPerThread];
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] = 0.0f;
+  const int my_key = tid / kSub, sub = tid % kSub;
+  const int dim0 = (tid % (D / kDimsPerThread)) * kDimsPerThread, key_group = tid / (D / kDimsPerThread);
+  __syncthreads();
+
+  for (int64_t tile = split; tile < tiles; tile += splits) {
+    const int64_t tile0 = first + tile * kTile, end = min(pos, tile0 + kTile - 1);
+    // 1. Loads: this thread's quarter of its key (float4 number sub + kSub * i, so the
+    // kSub threads of a key read one contiguous stretch per instruction), and its dims
+    // of every key it accumulates.
+    const int64_t j = tile0 + my_key;
+    float4 kr[kSubDims / 4];
+    if (j <= end) {
+      const float4* kp = reinterpret_cast<const float4*>(k_head + kv.row(t, j) * kv_stride) + sub;
+#pragma unroll
+      for (int i = 0; i < kSubDims / 4; ++i) kr[i] = __ldg(kp + kSub * i);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kSubDims / 4; ++i) kr[i] = make_float4(0, 0, 0, 0);
+    }
+    float vr[kTileKeysPerThread][kDimsPerThread];
+#pragma unroll
+    for (int i = 0; i < kTileKeysPerThread; ++i) {
+      const int64_t jv = tile0 + key_group + i * kKeyGroups;
+      const float* vp = v_head + (jv <= end ? kv.row(t, jv) : 0) * kv_stride + dim0;
+#pragma unroll
+      for (int e = 0; e < kDimsPerThread; ++e) vr[i][e] = jv <= end ? __ldg(vp + e) : 0.0f;
+    }
+    // 2. Scores of this key for the G heads.
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      // The same float4s of q: the four threads of a key read adjacent 16 bytes (no bank conflicts).
+      const float4* qp = reinterpret_cast<const float4*>(&qs[g][0]) + sub;
+      float s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kSubDims / 4; ++i) {
+        const float4 a = qp[kSub * i];
+        s = fmaf(a.x, kr[i].x, fmaf(a.y, kr[i].y, fmaf(a.z, kr[i].z, fmaf(a.w, kr[i].w, s))));
+      }
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      if (sub == 0) p[g][my_key] = j <= end ? s : -INFINITY;
+    }
+    __syncthreads();
+    // 3. Softmax update, one warp per head (lane = key of the tile).
+#pragma unroll
+    for (int i = 0; i < (G + kWarps - 1) / kWarps; ++i) {
+      const int g = warp + i * kWarps;
+      if (g < G) {
+        const float s = p[g][lane];
+        float big = s;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+        const float m_new = fmaxf(m[i], big);  // finite: the tile's first key is always valid
+        const float e = expf(s - m_new);       // 0 for the invalid keys' -inf
+        float sum = e;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float correction = expf(m[i] - m_new);  // 0 on the first tile (m = -inf)
+        l[i] = l[i] * correction + sum;
+        m[i] = m_new;
+        p[g][lane] = e;
+        if (lane == 0) corr_s[g] = correction;
+      }
+    }
+    __syncthreads();
+    // 4. Accumulate p * v.
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float c = corr_s[g];
+#pragma unroll
+      for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] *= c;
+#pragma unroll
+      for (int i = 0; i < kTileKeysPerThread; ++i) {
+        const float w = p[g][key_group + i * kKeyGroups];
+#pragma unroll
+        for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] = fmaf(w, vr[i][e], acc[g][e]);
+      }
+    }
+    __syncthreads();  // the next tile rewrites p and corr_s
+  }
+
+  // Threads that share dims (head_dim < 128) add up their key groups.
+  if constexpr (kKeyGroups > 1) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) acc_s[key_group][g][dim0] = acc[g][0];
+    __syncthreads();
+    if (key_group == 0) {
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        for (int k = 1; k < kKeyGroups; ++k) acc[g][0] += acc_s[k][g][dim0];
+    }
+  }
+  // m and l of every head, from their warps to everyone.
+  __shared__ float m_s[G], l_s[G];
+#pragma unroll
+  for (int i = 0; i < (G + kWarps - 1) / kWarps; ++i) {
+    const int g = warp + i * kWarps;
+    if (g < G && lane == 0) {
+      m_s[g] = m[i];
+      l_s[g] = l[i];
+    }
+  }
+  __syncthreads();
+  if (key_group != 0) return;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const int64_t head_row = static_cast<int64_t>(t) * n_heads + h0 + g;
+    if (splits == 1) {
+      const float inv = 1.0f / l_s[g];
+#pragma unroll
+      for (int e = 0; e < kDimsPerThread; ++e) out[head_row * D + dim0 + e] = acc[g][e] * inv;
+    } else {
+      float* row = partial + (head_row * splits + split) * (D + 2);
+      if (tid == 0) {
+        row[0] = m_s[g];
+        row[1] = l_s[g];
+      }
+#pragma unroll
+      for (int e = 0; e < kDimsPerThread; ++e) row[2 + dim0 + e] = acc[g][e];
+    }
+  }
+}
+
+// How many blocks share one head group's keys: about eight blocks per SM (a block
+// has one tile of loads in flight at a time, so the GPU needs many), no more splits
+// than the extent has tiles, at most kMaxSplits.
+int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent) {
+  const int64_t want = (8 * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
+  const int64_t most = (extent + kKeysPerSplit - 1) / kKeysPerSplit;
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
+}
+
+template <int D, int G, class Kv>
+void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+  const int64_t n = q.dim(0), n_heads = q.dim(1), n_kv_heads = k_cache.dim(1);
+  const int splits = decode_splits(ctx, n * n_heads / G, extent);
+  float* partial = splits > 1 ? static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (D + 2)) * 4))
+                              : nullptr;
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
+  decode_attention_kernel<D, G, Kv><<<grid, kThreads, 0, ctx.stream>>>(
+      q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos, scale, window, partial, out.ptr<float>(),
+      static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
+  CORVID_CUDA_LAUNCHED("decode_attention_kernel");
+  if (splits > 1) attention_combine(ctx, partial, out, splits);
+}
+
+template <int D, class Kv>
+void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                  const Kv& kv, const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+  if (group % 8 == 0) launch<D, 8>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+  else if (group % 4 == 0) launch<D, 4>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+  else if (group % 2 == 0) launch<D, 2>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+  else launch<D, 1>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+}
+
+}  // namespace
+
+template <class Kv>
+bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+  const int64_t head_dim = q.dim(2);
+  const int g = static_cast<int>(q.dim(1) / k_cache.dim(1));
+  // float4 key loads; the grid's y (head groups) is within range: the caller checks heads <= 65535.
+  if (reinterpret_cast<uintptr_t>(k_cache.data) % 16 != 0) return false;
+  switch (head_dim) {
+    case 64: launch_group<64>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
+    case 128: launch_group<128>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
+    case 256: launch_group<256>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
+    default: return false;
+  }
+}
+
+template bool attention_decode<ContiguousKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const ContiguousKv&,
+                                             const int32_t*, int64_t, float, int64_t, const Tensor&);
+template bool attention_decode<PagedKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const PagedKv&,
+                                        const int32_t*, int64_t, float, int64_t, const Tensor&);
+
+}  // namespace corvid::ops::cuda

@@ -1,0 +1,27 @@
+// Split-KV decode attention (attention_decode.cu), used by attention.cu for calls of
+// fewer than kPrefillMinQueries queries. Internal to ops/cuda.
+#pragma once
+
+#include <cstdint>
+
+#include "corvid/core/tensor.h"
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/kv_rows.cuh"
+
+namespace corvid::ops::cuda {
+
+// The fp32 attention of q [n, heads, head_dim] over the rows kv places in k_cache /
+// v_cache ([rows, kv_heads, head_dim]); pos: the queries' positions on the device;
+// extent: the most rows a query could see (sets the split count, so that a recorded
+// step replays at any position). False, with nothing launched, for head sizes other
+// than 64, 128 and 256 (the caller's general kernels run those).
+template <class Kv>
+bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
+
+// out [n, heads, head_dim] from the splits' partial rows (attention.cu): row (query t,
+// head h, split s) at partial + ((t * heads + h) * splits + s) * (head_dim + 2) holds
+// the split's running max, running sum and unnormalised output.
+void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits);
+
+}  // namespace corvid::ops::cuda
