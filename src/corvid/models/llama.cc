@@ -173,8 +173,14 @@ LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t>
   Tensor q_heads = q.reshaped({n, Hq, D}), k_heads = k.reshaped({n, Hkv, D});
   if (L.q_norm) ops::rms_norm(q_heads, *L.q_norm, eps, q_heads);
   if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, eps, k_heads);
-  ops::rope(q_heads, positions, rope_);
-  ops::rope(k_heads, positions, rope_);
+  if (n == 1 && static_cast<float*>(k.data) == static_cast<float*>(q.data) + Hq * D) {
+    // One token of the fused projection: q's and k's heads are one run of Hq + Hkv
+    // heads at the same position, so one rope launch rotates both.
+    ops::rope(Tensor(DType::F32, {1, Hq + Hkv, D}, q.data, q.device), positions, rope_);
+  } else {
+    ops::rope(q_heads, positions, rope_);
+    ops::rope(k_heads, positions, rope_);
+  }
   return {q, k, v};
 }
 

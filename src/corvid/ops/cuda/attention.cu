@@ -205,39 +205,63 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
   }
 }
 
-// One block per (query, head): the splits' weights exp(m_s - max) once into shared
-// memory, then every thread sums its dims over the splits with independent loads.
+// One block per (query, head): the splits' weights exp(m_s - max) go to shared memory
+// first, then warp w adds up splits w, w + 8, ... for every dim (a split's row is one
+// coalesced read per warp, the splits' loads independent), and the warps' sums meet in
+// shared memory.
 constexpr int kMaxCombineSplits = 128;
-__global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_heads,
-                                         int head_dim, int splits) {
-  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
-  __shared__ float m_s[kMaxCombineSplits], weight_s[kMaxCombineSplits];
+constexpr int kCombineWarps = 8;
+__global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(const float* __restrict__ partial,
+                                                                               float* __restrict__ out, int n_heads,
+                                                                               int head_dim, int splits) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();               // launched with launch_pdl: the splits' rows first
+  __shared__ float weight_s[kMaxCombineSplits];
+  __shared__ float acc_s[kCombineWarps][kMaxHeadDim];
   __shared__ float inv_total;
-  const int t = blockIdx.x, h = blockIdx.y;
+  const int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t stride = head_dim + 2;
   const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * stride;
-  for (int s = threadIdx.x; s < splits; s += blockDim.x) m_s[s] = rows[s * stride];
-  __syncthreads();
-  if (threadIdx.x < 32) {
+  if (warp == 0) {
     float big = -INFINITY;
-    for (int s = threadIdx.x; s < splits; s += 32) big = fmaxf(big, m_s[s]);
+    for (int s = lane; s < splits; s += 32) big = fmaxf(big, rows[s * stride]);
     for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
     float total = 0.0f;
-    for (int s = threadIdx.x; s < splits; s += 32) {
+    for (int s = lane; s < splits; s += 32) {
       // An empty split (no keys in its range) has max -inf and weighs nothing.
-      const float w = m_s[s] == -INFINITY ? 0.0f : expf(m_s[s] - big);
+      const float m = rows[s * stride];
+      const float w = m == -INFINITY ? 0.0f : expf(m - big);
       weight_s[s] = w;
       total += rows[s * stride + 1] * w;
     }
     total = warp_sum(total);
-    if (threadIdx.x == 0) inv_total = 1.0f / total;
+    if (lane == 0) inv_total = 1.0f / total;
+  }
+  __syncthreads();
+  float acc[kPerLane];
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) acc[e] = 0.0f;
+#pragma unroll 4
+  for (int s = warp; s < splits; s += kCombineWarps) {
+    const float w = weight_s[s];
+    const float* row = rows + s * stride + 2;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) {
+      const int d = lane + 32 * e;
+      if (d < head_dim) acc[e] = fmaf(row[d], w, acc[e]);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int d = lane + 32 * e;
+    if (d < head_dim) acc_s[warp][d] = acc[e];
   }
   __syncthreads();
   float* op = out + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float sum = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < splits; ++s) sum = fmaf(rows[s * stride + 2 + d], weight_s[s], sum);
+#pragma unroll
+    for (int w = 0; w < kCombineWarps; ++w) sum += acc_s[w][d];
     op[d] = sum * inv_total;
   }
 }
@@ -324,9 +348,9 @@ void check_grid(const Tensor& q) {
 void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits) {
   CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
-  attention_combine_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), 128, 0, ctx.stream>>>(
-      partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
-  CORVID_CUDA_LAUNCHED("attention_combine_kernel");
+  launch_pdl("attention_combine_kernel", attention_combine_kernel,
+             dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), dim3(kCombineWarps * 32), ctx.stream,
+             partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,

@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
   __shared__ float corr_s[G];
   __shared__ float acc_s[kKeyGroups > 1 ? kKeyGroups : 1][G][kKeyGroups > 1 ? D : 1];
 
-  pdl_launch_dependents();
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();               // launched with launch_pdl: q and the new cache rows first
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int t = blockIdx.x, h0 = blockIdx.y * G, split = blockIdx.z;
   const int kvh = h0 / (n_heads / n_kv_heads);
@@ -219,10 +220,9 @@ void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& 
   float* partial = splits > 1 ? static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (D + 2)) * 4))
                               : nullptr;
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
-  decode_attention_kernel<D, G, Kv><<<grid, kThreads, 0, ctx.stream>>>(
-      q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos, scale, window, partial, out.ptr<float>(),
-      static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
-  CORVID_CUDA_LAUNCHED("decode_attention_kernel");
+  launch_pdl("decode_attention_kernel", decode_attention_kernel<D, G, Kv>, grid, dim3(kThreads), ctx.stream,
+             q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos, scale, window, partial,
+             out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
   if (splits > 1) attention_combine(ctx, partial, out, splits);
 }
 

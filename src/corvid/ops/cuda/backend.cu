@@ -8,6 +8,7 @@
 
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/pdl.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -32,7 +33,12 @@ Context* make_context() {
 }
 
 // dst row positions[i] = src row i; one block per row, 4-byte words (rows of F32).
-__global__ void scatter_rows_kernel(uint32_t* dst, const uint32_t* src, size_t row_words, const int32_t* positions) {
+// dst (a KV cache) never overlaps src (a projection's output): restrict lets the loads
+// run ahead of the stores instead of one round trip per word.
+__global__ void scatter_rows_kernel(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src, size_t row_words,
+                                    const int32_t* __restrict__ positions) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();               // launched with launch_pdl: the previous kernel's output first
   const size_t i = blockIdx.x;
   if (positions[i] < 0) return;  // padding
   uint32_t* d = dst + static_cast<size_t>(positions[i]) * row_words;
@@ -80,9 +86,8 @@ class CudaBackend final : public DeviceBackend {
     if (positions.empty()) return;
     CORVID_CHECK(row_bytes % 4 == 0, "CUDA scatter_rows: rows of ", row_bytes, " bytes are not whole words");
     const int32_t* pos = c.upload(UploadSlot::Rows, positions);
-    scatter_rows_kernel<<<static_cast<unsigned>(positions.size()), 128, 0, c.stream>>>(
-        static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), row_bytes / 4, pos);
-    CORVID_CUDA_LAUNCHED("scatter_rows_kernel");
+    launch_pdl("scatter_rows_kernel", scatter_rows_kernel, dim3(static_cast<unsigned>(positions.size())), dim3(128),
+               c.stream, static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), row_bytes / 4, pos);
   }
 
   bool supports_capture() const override { return true; }

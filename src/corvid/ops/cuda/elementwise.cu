@@ -41,7 +41,8 @@ constexpr int64_t kWarpRowMaxCols = 256;
 
 __global__ void rms_norm_warp_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out, int64_t rows,
                                 int64_t cols) {
-  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   constexpr int kPerLane = kWarpRowMaxCols / 32;
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
@@ -77,7 +78,8 @@ constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add
 
 __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
                                     int64_t cols) {
-  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float warp_sums[kNormThreads / 32];
   const int64_t r = blockIdx.x;
   float* xr = x + r * cols;
@@ -116,6 +118,8 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
 // One thread per (token, head, rotated pair).
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
                             int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n * heads * half) return;
   const int i = static_cast<int>(idx % half);
@@ -131,12 +135,15 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
 }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
-  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 __global__ void add_kernel(float* a, const float* b, int64_t count) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) a[i] += b[i];
 }
@@ -161,7 +168,8 @@ __device__ float block_reduce(float v, float* shared) {
 
 __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out,
                                           int64_t cols) {
-  pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float shared[kThreads / 32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * cols;
@@ -215,14 +223,13 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   const int64_t rows = x.rows();
   if (rows == 0) return;
   if (x.cols() <= kWarpRowMaxCols) {
-    rms_norm_warp_rows_kernel<<<blocks_for(rows, kThreads / 32), kThreads, 0, ctx.stream>>>(
-        x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows, x.cols());
-    CORVID_CUDA_LAUNCHED("rms_norm_warp_rows_kernel");
+    launch_pdl("rms_norm_warp_rows_kernel", rms_norm_warp_rows_kernel, dim3(blocks_for(rows, kThreads / 32)),
+               dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows,
+               x.cols());
     return;
   }
-  rms_norm_block_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(
-      x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
-  CORVID_CUDA_LAUNCHED("rms_norm_block_rows_kernel");
+  launch_pdl("rms_norm_block_rows_kernel", rms_norm_block_rows_kernel, dim3(static_cast<unsigned>(rows)),
+             dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
 }
 
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
@@ -233,9 +240,8 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
     rms_norm(x, weight, eps, out);
     return;
   }
-  add_rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, ctx.stream>>>(
-      x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
-  CORVID_CUDA_LAUNCHED("add_rms_norm_kernel");
+  launch_pdl("add_rms_norm_kernel", add_rms_norm_kernel, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads),
+             ctx.stream, x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
@@ -245,26 +251,24 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   if (n == 0) return;
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
   const float* freq = ctx.constant(params.inv_freq);
-  rope_kernel<<<blocks_for(n * heads * half, kThreads), kThreads, 0, ctx.stream>>>(
-      x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
-  CORVID_CUDA_LAUNCHED("rope_kernel");
+  launch_pdl("rope_kernel", rope_kernel, dim3(blocks_for(n * heads * half, kThreads)), dim3(kThreads), ctx.stream,
+             x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   Context& ctx = context();
   const int64_t count = gate.numel();
   if (count == 0) return;
-  silu_mul_kernel<<<blocks_for(count, kThreads), kThreads, 0, ctx.stream>>>(gate.ptr<float>(), up.ptr<float>(),
-                                                                            out.ptr<float>(), count);
-  CORVID_CUDA_LAUNCHED("silu_mul_kernel");
+  launch_pdl("silu_mul_kernel", silu_mul_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), ctx.stream,
+             gate.ptr<float>(), up.ptr<float>(), out.ptr<float>(), count);
 }
 
 void add(const Tensor& x, const Tensor& y) {
   Context& ctx = context();
   const int64_t count = x.numel();
   if (count == 0) return;
-  add_kernel<<<blocks_for(count, kThreads), kThreads, 0, ctx.stream>>>(x.ptr<float>(), y.ptr<float>(), count);
-  CORVID_CUDA_LAUNCHED("add_kernel");
+  launch_pdl("add_kernel", add_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), ctx.stream, x.ptr<float>(),
+             y.ptr<float>(), count);
 }
 
 void softmax(const Tensor& x) {
