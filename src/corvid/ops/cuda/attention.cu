@@ -205,21 +205,24 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
   }
 }
 
-// One block per (query, head): the splits' weights exp(m_s - max) go to shared memory
-// first, then warp w adds up splits w, w + 8, ... for every dim (a split's row is one
-// coalesced read per warp, the splits' loads independent), and the warps' sums meet in
-// shared memory.
+// One block per (query, head, 32 dims): the splits' weights exp(m_s - max) go to shared
+// memory first, then warp w adds up splits w, w + 8, ... for the block's 32 dims (lane =
+// dim: one coalesced 128-byte read per split, the splits' loads independent), and the
+// warps' sums meet in shared memory. Blocks per dim chunk spread the partials' bytes
+// (up to 2 MB at 128 splits) over more SMs than one block per head would.
 constexpr int kMaxCombineSplits = 128;
 constexpr int kCombineWarps = 8;
+constexpr int kCombineDims = 32;
 __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(const float* __restrict__ partial,
                                                                                float* __restrict__ out, int n_heads,
                                                                                int head_dim, int splits) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();               // launched with launch_pdl: the splits' rows first
   __shared__ float weight_s[kMaxCombineSplits];
-  __shared__ float acc_s[kCombineWarps][kMaxHeadDim];
+  __shared__ float acc_s[kCombineWarps][kCombineDims];
   __shared__ float inv_total;
   const int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int d = blockIdx.z * kCombineDims + lane;
   const int64_t stride = head_dim + 2;
   const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * stride;
   if (warp == 0) {
@@ -238,31 +241,18 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
     if (lane == 0) inv_total = 1.0f / total;
   }
   __syncthreads();
-  float acc[kPerLane];
-#pragma unroll
-  for (int e = 0; e < kPerLane; ++e) acc[e] = 0.0f;
+  float acc = 0.0f;
+  if (d < head_dim) {
 #pragma unroll 4
-  for (int s = warp; s < splits; s += kCombineWarps) {
-    const float w = weight_s[s];
-    const float* row = rows + s * stride + 2;
-#pragma unroll
-    for (int e = 0; e < kPerLane; ++e) {
-      const int d = lane + 32 * e;
-      if (d < head_dim) acc[e] = fmaf(row[d], w, acc[e]);
-    }
+    for (int s = warp; s < splits; s += kCombineWarps) acc = fmaf(rows[s * stride + 2 + d], weight_s[s], acc);
   }
-#pragma unroll
-  for (int e = 0; e < kPerLane; ++e) {
-    const int d = lane + 32 * e;
-    if (d < head_dim) acc_s[warp][d] = acc[e];
-  }
+  acc_s[warp][lane] = acc;
   __syncthreads();
-  float* op = out + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+  if (warp == 0 && d < head_dim) {
     float sum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kCombineWarps; ++w) sum += acc_s[w][d];
-    op[d] = sum * inv_total;
+    for (int w = 0; w < kCombineWarps; ++w) sum += acc_s[w][lane];
+    out[(static_cast<int64_t>(t) * n_heads + h) * head_dim + d] = sum * inv_total;
   }
 }
 
@@ -349,7 +339,9 @@ void attention_combine(Context& ctx, const float* partial, const Tensor& out, in
   CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
   launch_pdl("attention_combine_kernel", attention_combine_kernel,
-             dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads)), dim3(kCombineWarps * 32), ctx.stream,
+             dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads),
+                  static_cast<unsigned>((head_dim + kCombineDims - 1) / kCombineDims)),
+             dim3(kCombineWarps * 32), ctx.stream,
              partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
 }
 

@@ -33,6 +33,34 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
   return v;
 }
 
+// The end of a GEMV block that kept kRows x NC partial dot products per thread: each is
+// summed over the block (warp shuffles, then the kWarps warps' sums through `partial`,
+// shared memory of [kWarps][kRows * NC]) and out[c, row0 + r] (+ bias) written for
+// r < rows, c < a.n. Every thread of the block must call it (it synchronises once).
+template <int kRows, int NC, int kWarps>
+__device__ __forceinline__ void gemv_block_store(const float (&acc)[kRows][NC], float (*partial)[kRows * NC],
+                                                 const GemvArgs& a, int64_t row0, int rows) {
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const float v = gemv_warp_sum(acc[r][c]);
+      if (lane == 0) partial[warp][r * NC + c] = v;
+    }
+  __syncthreads();
+  if (tid < kRows * NC) {
+    const int r = tid / NC, c = tid % NC;
+    if (r < rows && c < a.n) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) s += partial[w][tid];
+      const int64_t row = row0 + r;
+      a.out[c * a.m + row] = s + bias_at(a.bias, a.bias_dtype, row);
+    }
+  }
+}
+
 // 8 bytes at a 2-byte-aligned shared-memory address, as two little-endian words.
 __device__ __forceinline__ uint2 load8_align2(const uint8_t* p) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(p);

@@ -222,25 +222,7 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
   }
 
   __shared__ float partial[kWarps][kRows * NC];
-  const int lane = tid % 32, warp = tid / 32;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const float v = gemv_warp_sum(acc[r][c]);
-      if (lane == 0) partial[warp][r * NC + c] = v;
-    }
-  __syncthreads();
-  if (tid < kRows * NC) {
-    const int r = tid / NC, c = tid % NC;
-    if (r < rows && c < args.n) {
-      float s = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kWarps; ++i) s += partial[i][tid];
-      const int64_t row = row0 + r;
-      args.out[c * args.m + row] = s + bias_at(args.bias, args.bias_dtype, row);
-    }
-  }
+  gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
 }
 
 template <DType T>

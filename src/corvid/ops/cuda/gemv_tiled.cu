@@ -277,26 +277,11 @@ __global__ void __launch_bounds__(kThreads, (kBlocksPerSm<T, NC>)) gemv_tiled_ke
       }
     }
     if (tile == tiles_per_row - 1) {  // the row group is complete: reduce over the block and write
-      const int lane = tid % 32, warp = tid / 32;
+      gemv_block_store<kRows, NC, kThreads / 32>(acc, partial, args, row0, rows);
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
-        for (int c = 0; c < NC; ++c) {
-          const float v = gemv_warp_sum(acc[r][c]);
-          if (lane == 0) partial[warp][r * NC + c] = v;
-          acc[r][c] = 0.0f;
-        }
-      __syncthreads();
-      if (tid < kRows * NC) {
-        const int r = tid / NC, c = tid % NC;
-        if (r < rows && c < args.n) {
-          float s = 0.0f;
-#pragma unroll
-          for (int w = 0; w < kThreads / 32; ++w) s += partial[w][tid];
-          const int64_t row = row0 + r;
-          args.out[c * args.m + row] = s + bias_at(args.bias, args.bias_dtype, row);
-        }
-      }
+        for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
     }
     __syncthreads();  // the next issue refills this stage; the next reduction rewrites partial
     if (++tile == tiles_per_row) {
