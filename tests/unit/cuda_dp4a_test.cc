@@ -36,7 +36,6 @@
 #include <vector>
 
 #include "corvid/core/device.h"
-#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
 #include "ops_test_util.h"
@@ -288,49 +287,6 @@ TEST(CudaDp4aExact, ExactModeKeepsF32Activations) {
         ref[static_cast<size_t>(c * m + r)] = static_cast<float>(s);
       }
     EXPECT_LE(rel_err(got, ref.data(), ref.size()), 1e-5) << dtype_name(t);
-  }
-}
-
-// Norms and silu_mul also write their output as int8 when a decode GEMV may read it next
-// (ops/cuda/context.h Int8Rows), and the GEMV then skips its own quantizer launch. The
-// producer runs the quantizer's F32 operations on the values it stores, so the GEMV's
-// result must be bit-identical to the unfused path — forced here by an unrelated op
-// between producer and GEMV, after which the GEMV must quantize x itself.
-TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
-  SKIP_WITHOUT_GPU();
-  if (dp4a_off()) GTEST_SKIP() << "CORVID_NO_DP4A is set";
-  if (!ops::cuda::gemv_int8_inputs()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT is set";
-  NumericsScope scope(ops::QuantizedMatmul::Fast);
-  const int64_t m = 1000, k = 4096;
-  OwnedTensor w = make_weight(DType::Q4_0, m, k, random_floats(static_cast<size_t>(m * k), 501));
-  DeviceTensor gw = weight_on_gpu(w.tensor, DType::Q4_0R);
-  OwnedTensor norm_w = f32_tensor({k}, random_floats(static_cast<size_t>(k), 502));
-  DeviceTensor g_norm_w = to_gpu(norm_w.tensor);
-  OwnedTensor spare = f32_tensor({64}, random_floats(64, 503));
-  DeviceTensor g_spare_a = to_gpu(spare.tensor), g_spare_b = to_gpu(spare.tensor);
-  for (int n : {1, 3, 8}) {
-    const auto xv = random_floats(static_cast<size_t>(n * k), 504), yv = random_floats(static_cast<size_t>(n * k), 505);
-    OwnedTensor x = f32_tensor({n, k}, xv), y = f32_tensor({n, k}, yv);
-    DeviceTensor gy = to_gpu(y.tensor);
-    DeviceTensor g_out(Device::CUDA, DType::F32, {n, k}), g_res(Device::CUDA, DType::F32, {n, m});
-    const char* names[] = {"rms_norm", "add_rms_norm", "silu_mul"};
-    for (int producer = 0; producer < 3; ++producer) {
-      std::vector<float> results[2];
-      for (int unfused = 0; unfused < 2; ++unfused) {
-        DeviceTensor gx = to_gpu(x.tensor);  // add_rms_norm adds into x: start from the same values
-        if (producer == 0) ops::rms_norm(gx.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
-        if (producer == 1) ops::add_rms_norm(gx.tensor, gy.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
-        if (producer == 2) ops::silu_mul(gx.tensor, gy.tensor, g_out.tensor);
-        if (unfused) ops::add(g_spare_a.tensor, g_spare_b.tensor);
-        const uint64_t before = ops::cuda::gemv_int8_reuses();
-        ops::matmul(g_out.tensor, gw.tensor, g_res.tensor);
-        EXPECT_EQ(ops::cuda::gemv_int8_reuses() - before, unfused ? 0u : 1u) << names[producer] << " n=" << n;
-        results[unfused] = to_host(g_res.tensor);
-      }
-      size_t mismatches = 0;
-      for (size_t i = 0; i < results[0].size(); ++i) mismatches += !(results[0][i] == results[1][i]);
-      EXPECT_EQ(mismatches, 0u) << names[producer] << " n=" << n;
-    }
   }
 }
 

@@ -57,7 +57,6 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
 #define CORVID_DISPATCH(device, op, ...)  \
   do {                                    \
     if ((device) == Device::CUDA) {       \
-      cuda::count_op();                   \
       cuda::op(__VA_ARGS__);              \
       return;                             \
     }                                     \
@@ -179,7 +178,6 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
                weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
-    cuda::count_op();
     cuda::add_rms_norm(x, y, weight, eps, out);
     return;
   }
@@ -287,7 +285,6 @@ void rearrange_weight(const Tensor& raw, const Tensor& dst) {
                device_name(raw.device), " cannot become ", dtype_name(dst.dtype), " ", dst.shape_str());
   CORVID_CHECK(!overlaps(raw, dst), "ops::rearrange_weight: dst must not alias raw");
 #ifdef CORVID_HAVE_CUDA
-  cuda::count_op();
   cuda::rearrange_weight(raw, dst);
 #endif
 }

@@ -69,7 +69,6 @@ class CudaBackend final : public DeviceBackend {
     if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
-    count_op();  // it writes device memory: int8 activations made before no longer describe it
     CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context().stream));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
@@ -78,13 +77,11 @@ class CudaBackend final : public DeviceBackend {
     CORVID_CUDA_CHECK(cudaStreamSynchronize(c.stream));
   }
   void copy_within(void* dst, const void* src, size_t bytes) override {
-    count_op();  // it writes device memory: int8 activations made before no longer describe it
     CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
   }
   void synchronize() override { CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream)); }
 
   void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) override {
-    count_op();  // it writes device memory: int8 activations made before no longer describe it
     Context& c = context();
     if (positions.empty()) return;
     CORVID_CHECK(row_bytes % 4 == 0, "CUDA scatter_rows: rows of ", row_bytes, " bytes are not whole words");
@@ -172,32 +169,21 @@ Context& context() {
   return *c;
 }
 
-namespace {
-
-// A device buffer of at least `bytes` in `buffer` (capacity in `capacity`), reallocated
-// when too small: recorded graphs hold its address, so that bumps the generation.
-void* grow_buffer(Context& c, void*& buffer, size_t& capacity, size_t bytes, const char* what) {
-  if (bytes > capacity) {
-    CORVID_CHECK(!c.capturing, "CUDA: ", what, " would grow while recording a step");
-    ++c.generation;
-    if (buffer) {
-      CORVID_CUDA_CHECK(cudaStreamSynchronize(c.stream));  // earlier kernels may still read it
-      CORVID_CUDA_CHECK(cudaFree(buffer));
-      buffer = nullptr;
+void* Context::scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    CORVID_CHECK(!capturing, "CUDA: scratch would grow while recording a step");
+    ++generation;
+    if (scratch_) {
+      CORVID_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier kernels may still read it
+      CORVID_CUDA_CHECK(cudaFree(scratch_));
+      scratch_ = nullptr;
     }
     const size_t rounded = (bytes + (1u << 20) - 1) & ~size_t((1u << 20) - 1);
-    CORVID_CUDA_CHECK(cudaMalloc(&buffer, rounded));
-    capacity = rounded;
+    CORVID_CUDA_CHECK(cudaMalloc(&scratch_, rounded));
+    scratch_bytes_ = rounded;
   }
-  return buffer;
+  return scratch_;
 }
-
-}  // namespace
-
-void* Context::scratch(size_t bytes) { return grow_buffer(*this, scratch_, scratch_bytes_, bytes, "scratch"); }
-void* Context::int8_buffer(size_t bytes) { return grow_buffer(*this, int8_, int8_bytes_, bytes, "the int8 buffer"); }
-
-void count_op() { ++context().ops_run; }
 
 const void* Context::upload_bytes(UploadSlot slot, const void* data, size_t bytes) {
   Upload& u = uploads_[static_cast<int>(slot)];

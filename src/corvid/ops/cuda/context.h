@@ -68,23 +68,6 @@ struct Context {
 
   // Device scratch of at least `bytes` (grows; contents undefined). One user at a time.
   void* scratch(size_t bytes);
-
-  // Ops (and backend copies) run so far: count_op() bumps it before each one.
-  uint64_t ops_run = 0;
-  // Int8 activations (gemv.h Int8Activations) that the op producing x — a norm or
-  // silu_mul over at most kGemvMaxCols rows — wrote along with it, for the decode GEMV
-  // that reads x as the very next op (ops_run == op + 1), which then skips quantizing x.
-  // Any op in between may have changed x, so the GEMV ignores them then.
-  struct Int8Rows {
-    const void* x = nullptr;
-    int64_t rows = 0, cols = 0;
-    uint64_t op = 0;
-    const int8_t* q = nullptr;
-    const float* d = nullptr;
-  };
-  Int8Rows int8_rows;
-  // Device memory for them (grows like scratch; kept apart from it, which the GEMV uses).
-  void* int8_buffer(size_t bytes);
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
   // A device copy of a constant table (RoPE frequencies), one per distinct content and
   // never moved or freed, so a recorded step of any model keeps reading its own table.
@@ -100,8 +83,6 @@ struct Context {
   std::map<std::vector<float>, void*> constants_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
-  void* int8_ = nullptr;
-  size_t int8_bytes_ = 0;
   Upload uploads_[static_cast<int>(UploadSlot::kCount)];
 };
 

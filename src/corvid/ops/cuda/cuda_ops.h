@@ -18,9 +18,6 @@
 namespace corvid::ops::cuda {
 
 bool available();         // a GPU is usable (never throws)
-// Called by ops.cc before every CUDA op (and by the backend's copies): the ops run so
-// far, so that an op can tell whether it directly follows another (context.h Int8Rows).
-void count_op();
 DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error without a GPU
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);

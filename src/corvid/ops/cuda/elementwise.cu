@@ -7,7 +7,6 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
-#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/quant.cuh"
 
 namespace corvid::ops::cuda {
@@ -31,28 +30,6 @@ __device__ __forceinline__ float load_weight(const void* w, DType t, int64_t i) 
   if (t == DType::F32) return static_cast<const float*>(w)[i];
   const uint16_t v = static_cast<const uint16_t*>(w)[i];
   return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
-}
-
-// Where a kernel also writes its output as int8 activations for the next decode GEMV
-// (context.h Int8Rows); q null: it does not.
-struct Int8Out {
-  int8_t* q = nullptr;
-  float* d = nullptr;
-};
-
-// Value v at index i (a multiple-of-32 block of indices spread over the warp's 32
-// lanes, lane = i % 32) as the GEMV's activation quantizer would store it: d = max|x| /
-// 127 per block, q = nearest-even(v / d) — the same F32 operations as gemv_dp4a.cu's
-// quantize_x_kernel on the stored value, so the GEMV sees identical int8 either way.
-// Called by every lane of the warp.
-__device__ __forceinline__ void store_int8(const Int8Out& o, int64_t i, float v) {
-  float amax = fabsf(v);
-#pragma unroll
-  for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  o.q[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));
-  if (i % 32 == 0) o.d[i / 32] = d;
 }
 
 // rms_norm runs a row on one warp when the row is short (the per-head q/k norms: many
@@ -100,7 +77,7 @@ constexpr int kNormThreads = 256;
 constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add + rms_norm
 
 __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
-                                    int64_t cols, Int8Out q8) {
+                                    int64_t cols) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float warp_sums[kNormThreads / 32];
@@ -134,10 +111,7 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
 #pragma unroll
   for (int e = 0; e < kNormPerThread; ++e) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
-    const float value = v[e] * inv * wv[e];
-    if (i < cols) o[i] = value;
-    // A warp's 32 indices are one activation block, all inside the row or all past it (cols % 32 == 0).
-    if (q8.q != nullptr && i - threadIdx.x % 32 < cols) store_int8(q8, r * cols + i, value);
+    if (i < cols) o[i] = v[e] * inv * wv[e];
   }
 }
 
@@ -160,14 +134,11 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
   v[b] = x1 * c + x0 * s;
 }
 
-__global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count, Int8Out q8) {
+__global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const float value = i < count ? g[i] / (1.0f + expf(-g[i])) * u[i] : 0.0f;
-  if (i < count) o[i] = value;
-  // The warp's 32 indices: one activation block, all inside or all past count (count % 32 == 0 here).
-  if (q8.q != nullptr && i - threadIdx.x % 32 < count) store_int8(q8, i, value);
+  if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 __global__ void add_kernel(float* a, const float* b, int64_t count) {
@@ -196,7 +167,7 @@ __device__ float block_reduce(float v, float* shared) {
 }
 
 __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out,
-                                          int64_t cols, Int8Out q8) {
+                                          int64_t cols) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float shared[kThreads / 32];
@@ -221,9 +192,7 @@ __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType 
 #pragma unroll
     for (int e = 0; e < kGroup; ++e) {
       const int64_t i = base + static_cast<int64_t>(e) * kThreads;
-      const float value = v[e] * inv * wv[e];
-      if (i < cols) o[i] = value;
-      if (q8.q != nullptr && i - threadIdx.x % 32 < cols) store_int8(q8, r * cols + i, value);
+      if (i < cols) o[i] = v[e] * inv * wv[e];
     }
   }
 }
@@ -247,19 +216,6 @@ __global__ void softmax_kernel(float* x, int64_t cols) {
   for (int64_t i = threadIdx.x; i < cols; i += kThreads) v[i] *= inv;
 }
 
-// Int8 outputs when the next op may be a decode GEMV with int8 activations: out of 1..
-// kGemvMaxCols rows of a multiple of 32 values, Fast numerics; recorded in int8_rows for
-// that GEMV (gemv_dp4a) to find.
-Int8Out int8_output(Context& ctx, const Tensor& out) {
-  const int64_t rows = out.rows(), cols = out.cols();
-  if (!gemv_int8_inputs() || rows < 1 || rows > kGemvMaxCols || cols % 32 != 0) return {};
-  const size_t values = static_cast<size_t>(rows * cols), scales_at = (values + 15) / 16 * 16;
-  auto* base = static_cast<uint8_t*>(ctx.int8_buffer(scales_at + values / 32 * sizeof(float)));
-  Int8Out o{reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + scales_at)};
-  ctx.int8_rows = {out.data, rows, cols, ctx.ops_run, o.q, o.d};
-  return o;
-}
-
 }  // namespace
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -273,8 +229,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
     return;
   }
   launch_pdl("rms_norm_block_rows_kernel", rms_norm_block_rows_kernel, dim3(static_cast<unsigned>(rows)),
-             dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols(),
-             int8_output(ctx, out));
+             dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
 }
 
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
@@ -286,8 +241,7 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
     return;
   }
   launch_pdl("add_rms_norm_kernel", add_rms_norm_kernel, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads),
-             ctx.stream, x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols(),
-             int8_output(ctx, out));
+             ctx.stream, x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
@@ -306,7 +260,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const int64_t count = gate.numel();
   if (count == 0) return;
   launch_pdl("silu_mul_kernel", silu_mul_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), ctx.stream,
-             gate.ptr<float>(), up.ptr<float>(), out.ptr<float>(), count, int8_output(ctx, out));
+             gate.ptr<float>(), up.ptr<float>(), out.ptr<float>(), count);
 }
 
 void add(const Tensor& x, const Tensor& y) {
