@@ -27,6 +27,7 @@
 namespace corvid {
 namespace {
 
+using testing::attention_gpu_vs_cpu;
 using testing::f32_tensor;
 using testing::to_gpu;
 using testing::rel_err;
@@ -200,19 +201,8 @@ TEST(CudaOps, AttentionGqaWindowHeadDims) {
   SKIP_WITHOUT_GPU();
   for (int64_t head_dim : {16, 32, 64, 128, 256}) {
     for (int64_t window : {0, 16}) {
-      const int64_t cap = 150, n_heads = 8, n_kv = 2;
       const std::vector<int32_t> positions = {0, 3, 15, 16, 100, 149};
-      const int64_t n = static_cast<int64_t>(positions.size());
-      OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), 12));
-      OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 13));
-      OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 14));
-      OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
-      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
-      DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
-      DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
-      ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
-      EXPECT_LE(rel_err(to_host(g_out.tensor), cpu_out.ptr<float>(), static_cast<size_t>(cpu_out.tensor.numel())), 1e-5)
+      EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, 150, positions, window, 12), 1e-5)
           << "head_dim " << head_dim << " window " << window;
     }
   }

@@ -30,6 +30,7 @@
 namespace corvid {
 namespace {
 
+using testing::attention_gpu_vs_cpu;
 using testing::f32_tensor;
 using testing::to_gpu;
 using testing::NumericsScope;
@@ -127,11 +128,11 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
   }
 }
 
-// Decode attention (attention_decode.cu: key tiles of 32, split-KV once the cache is
-// longer than 64 rows, one block per GQA group) is fp32 throughout, so it must equal the
+// Decode attention (attention_decode.cu: key tiles of 32, split-KV once the cache holds
+// more than one tile, one block per GQA group) is fp32 throughout, so it must equal the
 // CPU within 1e-5 (relative to max |cpu|): head sizes 64/128/256, groups of 1, 4 and 8
-// query heads per kv head, windows, positions at tile edges, a cache short enough for
-// one split (the output is written without the combine pass) and long ones.
+// query heads per kv head, windows, positions at tile edges, a cache of one tile (one
+// split: the output is written without the combine pass) and longer ones.
 TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   SKIP_WITHOUT_GPU();
   struct Heads {
@@ -139,24 +140,13 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   };
   for (int64_t head_dim : {64, 128, 256}) {
     for (const Heads heads : {Heads{4, 4}, Heads{8, 2}, Heads{16, 2}}) {
-      for (int64_t cap : {40, 2000}) {
+      for (int64_t cap : {24, 40, 2000}) {
         for (int64_t window : {0, 300}) {
-          const int64_t n_heads = heads.q, n_kv = heads.kv;
-          const std::vector<int32_t> positions =
-              cap == 40 ? std::vector<int32_t>{0, 31, 32, 39} : std::vector<int32_t>{0, 5, 31, 32, 33, 700, 1999};
-          const int64_t n = static_cast<int64_t>(positions.size());
-          OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), 41));
-          OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 42));
-          OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), 43));
-          OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
-          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-          ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
-          DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
-          DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
-          ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
-          const auto got = to_host(g_out.tensor);
-          EXPECT_LE(rel_err(got, cpu_out.ptr<float>(), got.size()), 1e-5)
-              << "head_dim " << head_dim << " heads " << n_heads << "/" << n_kv << " cache " << cap << " window "
+          const std::vector<int32_t> positions = cap == 24   ? std::vector<int32_t>{0, 7, 23}
+                                                 : cap == 40 ? std::vector<int32_t>{0, 31, 32, 39}
+                                                             : std::vector<int32_t>{0, 5, 31, 32, 33, 700, 1999};
+          EXPECT_LE(attention_gpu_vs_cpu(heads.q, heads.kv, head_dim, cap, positions, window, 41), 1e-5)
+              << "head_dim " << head_dim << " heads " << heads.q << "/" << heads.kv << " cache " << cap << " window "
               << window;
         }
       }

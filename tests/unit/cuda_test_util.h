@@ -9,6 +9,7 @@
 #include "corvid/core/buffer.h"
 #include "corvid/core/device.h"
 #include "corvid/ops/ops.h"
+#include "ops_test_util.h"
 
 namespace corvid::testing {
 
@@ -52,5 +53,24 @@ struct NumericsScope {
   explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
   ~NumericsScope() { ops::set_quantized_matmul(ops::QuantizedMatmul::Fast); }
 };
+
+// ops::attention on the GPU against the CPU, on random q [positions, n_heads, head_dim]
+// and a random K/V cache [cap, n_kv, head_dim] (seeds seed, seed + 1, seed + 2), scale
+// 1/sqrt(head_dim): max |gpu - cpu| / max |cpu|.
+inline double attention_gpu_vs_cpu(int64_t n_heads, int64_t n_kv, int64_t head_dim, int64_t cap,
+                                   const std::vector<int32_t>& positions, int64_t window, uint32_t seed) {
+  const int64_t n = static_cast<int64_t>(positions.size());
+  OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), seed));
+  OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), seed + 1));
+  OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), seed + 2));
+  OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
+  DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+  DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
+  ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
+  const std::vector<float> got = to_host(g_out.tensor);
+  return rel_err(got, cpu_out.ptr<float>(), got.size());
+}
 
 }  // namespace corvid::testing
