@@ -161,10 +161,10 @@ __device__ __forceinline__ float unit_dot(const WUnit<T>& w, const XUnit& x, int
     float sc[2], mn[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int j = 2 * c + h, jj = (j & 3) * 8;
-      const uint32_t b0 = (w.q1.y >> jj) & 0xFF, b1 = (w.q1.z >> jj) & 0xFF, b2 = (w.q1.w >> jj) & 0xFF;
-      sc[h] = static_cast<float>(j < 4 ? (b0 & 63) : ((b2 & 0xF) | ((b0 >> 6) << 4)));
-      mn[h] = static_cast<float>(j < 4 ? (b1 & 63) : ((b2 >> 4) | ((b1 >> 6) << 4)));
+      uint32_t scale, minimum;
+      k_scale_min_words(w.q1.y, w.q1.z, w.q1.w, 2 * c + h, scale, minimum);
+      sc[h] = small_uint_to_float(scale);
+      mn[h] = small_uint_to_float(minimum);
     }
     const float lo = fmaf(d * sc[0], static_cast<float>(dot16(low_nibbles(w.q0), x.lo)),
                           -dmin * mn[0] * static_cast<float>(x.slo));

@@ -47,15 +47,15 @@ constexpr int kOnes = 0x01010101;         // dp4a with this sums 4 int8
 template <DType T>
 struct Format;
 template <>
-struct Format<DType::Q8_0> { static constexpr int kElems = 32, kBytes = kQ8_0Bytes, kZero = 0; };
+struct Format<DType::Q8_0> { static constexpr int kElems = 32, kBytes = kQ8_0Bytes; };
 template <>
-struct Format<DType::Q4_0> { static constexpr int kElems = 32, kBytes = kQ4_0Bytes, kZero = 8; };
+struct Format<DType::Q4_0> { static constexpr int kElems = 32, kBytes = kQ4_0Bytes; };
 template <>
-struct Format<DType::Q4_1> { static constexpr int kElems = 32, kBytes = kQ4_1Bytes, kZero = 0; };
+struct Format<DType::Q4_1> { static constexpr int kElems = 32, kBytes = kQ4_1Bytes; };
 template <>
-struct Format<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes, kZero = 0; };
+struct Format<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes; };
 template <>
-struct Format<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes, kZero = 32; };
+struct Format<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes; };
 
 template <DType T>
 constexpr int kTileBytes = kTileElems / Format<T>::kElems * Format<T>::kBytes;
@@ -95,61 +95,6 @@ __global__ void quantize_x_kernel(const float* __restrict__ x, int8_t* __restric
   const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
   qx[blk * kXBlock + lane] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));
   if (lane == 0) dx[blk] = d;
-}
-
-// Group g (values 8g..8g+7) of one row's tile in shared memory: the 8 quants as bytes
-// of two words (value = a * (q - Format<T>::kZero) + b).
-template <DType T>
-__device__ __forceinline__ void decode_group(const uint8_t* tile, int g, uint2& v, float& a, float& b) {
-  b = 0.0f;
-  if constexpr (T == DType::Q8_0) {
-    // 34-byte blocks: d (f16), 32 int8. Group p of a block is quants 8p..8p+7.
-    const uint8_t* blk = tile + (g >> 2) * kQ8_0Bytes;
-    a = half_to_float(load_u16(blk));
-    v = load8_align2(blk + 2 + 8 * (g & 3));
-  } else if constexpr (T == DType::Q4_0 || T == DType::Q4_1) {
-    // Value j < 16 is the low nibble of qs[j], value j + 16 its high nibble:
-    // group p reads qs[8(p%2) ..] and takes the nibble p/2.
-    constexpr int bytes = Format<T>::kBytes, qs_at = T == DType::Q4_0 ? 2 : 4;
-    const uint8_t* blk = tile + (g >> 2) * bytes;
-    const int p = g & 3;
-    a = half_to_float(load_u16(blk));
-    if constexpr (T == DType::Q4_1) b = half_to_float(load_u16(blk + 2));
-    const uint2 raw = load8_align2(blk + qs_at + 8 * (p & 1));
-    const int shift = (p >> 1) * 4;
-    v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
-  } else if constexpr (T == DType::Q4_K) {
-    // 144-byte super-blocks: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of
-    // nibbles; value w: chunk w/64, nibble (w%64)/32, byte 32*chunk + w%32.
-    const uint8_t* sb = tile + (g >> 5) * kQ4_KBytes;
-    const int gi = g & 31, chunk = gi >> 3, hi = (gi >> 2) & 1, l0 = (gi & 3) * 8;
-    const uint2 raw = *reinterpret_cast<const uint2*>(sb + 16 + chunk * 32 + l0);  // 8-byte aligned
-    const int shift = hi * 4;
-    v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
-    // Scale and min of sub-block j = 2 chunk + hi (6 bits each in 12 bytes, as
-    // quant.cuh's k_scale_min reads them).
-    const int j = 2 * chunk + hi, jj = (j & 3) * 8;
-    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sb + 4);  // 4-byte aligned
-    const uint32_t b0 = (sw[0] >> jj) & 0xFF, b1 = (sw[1] >> jj) & 0xFF, b2 = (sw[2] >> jj) & 0xFF;
-    const uint32_t sc = j < 4 ? (b0 & 63) : ((b2 & 0xF) | ((b0 >> 6) << 4));
-    const uint32_t mn = j < 4 ? (b1 & 63) : ((b2 >> 4) | ((b1 >> 6) << 4));
-    a = half_to_float(load_u16(sb)) * static_cast<float>(sc);
-    b = -half_to_float(load_u16(sb + 2)) * static_cast<float>(mn);
-  } else {
-    static_assert(T == DType::Q6_K, "unsupported format");
-    // 210-byte super-blocks: ql[128], qh[64], int8 scales[16], d (f16). Value w:
-    // half w/128, quarter (w%128)/32, l = w%32: low 4 bits from ql[64 half + l + 32 (quarter%2)]
-    // (nibble quarter/2), high 2 bits from qh[32 half + l] >> 2 quarter, scale l/16 + 2 quarter.
-    const uint8_t* sb = tile + (g >> 5) * kQ6_KBytes;
-    const int gi = g & 31, half = gi >> 4, quarter = (gi >> 2) & 3, l0 = (gi & 3) * 8;
-    const uint2 lo = load8_align2(sb + half * 64 + l0 + (quarter & 1) * 32);
-    const uint2 hi = load8_align2(sb + 128 + half * 32 + l0);
-    const int lshift = (quarter >> 1) * 4, hshift = 2 * quarter;
-    v = make_uint2(((lo.x >> lshift) & 0x0F0F0F0Fu) | (((hi.x >> hshift) & 0x03030303u) << 4),
-                   ((lo.y >> lshift) & 0x0F0F0F0Fu) | (((hi.y >> hshift) & 0x03030303u) << 4));
-    const int8_t sc = static_cast<int8_t>(sb[192 + half * 8 + (l0 >> 4) + 2 * quarter]);
-    a = half_to_float(load_u16(sb + 208)) * static_cast<float>(sc);
-  }
 }
 
 // out[c, row] for c < n <= NC; block b computes rows 4b..4b+3, streaming their tiles
@@ -213,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
         const int64_t e = static_cast<int64_t>(c) * args.k + k0 + 8 * tid;  // a multiple of 8
         xq[c] = __ldg(reinterpret_cast<const int2*>(qx + e));
         xd[c] = __ldg(dx + e / kXBlock);
-        if constexpr (kHasOffset<T> || Format<T>::kZero != 0) xs[c] = __dp4a(xq[c].y, kOnes, __dp4a(xq[c].x, kOnes, 0));
+        if constexpr (kHasOffset<T> || group_zero<T> != 0) xs[c] = __dp4a(xq[c].y, kOnes, __dp4a(xq[c].x, kOnes, 0));
       }
     }
     [[maybe_unused]] float xsf[NC];
@@ -227,12 +172,12 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
         if (r >= rows) break;
         uint2 v;
         float a, b;
-        decode_group<T>(tiles[t % kStages][r], tid, v, a, b);
+        group_quants<T>(tiles[t % kStages][r], tid, v, a, b);
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
           int dot = __dp4a(static_cast<int>(v.x), xq[c].x, 0);
           dot = __dp4a(static_cast<int>(v.y), xq[c].y, dot);
-          if constexpr (Format<T>::kZero != 0) dot -= Format<T>::kZero * xs[c];
+          if constexpr (group_zero<T> != 0) dot -= group_zero<T> * xs[c];
           // |dot| <= 8 * 127 * 127 (Q8_0), far inside small_int_to_float's range.
           if constexpr (kHasOffset<T>) {
             acc[r][c] = fmaf(xd[c], fmaf(a, small_int_to_float(dot), b * xsf[c]), acc[r][c]);

@@ -120,61 +120,14 @@ __device__ __forceinline__ void decode_group(const uint8_t* tile, int g, float (
         q[2 * j + 1] = half_to_float(static_cast<uint16_t>(words[j] >> 16));
       }
     }
-  } else if constexpr (T == DType::Q8_0) {
-    // 34-byte blocks: d (f16), 32 int8. Group p of a block is quants 8p..8p+7.
-    const uint8_t* blk = tile + (g >> 2) * kQ8_0Bytes;
-    a = half_to_float(load_u16(blk));
-    uint2 v = load8_align2(blk + 2 + 8 * (g & 3));
-    v.x ^= 0x80808080u;  // int8 -> uint8 + 128
-    v.y ^= 0x80808080u;
-    bytes_to_floats(v, 128.0f, q);
-  } else if constexpr (T == DType::Q4_0 || T == DType::Q4_1) {
-    // Value j < 16 is the low nibble of qs[j], value j + 16 its high nibble:
-    // group p reads qs[8(p%2) ..] and takes the nibble p/2.
-    constexpr int bytes = T == DType::Q4_0 ? kQ4_0Bytes : kQ4_1Bytes, qs_at = T == DType::Q4_0 ? 2 : 4;
-    const uint8_t* blk = tile + (g >> 2) * bytes;
-    const int p = g & 3;
-    a = half_to_float(load_u16(blk));
-    if constexpr (T == DType::Q4_1) b = half_to_float(load_u16(blk + 2));
-    uint2 v = load8_align2(blk + qs_at + 8 * (p & 1));
-    const int shift = (p >> 1) * 4;
-    v.x = (v.x >> shift) & 0x0F0F0F0Fu;
-    v.y = (v.y >> shift) & 0x0F0F0F0Fu;
-    bytes_to_floats(v, T == DType::Q4_0 ? 8.0f : 0.0f, q);
-  } else if constexpr (T == DType::Q4_K) {
-    // 144-byte super-blocks: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of
-    // nibbles; value w: chunk w/64, nibble (w%64)/32, byte 32*chunk + w%32.
-    const uint8_t* sb = tile + (g >> 5) * kQ4_KBytes;
-    const int gi = g & 31, chunk = gi >> 3, hi = (gi >> 2) & 1, l0 = (gi & 3) * 8;
-    const uint2 raw = *reinterpret_cast<const uint2*>(sb + 16 + chunk * 32 + l0);  // 8-byte aligned
-    const int shift = hi * 4;
-    const uint2 v = make_uint2((raw.x >> shift) & 0x0F0F0F0Fu, (raw.y >> shift) & 0x0F0F0F0Fu);
-    // Scale and min of sub-block j = 2 chunk + hi (6 bits each, packed in 12 bytes as
-    // quant.cuh's k_scale_min reads them), without branches: lanes of one warp hold
-    // both halves of j's range.
-    const int j = 2 * chunk + hi, jj = (j & 3) * 8;
-    const uint32_t* sw = reinterpret_cast<const uint32_t*>(sb + 4);  // 4-byte aligned
-    const uint32_t b0 = (sw[0] >> jj) & 0xFF, b1 = (sw[1] >> jj) & 0xFF, b2 = (sw[2] >> jj) & 0xFF;
-    const uint32_t sc = j < 4 ? (b0 & 63) : ((b2 & 0xF) | ((b0 >> 6) << 4));
-    const uint32_t mn = j < 4 ? (b1 & 63) : ((b2 >> 4) | ((b1 >> 6) << 4));
-    a = half_to_float(load_u16(sb)) * (__uint_as_float(0x4B000000u | sc) - kMagic);
-    b = -half_to_float(load_u16(sb + 2)) * (__uint_as_float(0x4B000000u | mn) - kMagic);
-    bytes_to_floats(v, 0.0f, q);
   } else {
-    static_assert(T == DType::Q6_K, "unsupported format");
-    // 210-byte super-blocks: ql[128], qh[64], int8 scales[16], d (f16). Value w:
-    // half w/128, quarter (w%128)/32, l = w%32: low 4 bits from ql[64 half + l + 32 (quarter%2)]
-    // (nibble quarter/2), high 2 bits from qh[32 half + l] >> 2 quarter, scale l/16 + 2 quarter.
-    const uint8_t* sb = tile + (g >> 5) * kQ6_KBytes;
-    const int gi = g & 31, half = gi >> 4, quarter = (gi >> 2) & 3, l0 = (gi & 3) * 8;
-    const uint2 lo = load8_align2(sb + half * 64 + l0 + (quarter & 1) * 32);
-    const uint2 hi = load8_align2(sb + 128 + half * 32 + l0);
-    const int lshift = (quarter >> 1) * 4, hshift = 2 * quarter;
-    const uint2 v = make_uint2(((lo.x >> lshift) & 0x0F0F0F0Fu) | (((hi.x >> hshift) & 0x03030303u) << 4),
-                               ((lo.y >> lshift) & 0x0F0F0F0Fu) | (((hi.y >> hshift) & 0x03030303u) << 4));
-    const int8_t sc = static_cast<int8_t>(sb[192 + half * 8 + (l0 >> 4) + 2 * quarter]);
-    a = half_to_float(load_u16(sb + 208)) * static_cast<float>(sc);
-    bytes_to_floats(v, 32.0f, q);
+    uint2 v;
+    group_quants<T>(tile, g, v, a, b);
+    if constexpr (T == DType::Q8_0) {  // int8 -> uint8 + 128
+      v.x ^= 0x80808080u;
+      v.y ^= 0x80808080u;
+    }
+    bytes_to_floats(v, T == DType::Q8_0 ? 128.0f : static_cast<float>(group_zero<T>), q);
   }
 }
 
