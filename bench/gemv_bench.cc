@@ -29,6 +29,7 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/ops.h"
 
 namespace corvid {
 namespace {
@@ -45,16 +46,6 @@ struct Shape {
 constexpr Shape kShapes[] = {{6144, 4096, "qkv", 32},       {4096, 4096, "o", 32},
                              {28672, 4096, "gate_up", 32},  {4096, 14336, "down", 32},
                              {128256, 4096, "lm_head", 1}};
-
-// The GGUF dtype a GPU row layout is made from (the dtype itself for every other).
-DType stored_dtype(DType t) {
-  switch (t) {
-    case DType::Q4_0R: return DType::Q4_0;
-    case DType::Q4_1R: return DType::Q4_1;
-    case DType::Q8_0R: return DType::Q8_0;
-    default: return t;
-  }
-}
 
 // Times `calls` launches of fn(i) on the backend's stream; returns microseconds per call.
 template <class Fn>
@@ -93,7 +84,7 @@ double copy_bandwidth_gbs() {
 // (a GPU row layout: quantized in its GGUF dtype, then rearranged as at upload).
 constexpr int64_t kPatternRows = 64;
 void fill_weight(DType t, int64_t m, int64_t k, uint8_t* dev) {
-  const DType stored = stored_dtype(t);
+  const DType stored = ops::stored_weight_dtype(t);
   if (stored != t) {
     uint8_t* raw = nullptr;
     CORVID_CUDA_CHECK(cudaMalloc(&raw, bytes_for(stored, k) * static_cast<size_t>(m)));

@@ -54,16 +54,6 @@ using testing::weight_values;
 
 constexpr int kMaxCols = 8;
 
-// The GGUF dtype a GPU row layout is made from (the dtype itself for every other).
-DType stored_dtype(DType t) {
-  switch (t) {
-    case DType::Q4_0R: return DType::Q4_0;
-    case DType::Q4_1R: return DType::Q4_1;
-    case DType::Q8_0R: return DType::Q8_0;
-    default: return t;
-  }
-}
-
 // The host weight on the GPU in dtype t: copied as is, or rearranged into t's row layout.
 DeviceTensor weight_on_gpu(const Tensor& host, DType t) {
   if (t == host.dtype) return to_gpu(host);
@@ -141,7 +131,7 @@ void check_format(DType t) {
   for (const Shape s : shapes) {
     const int64_t m = s.m, k = s.k;
     if (k % dtype_info(t).block_elems != 0) continue;
-    const DType stored = stored_dtype(t);
+    const DType stored = ops::stored_weight_dtype(t);
     OwnedTensor w = make_weight(stored, m, k, random_floats(static_cast<size_t>(m * k), seed++));
     // The dp4a kernels need 16-byte rows (Q6_K's 210-byte blocks at k = 2304 are not):
     // other shapes stay on the F32 kernels, which the other CUDA tests cover.

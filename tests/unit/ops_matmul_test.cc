@@ -175,6 +175,9 @@ TEST(OpsRowLayout, DeviceWeightDtypeOnlyRearrangesAlignedBlockFormatsOnCuda) {
   EXPECT_EQ(dtype_of(DType::F16, 4096, Device::CUDA), DType::F16);
   EXPECT_EQ(dtype_of(DType::Q4_0, 4096, Device::CPU), DType::Q4_0);
   EXPECT_EQ(ops::device_weight_dtype(Tensor(DType::Q4_0, {4096}, nullptr), Device::CUDA), DType::Q4_0);  // 1-D
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+    EXPECT_EQ(ops::stored_weight_dtype(dtype_of(t, 4096, Device::CUDA)), t);  // and back
+  EXPECT_EQ(ops::stored_weight_dtype(DType::Q4_K), DType::Q4_K);
 }
 
 TEST(OpsRowLayout, CpuOpsRefuseTheGpuLayouts) {

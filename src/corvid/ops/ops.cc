@@ -277,6 +277,15 @@ DType device_weight_dtype(const Tensor& w, Device device) {
   }
 }
 
+DType stored_weight_dtype(DType t) {
+  switch (t) {
+    case DType::Q4_0R: return DType::Q4_0;
+    case DType::Q4_1R: return DType::Q4_1;
+    case DType::Q8_0R: return DType::Q8_0;
+    default: return t;
+  }
+}
+
 void rearrange_weight(const Tensor& raw, const Tensor& dst) {
   const Device device = common_device("rearrange_weight", {&raw, &dst});
   CORVID_CHECK(device == Device::CUDA && raw.ndim == 2 && dst.ndim == 2 && raw.shape == dst.shape &&

@@ -42,6 +42,9 @@ QuantizedMatmul quantized_matmul();
 // (Q4_0R, Q4_1R, Q8_0R in core/dtype.h: same bytes, quants first) so decode GEMVs read
 // them with 16-byte loads; everything else, and everything on the CPU, is kept as stored.
 DType device_weight_dtype(const Tensor& w, Device device);
+// The stored (GGUF) dtype a GPU row layout is made from: Q4_0R -> Q4_0 and so on; every
+// other dtype is its own.
+DType stored_weight_dtype(DType t);
 // dst = raw in dst's dtype (device_weight_dtype of raw's): both 2-D on the same GPU, same
 // shape, raw in its stored dtype; each row's blocks are split into quants and scales.
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
