@@ -323,6 +323,19 @@ start_within_budget() {
 } > "$out/environment.txt" 2>&1
 cat "$out/environment.txt" >&2
 
+# measure_server NAME PORT WHAT CMD...: starts the server (log NAME.log), runs every
+# concurrency against it and stops it — or, when it does not come up in the budget,
+# writes the rows that say so.
+measure_server() {
+  local name=$1 port=$2 what=$3
+  shift 3
+  if start_within_budget "$name" "$port" "$out/$name.log" "$@"; then
+    bench "$name" "$port"; stop_server "$name"
+  else
+    skip_all "$name" "$what did not start (or the budget was spent): see $name.log"
+  fi
+}
+
 # Measurements and server starts still to come, for the time budget.
 n_conc=$(tr ',' '\n' <<< "$concurrencies" | grep -c .)
 starts_left=0
@@ -342,11 +355,7 @@ for server in ${servers//,/ }; do
       [ -n "$threads" ] && cmd+=(--threads "$threads")
       # shellcheck disable=SC2206  # extra flags split on spaces on purpose
       cmd+=($corvid_extra)
-      if start_within_budget corvid "$corvid_port" "$out/corvid.log" "${cmd[@]}"; then
-        bench corvid "$corvid_port"; stop_server corvid
-      else
-        skip_all corvid "corvid serve did not start (or the budget was spent): see corvid.log"
-      fi ;;
+      measure_server corvid "$corvid_port" "corvid serve" "${cmd[@]}" ;;
     llama)
       [ -n "$llama_server" ] || { log "no --llama-server: skipped"; continue; }
       # -b 2048 / -ub 512 are llama-server's defaults, spelled out: 2048 tokens a step like corvid's budget.
@@ -356,11 +365,7 @@ for server in ${servers//,/ }; do
       [ -n "$threads" ] && cmd+=(-t "$threads")
       # shellcheck disable=SC2206
       cmd+=($llama_extra)
-      if start_within_budget llama "$llama_port" "$out/llama.log" "${cmd[@]}"; then
-        bench llama "$llama_port"; stop_server llama
-      else
-        skip_all llama "llama-server did not start (or the budget was spent): see llama.log"
-      fi ;;
+      measure_server llama "$llama_port" llama-server "${cmd[@]}" ;;
     *) log "unknown server $server (corvid or llama)" ;;
   esac
 done
