@@ -16,6 +16,25 @@ __device__ __forceinline__ float bias_at(const void* bias, DType t, int64_t i) {
   return t == DType::F16 ? half_to_float(v) : bf16_to_float(v);
 }
 
+// Elements and bytes per block of the formats the tiled GEMVs stage (float types: one
+// element of 2 bytes).
+template <DType T>
+struct GemvFormat;
+template <>
+struct GemvFormat<DType::F16> { static constexpr int kElems = 1, kBytes = 2; };
+template <>
+struct GemvFormat<DType::BF16> { static constexpr int kElems = 1, kBytes = 2; };
+template <>
+struct GemvFormat<DType::Q8_0> { static constexpr int kElems = 32, kBytes = kQ8_0Bytes; };
+template <>
+struct GemvFormat<DType::Q4_0> { static constexpr int kElems = 32, kBytes = kQ4_0Bytes; };
+template <>
+struct GemvFormat<DType::Q4_1> { static constexpr int kElems = 32, kBytes = kQ4_1Bytes; };
+template <>
+struct GemvFormat<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes; };
+template <>
+struct GemvFormat<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes; };
+
 // cp.async: 16 bytes global -> shared without a register round trip; commit/wait in groups.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

@@ -45,20 +45,7 @@ constexpr int kXBlock = 32;               // activation values per int8 scale
 constexpr int kOnes = 0x01010101;         // dp4a with this sums 4 int8
 
 template <DType T>
-struct Format;
-template <>
-struct Format<DType::Q8_0> { static constexpr int kElems = 32, kBytes = kQ8_0Bytes; };
-template <>
-struct Format<DType::Q4_0> { static constexpr int kElems = 32, kBytes = kQ4_0Bytes; };
-template <>
-struct Format<DType::Q4_1> { static constexpr int kElems = 32, kBytes = kQ4_1Bytes; };
-template <>
-struct Format<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes; };
-template <>
-struct Format<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes; };
-
-template <DType T>
-constexpr int kTileBytes = kTileElems / Format<T>::kElems * Format<T>::kBytes;
+constexpr int kTileBytes = kTileElems / GemvFormat<T>::kElems * GemvFormat<T>::kBytes;
 // Formats whose values carry a per-group offset b (a minimum).
 template <DType T>
 constexpr bool kHasOffset = T == DType::Q4_1 || T == DType::Q4_K;
@@ -122,8 +109,8 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
     if (t < tiles_per_row) {
       const int64_t k0 = static_cast<int64_t>(t) * kTileElems;
       const int elems = static_cast<int>(std::min(static_cast<int64_t>(kTileElems), args.k - k0));
-      const int chunks = elems / Format<T>::kElems * Format<T>::kBytes / 16;
-      const uint8_t* src = wrow0 + static_cast<size_t>(k0 / Format<T>::kElems) * Format<T>::kBytes;
+      const int chunks = elems / GemvFormat<T>::kElems * GemvFormat<T>::kBytes / 16;
+      const uint8_t* src = wrow0 + static_cast<size_t>(k0 / GemvFormat<T>::kElems) * GemvFormat<T>::kBytes;
       uint8_t(*stage)[kBytes] = tiles[t % kStages];
       for (int i = tid; i < rows * kFullChunks; i += kThreads) {
         const int r = i / kFullChunks, c = i - r * kFullChunks;
