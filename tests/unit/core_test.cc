@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 #include "corvid/core/buffer.h"
 #include "corvid/core/device.h"
 #include "corvid/core/dtype.h"
+#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/core/half.h"
 #include "corvid/core/thread_pool.h"
@@ -91,4 +93,20 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
 }
 
 }  // namespace
+// The CORVID_NO_* switches: set to anything but "" or "0" means on.
+TEST(CoreEnv, FlagIsOnForAnyValueButEmptyOrZero) {
+  const char* name = "CORVID_TEST_ENV_FLAG";
+  unsetenv(name);
+  EXPECT_FALSE(env_flag(name));
+  for (const char* off : {"", "0"}) {
+    setenv(name, off, 1);
+    EXPECT_FALSE(env_flag(name)) << "'" << off << "'";
+  }
+  for (const char* on : {"1", "yes", "00"}) {
+    setenv(name, on, 1);
+    EXPECT_TRUE(env_flag(name)) << on;
+  }
+  unsetenv(name);
+}
+
 }  // namespace corvid

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
+#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/models/rope_scaling.h"
 
@@ -45,10 +45,7 @@ Tensor fuse_rows(std::initializer_list<const Tensor*> parts) {
 
 // CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
 bool fuse_projections() {
-  static const bool fuse = [] {
-    const char* off = std::getenv("CORVID_NO_FUSION");
-    return !(off && *off && std::string(off) != "0");
-  }();
+  static const bool fuse = !env_flag("CORVID_NO_FUSION");
   return fuse;
 }
 

@@ -5,10 +5,10 @@
 #include "corvid/ops/ops.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "corvid/core/device.h"
+#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/core/half.h"
 #include "corvid/ops/cpu/cpu_ops.h"
@@ -264,10 +264,7 @@ void softmax(const Tensor& x) {
 
 DType device_weight_dtype(const Tensor& w, Device device) {
   // CORVID_NO_DIRECT_GEMV=1 (A/B runs) keeps the GGUF layouts, with the GEMVs made for them.
-  static const bool keep_layouts = [] {
-    const char* v = std::getenv("CORVID_NO_DIRECT_GEMV");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool keep_layouts = env_flag("CORVID_NO_DIRECT_GEMV");
   if (device != Device::CUDA || keep_layouts || w.ndim != 2 || w.row_bytes() % 16 != 0) return w.dtype;
   switch (w.dtype) {
     case DType::Q4_0: return DType::Q4_0R;

@@ -1,11 +1,11 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
 // managed memory), copies on the backend's stream, scratch and upload caches.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 
+#include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -155,10 +155,7 @@ class CudaBackend final : public DeviceBackend {
 }  // namespace
 
 bool pdl_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("CORVID_NO_PDL");
-    return !(v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0);
-  }();
+  static const bool on = !env_flag("CORVID_NO_PDL");
   return on;
 }
 

@@ -26,9 +26,8 @@
 // Activation loads (the int8 vector, L1-resident) are shared by the kRows rows.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
+#include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -237,10 +236,7 @@ void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
 }
 
 bool direct_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("CORVID_NO_DIRECT_GEMV");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
+  static const bool off = env_flag("CORVID_NO_DIRECT_GEMV");
   return off;
 }
 

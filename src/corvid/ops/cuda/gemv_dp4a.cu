@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -203,10 +204,7 @@ void launch(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t s
 }
 
 bool dp4a_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("CORVID_NO_DP4A");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
+  static const bool off = env_flag("CORVID_NO_DP4A");
   return off;
 }
 

@@ -1,0 +1,11 @@
+// Environment switches: the CORVID_NO_* variables that turn one code path off for A/B
+// runs (CORVID_NO_FUSION, CORVID_NO_DP4A, CORVID_NO_DIRECT_GEMV, CORVID_NO_PDL).
+#pragma once
+
+namespace corvid {
+
+// True when the variable `name` is set to anything but "" or "0". Reads the
+// environment on every call: callers keep the answer in a function-local static.
+bool env_flag(const char* name);
+
+}  // namespace corvid
