@@ -14,6 +14,7 @@
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/kv_rows.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -24,11 +25,6 @@ constexpr int kMaxHeadDim = 256;
 constexpr int64_t kPrefillMinQueries = 16;  // fewer queries (decode, short appends) stay on the fp32 kernel
 constexpr int kPerLane = kMaxHeadDim / 32;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 template <int kDims, class Kv>  // dims per lane: ceil(head_dim / 32); Kv: where key rows live (kv_rows.cuh)
 __global__ void attention_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
@@ -228,7 +224,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
   if (warp == 0) {
     float big = -INFINITY;
     for (int s = lane; s < splits; s += 32) big = fmaxf(big, rows[s * stride]);
-    for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+    big = warp_max(big);
     float total = 0.0f;
     for (int s = lane; s < splits; s += 32) {
       // An empty split (no keys in its range) has max -inf and weighs nothing.

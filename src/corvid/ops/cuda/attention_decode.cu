@@ -23,6 +23,7 @@
 
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -129,14 +130,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
       const int g = warp + i * kWarps;
       if (g < G) {
         const float s = p[g][lane];
-        float big = s;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+        const float big = warp_max(s);
         const float m_new = fmaxf(m[i], big);  // finite: the tile's first key is always valid
         const float e = expf(s - m_new);       // 0 for the invalid keys' -inf
-        float sum = e;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float sum = warp_sum(e);
         const float correction = expf(m[i] - m_new);  // 0 on the first tile (m = -inf)
         l[i] = l[i] * correction + sum;
         m[i] = m_new;

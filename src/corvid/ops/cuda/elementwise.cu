@@ -8,6 +8,7 @@
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -15,16 +16,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 __device__ __forceinline__ float load_weight(const void* w, DType t, int64_t i) {
   if (t == DType::F32) return static_cast<const float*>(w)[i];

@@ -6,6 +6,7 @@
 #include "corvid/core/dtype.h"
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -46,11 +47,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-__device__ __forceinline__ float gemv_warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // The end of a GEMV block that kept kRows x NC partial dot products per thread: each is
 // summed over the block (warp shuffles, then the kWarps warps' sums through `partial`,
@@ -64,7 +60,7 @@ __device__ __forceinline__ void gemv_block_store(const float (&acc)[kRows][NC], 
   for (int r = 0; r < kRows; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
-      const float v = gemv_warp_sum(acc[r][c]);
+      const float v = warp_sum(acc[r][c]);
       if (lane == 0) partial[warp][r * NC + c] = v;
     }
   __syncthreads();

@@ -76,9 +76,7 @@ __global__ void quantize_x_kernel(const float* __restrict__ x, int8_t* __restric
   pdl_wait();  // x comes from the previous kernel; qx/dx may still be read by an earlier GEMV
   const int lane = threadIdx.x % 32;
   const float v = x[blk * kXBlock + lane];
-  float amax = fabsf(v);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float amax = warp_max(fabsf(v));
   const float d = __fdiv_rn(amax, 127.0f);
   const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
   qx[blk * kXBlock + lane] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));

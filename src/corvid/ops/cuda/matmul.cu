@@ -23,6 +23,7 @@
 #include "corvid/ops/cuda/gemm_tc.cuh"
 #include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -31,11 +32,6 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 constexpr int64_t kDequantTileElems = int64_t{32} << 20;  // F32 tile for the cuBLAS path: 128 MiB
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Dots of one 32-element quantized block (b: its first byte) with x[c][0..32) for every column c.
 template <DType T, int kCols>
