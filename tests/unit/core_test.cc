@@ -71,15 +71,6 @@ TEST(Tensor, ShapeAndRows) {
   EXPECT_EQ(t.tensor.reshaped({12, 8}).shape_str(), "[12, 8]");
 }
 
-// KV writes: dst row positions[i] = src row i; runs of consecutive rows go in one copy,
-// and a negative position (a padding row of a recorded batch) writes nothing.
-TEST(DeviceBackend, ScatterRowsSkipsNegativeRows) {
-  std::vector<float> dst(6 * 2, -1.0f), src = {1, 1, 2, 2, 3, 3, 4, 4};
-  const std::vector<int32_t> rows = {4, 5, -1, 0};
-  device_backend(Device::CPU).scatter_rows(dst.data(), src.data(), 2 * sizeof(float), rows);
-  EXPECT_EQ(dst, (std::vector<float>{4, 4, -1, -1, -1, -1, -1, -1, 1, 1, 2, 2}));
-}
-
 TEST(ThreadPool, CoversEveryIndexOnce) {
   ThreadPool pool(3);
   for (int64_t n : {1, 7, 1000, 12345}) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -193,6 +194,42 @@ TEST(CudaOps, RopeLayoutsAndPartialRotary) {
       ops::rope(gx.tensor, positions, p);
       EXPECT_LE(rel_err(to_host(gx.tensor), x.ptr<float>(), xv.size()), 1e-5)
           << "interleaved " << interleaved << " rotary_dim " << rotary_dim;
+    }
+  }
+}
+
+// The fused decode-step store: rope of q and k and the cache rows of k and v, against
+// the CPU's rope + row copies (rotate-half and interleaved, partial rotary, a padding
+// row that stores nothing, rows out of order).
+TEST(CudaOps, RopeStoreKvMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t n = 4, heads = 8, kv_heads = 2, head_dim = 64, cache_rows = 10;
+  const std::vector<int32_t> positions = {0, 7, 300, 4095}, rows = {9, 2, -1, 4};
+  for (bool interleaved : {false, true}) {
+    for (int rotary_dim : {64, 32}) {
+      ops::RopeParams p;
+      p.rotary_dim = rotary_dim;
+      p.interleaved = interleaved;
+      for (int i = 0; i < rotary_dim / 2; ++i)
+        p.inv_freq.push_back(static_cast<float>(std::pow(10000.0, -2.0 * i / rotary_dim)));
+      const auto qv = random_floats(static_cast<size_t>(n * heads * head_dim), 21);
+      const auto kv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 22);
+      const auto vv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 23);
+      const auto cache0 = random_floats(static_cast<size_t>(cache_rows * kv_heads * head_dim), 24);
+      OwnedTensor q = f32_tensor({n, heads, head_dim}, qv), k = f32_tensor({n, kv_heads, head_dim}, kv);
+      OwnedTensor v = f32_tensor({n, kv_heads, head_dim}, vv);
+      OwnedTensor kc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
+      OwnedTensor vc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
+      DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+      DeviceTensor gkc = to_gpu(kc.tensor), gvc = to_gpu(vc.tensor);
+      ops::rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
+      ops::rope_store_kv(gq.tensor, gk.tensor, gv.tensor, positions, p, rows, gkc.tensor, gvc.tensor);
+      const std::string where = "interleaved " + std::to_string(interleaved) + " rotary_dim " + std::to_string(rotary_dim);
+      EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;
+      EXPECT_LE(rel_err(to_host(gk.tensor), k.ptr<float>(), kv.size()), 1e-5) << where;
+      EXPECT_LE(rel_err(to_host(gkc.tensor), kc.ptr<float>(), cache0.size()), 1e-5) << where;
+      // Values are copied, not computed: bit for bit, and the padding row's slot untouched.
+      EXPECT_EQ(to_host(gvc.tensor), std::vector<float>(vc.ptr<float>(), vc.ptr<float>() + cache0.size())) << where;
     }
   }
 }

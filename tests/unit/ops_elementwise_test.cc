@@ -122,6 +122,50 @@ TEST(Rope, SamePositionNewFrequenciesIsNotServedStale) {
   }
 }
 
+// rope_store_kv = rope(q), rope(k), then k and v into the cache rows named by `rows`
+// (-1: nowhere); the rest of the cache is untouched. Partial rotary, so that the
+// unrotated tail of k is stored too.
+TEST(RopeStoreKv, EqualsRopeThenRowCopies) {
+  const int64_t n = 3, heads = 4, kv_heads = 2, head_dim = 16, cache_rows = 6;
+  RopeParams p;
+  p.rotary_dim = 8;
+  p.inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  const std::vector<int32_t> positions = {2, 9, 40}, rows = {5, -1, 0};
+  auto values = [](int64_t count, float base) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = base + 0.37f * static_cast<float>(i % 23) - 0.011f * static_cast<float>(i);
+    return v;
+  };
+  OwnedTensor q = f32_tensor({n, heads, head_dim}, values(n * heads * head_dim, 0.5f));
+  OwnedTensor k = f32_tensor({n, kv_heads, head_dim}, values(n * kv_heads * head_dim, -1.0f));
+  OwnedTensor v = f32_tensor({n, kv_heads, head_dim}, values(n * kv_heads * head_dim, 2.0f));
+  OwnedTensor q_ref = f32_tensor({n, heads, head_dim}, values(n * heads * head_dim, 0.5f));
+  OwnedTensor k_ref = f32_tensor({n, kv_heads, head_dim}, values(n * kv_heads * head_dim, -1.0f));
+  rope(q_ref.tensor, positions, p);
+  rope(k_ref.tensor, positions, p);
+  const std::vector<float> untouched(static_cast<size_t>(cache_rows * kv_heads * head_dim), -7.0f);
+  OwnedTensor kc = f32_tensor({cache_rows, kv_heads, head_dim}, untouched);
+  OwnedTensor vc = f32_tensor({cache_rows, kv_heads, head_dim}, untouched);
+  rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
+  const int64_t row = kv_heads * head_dim;
+  for (int64_t i = 0; i < n * heads * head_dim; ++i) ASSERT_EQ(q.ptr<float>()[i], q_ref.ptr<float>()[i]) << i;
+  for (int64_t i = 0; i < n * row; ++i) ASSERT_EQ(k.ptr<float>()[i], k_ref.ptr<float>()[i]) << i;
+  for (int64_t r = 0; r < cache_rows; ++r) {
+    const int64_t t = r == 5 ? 0 : r == 0 ? 2 : -1;  // token stored in cache row r
+    for (int64_t e = 0; e < row; ++e) {
+      const float kw = t < 0 ? -7.0f : k_ref.ptr<float>()[t * row + e];
+      const float vw = t < 0 ? -7.0f : v.ptr<float>()[t * row + e];
+      ASSERT_EQ(kc.ptr<float>()[r * row + e], kw) << "row " << r << " element " << e;
+      ASSERT_EQ(vc.ptr<float>()[r * row + e], vw) << "row " << r << " element " << e;
+    }
+  }
+  // A row past the cache, a v shaped unlike k, and a row per position are refused.
+  const std::vector<int32_t> past = {5, 6, 0}, short_rows = {5, 0};
+  EXPECT_THROW(rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, past, kc.tensor, vc.tensor), Error);
+  EXPECT_THROW(rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, short_rows, kc.tensor, vc.tensor), Error);
+  EXPECT_THROW(rope_store_kv(q.tensor, k.tensor, q.tensor, positions, p, rows, kc.tensor, vc.tensor), Error);
+}
+
 TEST(Rope, RejectsBadParams) {
   OwnedTensor x(DType::F32, {1, 2, 16});
   RopeParams p;

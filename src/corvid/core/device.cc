@@ -36,21 +36,7 @@ class HostBackend final : public DeviceBackend {
   void copy_within(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void synchronize() override {}
   std::string description() const override { return "CPU"; }
-  void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) override {
-    // Runs of consecutive positions (a prefill chunk) in one memcpy each.
-    const size_t n = positions.size();
-    for (size_t i = 0; i < n;) {
-      if (positions[i] < 0) {  // a padding row: nowhere to go
-        ++i;
-        continue;
-      }
-      size_t run = 1;
-      while (i + run < n && positions[i + run] == positions[i] + static_cast<int32_t>(run)) ++run;
-      std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(positions[i]) * row_bytes,
-                  static_cast<const char*>(src) + i * row_bytes, run * row_bytes);
-      i += run;
-    }
-  }
+
 };
 
 }  // namespace

@@ -17,7 +17,7 @@
 namespace corvid {
 
 // The host inputs of a step, as its ops will hand them over: token ids (embedding),
-// positions (RoPE, attention), rows (where scatter_rows writes the new keys and
+// positions (RoPE, attention), rows (where ops::rope_store_kv writes the new keys and
 // values) and, for a paged KV cache, the block tables and each query's sequence.
 struct StepInputs {
   std::span<const int32_t> ids, positions, rows, block_tables, query_seq;
@@ -40,11 +40,6 @@ class DeviceBackend {
   virtual void synchronize() = 0;
   virtual std::string description() const = 0;  // "NVIDIA H200 (sm_90, 139.8 GiB)"
   virtual MemoryInfo memory_info() const { return {}; }
-
-  // dst row positions[i] = src row i, rows of row_bytes (KV cache writes); a negative
-  // position skips its row (padding of a recorded batch). The device reads the
-  // positions itself, so a recorded step writes where the replayed step's positions say.
-  virtual void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) = 0;
 
   // Step recording (CUDA graphs): the work queued between begin_capture() and
   // end_capture() is recorded, not run; replay(id) runs it again. The host inputs of

@@ -150,7 +150,7 @@ static Tensor row_slice(const DeviceTensor& t, int64_t offset, int64_t cols) {
   return Tensor(DType::F32, {1, cols}, t.tensor.ptr<float>() + offset, t.tensor.device);
 }
 
-LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t> positions, int64_t n) {
+LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, int64_t n) {
   const ModelConfig& c = config_;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -170,15 +170,7 @@ LlamaModel::Qkv LlamaModel::project_qkv(const Layer& L, std::span<const int32_t>
   Tensor q_heads = q.reshaped({n, Hq, D}), k_heads = k.reshaped({n, Hkv, D});
   if (L.q_norm) ops::rms_norm(q_heads, *L.q_norm, eps, q_heads);
   if (L.k_norm) ops::rms_norm(k_heads, *L.k_norm, eps, k_heads);
-  if (n == 1 && static_cast<float*>(k.data) == static_cast<float*>(q.data) + Hq * D) {
-    // One token of the fused projection: q's and k's heads are one run of Hq + Hkv
-    // heads at the same position, so one rope launch rotates both.
-    ops::rope(Tensor(DType::F32, {1, Hq + Hkv, D}, q.data, q.device), positions, rope_);
-  } else {
-    ops::rope(q_heads, positions, rope_);
-    ops::rope(k_heads, positions, rope_);
-  }
-  return {q, k, v};
+  return {q_heads, k_heads, v.reshaped({n, Hkv, D})};
 }
 
 void LlamaModel::finish_attention(const Layer& L, int64_t n) {
@@ -190,19 +182,16 @@ void LlamaModel::finish_attention(const Layer& L, int64_t n) {
 void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const int32_t> positions, KVCache& kv,
                                  int64_t n) {
   const ModelConfig& c = config_;
-  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  const Qkv qkv = project_qkv(L, positions, n);
+  const int64_t Hq = c.num_attention_heads, D = c.head_dim;
+  const Qkv qkv = project_qkv(L, n);
   const Tensor& k_cache = kv.keys(index);
   const Tensor& v_cache = kv.values(index);
-  // Positions were checked against the capacity in forward(). The device places the rows
-  // itself, so a recorded step writes at the replayed step's position.
-  const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
-  DeviceBackend& backend = device_backend(device_);
-  backend.scatter_rows(k_cache.data, qkv.k.data, row_bytes, positions);
-  backend.scatter_rows(v_cache.data, qkv.v.data, row_bytes, positions);
+  // Positions were checked against the capacity in forward(); the cache row of a
+  // position is the position itself.
+  ops::rope_store_kv(qkv.q, qkv.k, qkv.v, positions, rope_, positions, k_cache, v_cache);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
-  ops::attention(qkv.q.reshaped({n, Hq, D}), k_cache, v_cache, positions, scale, window,
+  ops::attention(qkv.q, k_cache, v_cache, positions, scale, window,
                  ws_.attn.rows(n).reshaped({n, Hq, D}));
   finish_attention(L, n);
 }

@@ -129,7 +129,9 @@ class LlamaModel {
   struct Qkv {
     Tensor q, k, v;
   };
-  Qkv project_qkv(const Layer& layer, std::span<const int32_t> positions, int64_t n);
+  // q, k and v of the n tokens in ws_.h (q/k normed where the model has q_norm/k_norm),
+  // as [n, heads, head_dim]; rope is applied with the store into the KV cache.
+  Qkv project_qkv(const Layer& layer, int64_t n);
   void finish_attention(const Layer& layer, int64_t n);
   // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
   Tensor logits_target(const Tensor& logits, int64_t n_out);

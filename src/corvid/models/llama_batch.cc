@@ -4,7 +4,7 @@
 //
 // Decode-only steps on a device that records work (CUDA graphs) run from a recording
 // per (batch bucket, table-width bucket): the batch is padded to a power of two with
-// rows that write nowhere (scatter row -1) and read block 0, the block tables to a
+// rows that write nowhere (cache row -1) and read block 0, the block tables to a
 // power-of-two width, so a handful of recordings serve every batch the scheduler forms.
 #include <algorithm>
 #include <cmath>
@@ -128,23 +128,20 @@ void LlamaModel::forward_batch(std::span<const BatchSequence> batch, BlockPool& 
 void LlamaModel::run_batch(BlockPool& pool, int64_t max_blocks, int64_t n) {
   const ModelConfig& c = config_;
   BatchScratch& b = batch_;
-  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  const size_t row_bytes = static_cast<size_t>(Hkv * D) * sizeof(float);
+  const int64_t Hq = c.num_attention_heads, D = c.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
   const ops::PagedKV paged{pool.block_size(), b.tables, max_blocks, b.query_seq};
-  DeviceBackend& backend = device_backend(device_);
   const float eps = static_cast<float>(c.rms_norm_eps);
   ops::embedding(embed_tokens_, b.tokens, ws_.x.rows(n));
   ops::rms_norm(ws_.x.rows(n), layers_[0].input_norm, eps, ws_.h.rows(n));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
-    const Qkv qkv = project_qkv(L, b.positions, n);
+    const Qkv qkv = project_qkv(L, n);
     const Tensor& k_pool = pool.keys(static_cast<int64_t>(l));
     const Tensor& v_pool = pool.values(static_cast<int64_t>(l));
-    backend.scatter_rows(k_pool.data, qkv.k.data, row_bytes, b.slots);
-    backend.scatter_rows(v_pool.data, qkv.v.data, row_bytes, b.slots);
-    ops::paged_attention(qkv.q.reshaped({n, Hq, D}), k_pool, v_pool, paged, b.positions, scale, window,
+    ops::rope_store_kv(qkv.q, qkv.k, qkv.v, b.positions, rope_, b.slots, k_pool, v_pool);
+    ops::paged_attention(qkv.q, k_pool, v_pool, paged, b.positions, scale, window,
                          ws_.attn.rows(n).reshaped({n, Hq, D}));
     finish_attention(L, n);
     mlp_block(L, n, l + 1 < layers_.size() ? &layers_[l + 1].input_norm : nullptr);

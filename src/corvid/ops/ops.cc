@@ -5,6 +5,8 @@
 #include "corvid/ops/ops.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 #include <string>
 
 #include "corvid/core/device.h"
@@ -136,17 +138,66 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   CORVID_DISPATCH(device, rms_norm, x, weight, eps, out);
 }
 
+namespace {
+
+void check_rope_args(const char* op, const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+  check_f32(op, "x", x);
+  CORVID_CHECK(x.ndim == 3, "ops::", op, ": x must be [n, heads, head_dim], got ", x.shape_str());
+  CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::", op, ": ", positions.size(),
+               " positions for ", x.dim(0), " tokens");
+  CORVID_CHECK(params.rotary_dim > 0 && params.rotary_dim % 2 == 0 && params.rotary_dim <= x.dim(2), "ops::", op,
+               ": rotary_dim ", params.rotary_dim, " must be even and in (0, head_dim=", x.dim(2), "]");
+  CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::", op, ": ",
+               params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
+}
+
+}  // namespace
+
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
   const Device device = common_device("rope", {&x});
-  check_f32("rope", "x", x);
-  CORVID_CHECK(x.ndim == 3, "ops::rope: x must be [n, heads, head_dim], got ", x.shape_str());
-  CORVID_CHECK(static_cast<int64_t>(positions.size()) == x.dim(0), "ops::rope: ", positions.size(), " positions for ",
-               x.dim(0), " tokens");
-  CORVID_CHECK(params.rotary_dim > 0 && params.rotary_dim % 2 == 0 && params.rotary_dim <= x.dim(2),
-               "ops::rope: rotary_dim ", params.rotary_dim, " must be even and in (0, head_dim=", x.dim(2), "]");
-  CORVID_CHECK(static_cast<int>(params.inv_freq.size()) == params.rotary_dim / 2, "ops::rope: ", params.inv_freq.size(),
-               " inverse frequencies for rotary_dim ", params.rotary_dim);
+  check_rope_args("rope", x, positions, params);
   CORVID_DISPATCH(device, rope, x, positions, params);
+}
+
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+                   const Tensor& v_cache) {
+  const Device device = common_device("rope_store_kv", {&q, &k, &v, &k_cache, &v_cache});
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v},
+                                {"k_cache", &k_cache}, {"v_cache", &v_cache}})
+    check_f32("rope_store_kv", name, *t);
+  CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2),
+               "ops::rope_store_kv: q ", q.shape_str(), " and k ", k.shape_str(),
+               " must be [n, heads, head_dim] with the same n and head_dim");
+  CORVID_CHECK(v.ndim == 3 && v.dim(0) == k.dim(0) && v.dim(1) == k.dim(1) && v.dim(2) == k.dim(2),
+               "ops::rope_store_kv: v ", v.shape_str(), " must be shaped as k ", k.shape_str());
+  const int64_t row_elems = k.dim(1) * k.dim(2);
+  CORVID_CHECK(k_cache.numel() == v_cache.numel() && row_elems > 0 && k_cache.numel() % row_elems == 0,
+               "ops::rope_store_kv: caches ", k_cache.shape_str(), " and ", v_cache.shape_str(), " must be rows of ",
+               row_elems, " values, the same number each");
+  CORVID_CHECK(rows.size() == positions.size(), "ops::rope_store_kv: ", rows.size(), " cache rows for ",
+               positions.size(), " positions");
+  const int64_t cache_rows = k_cache.numel() / row_elems;
+  for (int32_t r : rows)
+    CORVID_CHECK(r < cache_rows, "ops::rope_store_kv: cache row ", r, " is outside the cache (", cache_rows, " rows)");
+  check_rope_args("rope_store_kv", q, positions, params);
+#ifdef CORVID_HAVE_CUDA
+  if (device == Device::CUDA) {
+    cuda::rope_store_kv(q, k, v, positions, params, rows, k_cache, v_cache);
+    return;
+  }
+#endif
+  (void)device;
+  cpu::rope(q, positions, params);
+  cpu::rope(k, positions, params);
+  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0) continue;
+    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+  }
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {

@@ -1,9 +1,12 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
 // managed memory), copies on the backend's stream, scratch and upload caches.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
@@ -30,20 +33,6 @@ Context* make_context() {
   CORVID_CUDA_CHECK(cudaMalloc(&c->cublas_workspace, kCublasWorkspace));
   CORVID_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspace));
   return c;
-}
-
-// dst row positions[i] = src row i; one block per row, 4-byte words (rows of F32).
-// dst (a KV cache) never overlaps src (a projection's output): restrict lets the loads
-// run ahead of the stores instead of one round trip per word.
-__global__ void scatter_rows_kernel(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src, size_t row_words,
-                                    const int32_t* __restrict__ positions) {
-  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
-  pdl_wait();               // launched with launch_pdl: the previous kernel's output first
-  const size_t i = blockIdx.x;
-  if (positions[i] < 0) return;  // padding
-  uint32_t* d = dst + static_cast<size_t>(positions[i]) * row_words;
-  const uint32_t* s = src + i * row_words;
-  for (size_t w = threadIdx.x; w < row_words; w += blockDim.x) d[w] = s[w];
 }
 
 class CudaBackend final : public DeviceBackend {
@@ -81,14 +70,7 @@ class CudaBackend final : public DeviceBackend {
   }
   void synchronize() override { CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream)); }
 
-  void scatter_rows(void* dst, const void* src, size_t row_bytes, std::span<const int32_t> positions) override {
-    Context& c = context();
-    if (positions.empty()) return;
-    CORVID_CHECK(row_bytes % 4 == 0, "CUDA scatter_rows: rows of ", row_bytes, " bytes are not whole words");
-    const int32_t* pos = c.upload(UploadSlot::Rows, positions);
-    launch_pdl("scatter_rows_kernel", scatter_rows_kernel, dim3(static_cast<unsigned>(positions.size())), dim3(128),
-               c.stream, static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), row_bytes / 4, pos);
-  }
+
 
   bool supports_capture() const override { return true; }
   void stage_inputs(const StepInputs& in) override {
@@ -157,6 +139,24 @@ class CudaBackend final : public DeviceBackend {
 bool pdl_enabled() {
   static const bool on = !env_flag("CORVID_NO_PDL");
   return on;
+}
+
+bool profile_skipped(const char* name) {
+  static const std::vector<std::string> skipped = [] {
+    std::vector<std::string> names;
+    const char* v = std::getenv("CORVID_PROFILE_SKIP");
+    if (v == nullptr || *v == 0) return names;
+    std::fprintf(stderr, "corvid: CORVID_PROFILE_SKIP=%s: these kernels do not run, outputs are wrong (profiling only)\n", v);
+    for (const char* p = v; *p != 0;) {
+      const char* end = std::strchr(p, ',');
+      if (end == nullptr) end = p + std::strlen(p);
+      names.emplace_back(p, end);
+      p = *end == ',' ? end + 1 : end;
+    }
+    return names;
+  }();
+  if (skipped.empty()) return false;
+  return std::find(skipped.begin(), skipped.end(), name) != skipped.end();
 }
 
 Context& context() {

@@ -47,7 +47,7 @@ namespace corvid::ops::cuda {
 // Per-step host arrays (token ids, positions) are uploaded through a slot that
 // remembers what it holds: the positions of one forward are uploaded once and reused
 // by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
-// stage_inputs refills before each replay. Rows: where scatter_rows writes (the
+// stage_inputs refills before each replay. Rows: where rope_store_kv writes (the
 // positions for a contiguous cache, pool slots for a paged one); BlockTables and
 // QuerySeq: paged attention's tables; SamplingRows / SamplingPenalties:
 // ops::sample_tokens' per-row parameters and penalty lists.
@@ -96,6 +96,13 @@ inline unsigned blocks_for(int64_t work, int threads) {
 // Programmatic dependent launch (Hopper): false when CORVID_NO_PDL=1 (A/B runs).
 bool pdl_enabled();
 
+// Profiling only: true for a kernel named in CORVID_PROFILE_SKIP (comma-separated
+// launch names, e.g. "rope_store_kv_kernel,silu_mul_kernel"), whose launch_pdl then launches
+// nothing. Outputs are wrong; the step's time without that stage is the point (the
+// device has no timeline profiler: leave one stage out and take the difference).
+// Warns on stderr once when the variable is set.
+bool profile_skipped(const char* name);
+
 // Launches kernel<<<grid, block, 0, stream>>>(args...) so that its blocks may start
 // while the kernels before it on the stream are still running (they call
 // pdl_launch_dependents(), pdl.cuh), which hides the launch and lets it read what no
@@ -104,6 +111,7 @@ bool pdl_enabled();
 template <class... KernelArgs, class... Args>
 void launch_pdl(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, cudaStream_t stream,
                 Args&&... args) {
+  if (profile_skipped(name)) return;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;

@@ -25,6 +25,9 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+                   const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);

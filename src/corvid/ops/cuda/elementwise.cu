@@ -106,6 +106,24 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
   }
 }
 
+// The rotation of pair i at position pos: theta = pos * inv_freq in float, cos and sin
+// in double, both times attention_factor (the CPU's arithmetic, elementwise.cc).
+__device__ __forceinline__ void rope_cos_sin(int32_t pos, float inv_freq, float attention_factor, float& c, float& s) {
+  const float theta = static_cast<float>(pos) * inv_freq;
+  c = static_cast<float>(cos(static_cast<double>(theta))) * attention_factor;
+  s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
+}
+
+// Rotates pair i of one head in place; returns the two rotated elements' indices.
+__device__ __forceinline__ void rope_pair(float* v, int i, int half, bool interleaved, float c, float s, int& a,
+                                          int& b) {
+  a = interleaved ? 2 * i : i;
+  b = interleaved ? 2 * i + 1 : i + half;
+  const float x0 = v[a], x1 = v[b];
+  v[a] = x0 * c - x1 * s;
+  v[b] = x1 * c + x0 * s;
+}
+
 // One thread per (token, head, rotated pair).
 __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv_freq, float attention_factor,
                             int64_t n, int64_t heads, int64_t head_dim, int half, bool interleaved) {
@@ -115,14 +133,62 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
   if (idx >= n * heads * half) return;
   const int i = static_cast<int>(idx % half);
   const int64_t th = idx / half, t = th / heads;
-  const float theta = static_cast<float>(positions[t]) * inv_freq[i];
-  const float c = static_cast<float>(cos(static_cast<double>(theta))) * attention_factor;
-  const float s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
-  float* v = x + th * head_dim;
-  const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-  const float x0 = v[a], x1 = v[b];
-  v[a] = x0 * c - x1 * s;
-  v[b] = x1 * c + x0 * s;
+  float c, s;
+  rope_cos_sin(positions[t], inv_freq[i], attention_factor, c, s);
+  int a, b;
+  rope_pair(x + th * head_dim, i, half, interleaved, c, s, a, b);
+}
+
+// rope of q and k and the store of k and v into the cache, for token blockIdx.y. A
+// thread takes one item of the token: a q pair, a k pair (rotated, then stored), a k
+// element past rotary_dim (stored as is) or a v element (stored).
+struct RopeStoreKvArgs {
+  float* q;
+  float* k;
+  const float* v;
+  const int32_t* positions;
+  const int32_t* rows;
+  const float* inv_freq;
+  float* k_cache;
+  float* v_cache;
+  float attention_factor;
+  int heads, kv_heads, head_dim, half;
+  bool interleaved;
+};
+
+__global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the projection's output first
+  const int t = blockIdx.y;
+  int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int64_t kv_row = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+  const int32_t row = a.rows[t];
+  float* k_dst = row >= 0 ? a.k_cache + row * kv_row : nullptr;
+  const int q_pairs = a.heads * a.half, k_pairs = a.kv_heads * a.half;
+  if (idx < q_pairs + k_pairs) {
+    const bool is_q = idx < q_pairs;
+    const int j = is_q ? idx : idx - q_pairs, h = j / a.half, i = j % a.half;
+    float* x = is_q ? a.q + (static_cast<int64_t>(t) * a.heads + h) * a.head_dim
+                    : a.k + (static_cast<int64_t>(t) * a.kv_heads + h) * a.head_dim;
+    float c, s;
+    rope_cos_sin(a.positions[t], a.inv_freq[i], a.attention_factor, c, s);
+    int ea, eb;
+    rope_pair(x, i, a.half, a.interleaved, c, s, ea, eb);
+    if (!is_q && k_dst != nullptr) {
+      k_dst[h * a.head_dim + ea] = x[ea];
+      k_dst[h * a.head_dim + eb] = x[eb];
+    }
+    return;
+  }
+  idx -= q_pairs + k_pairs;
+  const int pass = a.head_dim - 2 * a.half;  // dims past rotary_dim
+  if (idx < a.kv_heads * pass) {
+    const int h = idx / pass, d = 2 * a.half + idx % pass;
+    if (k_dst != nullptr) k_dst[h * a.head_dim + d] = a.k[static_cast<int64_t>(t) * kv_row + h * a.head_dim + d];
+    return;
+  }
+  idx -= a.kv_heads * pass;
+  if (idx < kv_row && row >= 0) a.v_cache[row * kv_row + idx] = a.v[static_cast<int64_t>(t) * kv_row + idx];
 }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
@@ -244,6 +310,36 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
   const float* freq = ctx.constant(params.inv_freq);
   launch_pdl("rope_kernel", rope_kernel, dim3(blocks_for(n * heads * half, kThreads)), dim3(kThreads), ctx.stream,
              x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
+}
+
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+                   const Tensor& v_cache) {
+  Context& ctx = context();
+  const int64_t n = q.dim(0);
+  if (n == 0) return;
+  const int heads = static_cast<int>(q.dim(1)), kv_heads = static_cast<int>(k.dim(1));
+  const int head_dim = static_cast<int>(q.dim(2)), half = params.rotary_dim / 2;
+  const int64_t items = static_cast<int64_t>(heads + kv_heads) * half + int64_t{kv_heads} * (head_dim - 2 * half) +
+                        int64_t{kv_heads} * head_dim;
+  CORVID_CHECK(n <= 65535 && items < (int64_t{1} << 30), "CUDA rope_store_kv: ", n, " tokens of ", items,
+               " items each is too many for one launch");
+  const RopeStoreKvArgs args{q.ptr<float>(),
+                             k.ptr<float>(),
+                             v.ptr<float>(),
+                             ctx.upload(UploadSlot::Positions, positions),
+                             ctx.upload(UploadSlot::Rows, rows),
+                             ctx.constant(params.inv_freq),
+                             k_cache.ptr<float>(),
+                             v_cache.ptr<float>(),
+                             params.attention_factor,
+                             heads,
+                             kv_heads,
+                             head_dim,
+                             half,
+                             params.interleaved};
+  launch_pdl("rope_store_kv_kernel", rope_store_kv_kernel,
+             dim3(blocks_for(items, kThreads), static_cast<unsigned>(n)), dim3(kThreads), ctx.stream, args);
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {

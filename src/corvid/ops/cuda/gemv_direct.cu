@@ -38,7 +38,6 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kRows = 4;              // weight rows per block
 constexpr int kLowNibbles = 0x0F0F0F0F;
 constexpr int kOnes = 0x01010101;     // dp4a with this sums 4 int8
 
@@ -175,7 +174,7 @@ __device__ __forceinline__ float unit_dot(const WUnit<T>& w, const XUnit& x, int
 
 // out[c, row] for c < n <= NC. Rows past m and tokens past n read the last valid ones
 // (no branches between the loads) and are not written.
-template <DType T, int NC>
+template <DType T, int NC, int kRows>
 __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs args, const int8_t* __restrict__ qx,
                                                               const float* __restrict__ dx) {
   const int tid = threadIdx.x;
@@ -224,14 +223,21 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
   gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
 }
 
+// Weight rows per block: the 4-bit layouts take 8 (16 bytes a row per unit, so 4 rows
+// left each thread too little in flight: Q4_0 decode 547 -> 557 tok/s on the H200,
+// while Q8_0 lost 374 -> 365 and Q4_K was even; docs/benchmarks.md).
+template <DType T>
+constexpr int kRowsPerBlock = T == DType::Q4_0R || T == DType::Q4_1R ? 8 : 4;
+
 template <DType T>
 void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((a.m + kRows - 1) / kRows));
+  constexpr int R = kRowsPerBlock<T>;
+  const dim3 grid(static_cast<unsigned>((a.m + R - 1) / R));
   // Tokens round up to a power of two: the extra columns repeat the last token's work.
-  auto* kernel = a.n == 1   ? gemv_direct_kernel<T, 1>
-                 : a.n == 2 ? gemv_direct_kernel<T, 2>
-                 : a.n <= 4 ? gemv_direct_kernel<T, 4>
-                            : gemv_direct_kernel<T, kGemvMaxCols>;
+  auto* kernel = a.n == 1   ? gemv_direct_kernel<T, 1, R>
+                 : a.n == 2 ? gemv_direct_kernel<T, 2, R>
+                 : a.n <= 4 ? gemv_direct_kernel<T, 4, R>
+                            : gemv_direct_kernel<T, kGemvMaxCols, R>;
   launch_pdl("gemv_direct_kernel", kernel, grid, dim3(kThreads), stream, a, x.q, x.d);
 }
 
@@ -246,7 +252,7 @@ bool gemv_direct_supports(DType t, const GemvArgs& a) {
   if (direct_disabled()) return false;
   if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_K) return false;
   return a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % 32 == 0 && a.n >= 1 &&
-         a.n <= kGemvMaxCols && a.m >= 1 && a.m / kRows < (int64_t{1} << 31);
+         a.n <= kGemvMaxCols && a.m >= 1 && a.m / 4 < (int64_t{1} << 31);
 }
 
 void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
