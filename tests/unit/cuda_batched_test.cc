@@ -37,7 +37,7 @@ struct PagedCase {
 // Sequences of several lengths, each with a run of queries at its end: one decode
 // query, a 3-query append and a 40-query prefill chunk (tensor-core sized), in an
 // interleaved order, over shuffled blocks of a shared pool.
-void check_paged_matches_cpu(const PagedCase& c, ops::QuantizedMatmul mode) {
+void check_paged_matches_cpu(const PagedCase& c, ops::QuantizedMatmul mode, DType kv_dtype = DType::F32) {
   NumericsScope numerics(mode);
   struct Seq {
     int64_t length, queries;
@@ -66,12 +66,12 @@ void check_paged_matches_cpu(const PagedCase& c, ops::QuantizedMatmul mode) {
   OwnedTensor v_pool = f32_tensor({rows, c.kv_heads, c.head_dim},
                                   random_floats(static_cast<size_t>(rows * c.kv_heads * c.head_dim), 12));
   OwnedTensor q = f32_tensor({n, c.heads, c.head_dim}, random_floats(static_cast<size_t>(n * c.heads * c.head_dim), 13));
+  DeviceTensor gk = kv_to_gpu(k_pool, kv_dtype), gv = kv_to_gpu(v_pool, kv_dtype), gq = to_gpu(q.tensor);
   OwnedTensor want(DType::F32, {n, c.heads, c.head_dim});
   const ops::PagedKV paged{bs, tables, max_blocks, query_seq};
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ops::paged_attention(q.tensor, k_pool.tensor, v_pool.tensor, paged, positions, scale, c.window, want.tensor);
 
-  DeviceTensor gk = to_gpu(k_pool.tensor), gv = to_gpu(v_pool.tensor), gq = to_gpu(q.tensor);
   DeviceTensor gout(Device::CUDA, DType::F32, {n, c.heads, c.head_dim});
   ops::paged_attention(gq.tensor, gk.tensor, gv.tensor, paged, positions, scale, c.window, gout.tensor);
   const std::vector<float> got = to_host(gout.tensor);
@@ -86,7 +86,7 @@ void check_paged_matches_cpu(const PagedCase& c, ops::QuantizedMatmul mode) {
     EXPECT_LE(rel_err(got_row, want.ptr<float>() + i * static_cast<int64_t>(row), row), tensor_cores ? 2e-2 : 1e-5)
         << "query " << i << " (sequence " << query_seq[static_cast<size_t>(i)] << ", position "
         << positions[static_cast<size_t>(i)] << ", chunk from query " << first << "), head_dim " << c.head_dim
-        << ", block " << bs << ", window " << c.window;
+        << ", block " << bs << ", window " << c.window << ", cache " << dtype_name(kv_dtype);
   }
 }
 
@@ -97,6 +97,9 @@ TEST(CudaPagedAttention, MatchesCpuInBothNumerics) {
     check_paged_matches_cpu({32, 8, 128, 16, 0}, mode);
     check_paged_matches_cpu({4, 4, 32, 4, 0}, mode);    // MHA, fp32 kernels only (head_dim 32)
     check_paged_matches_cpu({8, 2, 64, 32, 100}, mode);  // sliding window
+    check_paged_matches_cpu({32, 8, 128, 16, 0}, mode, DType::BF16);  // 16-bit pools
+    check_paged_matches_cpu({8, 2, 64, 32, 100}, mode, DType::F16);
+    check_paged_matches_cpu({4, 4, 32, 4, 0}, mode, DType::BF16);
   }
 }
 

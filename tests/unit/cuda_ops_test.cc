@@ -198,38 +198,61 @@ TEST(CudaOps, RopeLayoutsAndPartialRotary) {
   }
 }
 
+// The values of a GPU tensor of F32, F16 or BF16, as floats.
+std::vector<float> cache_to_host(const Tensor& dev) {
+  if (dev.dtype == DType::F32) return to_host(dev);
+  std::vector<uint16_t> bits(static_cast<size_t>(dev.numel()));
+  Tensor h = dev;
+  h.device = Device::CPU;
+  h.data = bits.data();
+  copy_tensor(h, dev);
+  std::vector<float> out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = dev.dtype == DType::F16 ? f16_to_f32(bits[i]) : bf16_to_f32(bits[i]);
+  return out;
+}
+
 // The fused decode-step store: rope of q and k and the cache rows of k and v, against
 // the CPU's rope + row copies (rotate-half and interleaved, partial rotary, a padding
-// row that stores nothing, rows out of order).
+// row that stores nothing, rows out of order), into F32, BF16 and F16 caches. In a
+// 16-bit cache the values are the CPU's rounded to nearest even: v bit for bit, k
+// within the 16-bit rounding (its rope differs from the CPU's by float rounding).
 TEST(CudaOps, RopeStoreKvMatchesCpu) {
   SKIP_WITHOUT_GPU();
   const int64_t n = 4, heads = 8, kv_heads = 2, head_dim = 64, cache_rows = 10;
   const std::vector<int32_t> positions = {0, 7, 300, 4095}, rows = {9, 2, -1, 4};
-  for (bool interleaved : {false, true}) {
-    for (int rotary_dim : {64, 32}) {
-      ops::RopeParams p;
-      p.rotary_dim = rotary_dim;
-      p.interleaved = interleaved;
-      for (int i = 0; i < rotary_dim / 2; ++i)
-        p.inv_freq.push_back(static_cast<float>(std::pow(10000.0, -2.0 * i / rotary_dim)));
-      const auto qv = random_floats(static_cast<size_t>(n * heads * head_dim), 21);
-      const auto kv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 22);
-      const auto vv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 23);
-      const auto cache0 = random_floats(static_cast<size_t>(cache_rows * kv_heads * head_dim), 24);
-      OwnedTensor q = f32_tensor({n, heads, head_dim}, qv), k = f32_tensor({n, kv_heads, head_dim}, kv);
-      OwnedTensor v = f32_tensor({n, kv_heads, head_dim}, vv);
-      OwnedTensor kc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
-      OwnedTensor vc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
-      DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
-      DeviceTensor gkc = to_gpu(kc.tensor), gvc = to_gpu(vc.tensor);
-      ops::rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
-      ops::rope_store_kv(gq.tensor, gk.tensor, gv.tensor, positions, p, rows, gkc.tensor, gvc.tensor);
-      const std::string where = "interleaved " + std::to_string(interleaved) + " rotary_dim " + std::to_string(rotary_dim);
-      EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;
-      EXPECT_LE(rel_err(to_host(gk.tensor), k.ptr<float>(), kv.size()), 1e-5) << where;
-      EXPECT_LE(rel_err(to_host(gkc.tensor), kc.ptr<float>(), cache0.size()), 1e-5) << where;
-      // Values are copied, not computed: bit for bit, and the padding row's slot untouched.
-      EXPECT_EQ(to_host(gvc.tensor), std::vector<float>(vc.ptr<float>(), vc.ptr<float>() + cache0.size())) << where;
+  for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
+    for (bool interleaved : {false, true}) {
+      for (int rotary_dim : {64, 32}) {
+        ops::RopeParams p;
+        p.rotary_dim = rotary_dim;
+        p.interleaved = interleaved;
+        for (int i = 0; i < rotary_dim / 2; ++i)
+          p.inv_freq.push_back(static_cast<float>(std::pow(10000.0, -2.0 * i / rotary_dim)));
+        const auto qv = random_floats(static_cast<size_t>(n * heads * head_dim), 21);
+        const auto kv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 22);
+        const auto vv = random_floats(static_cast<size_t>(n * kv_heads * head_dim), 23);
+        const auto cache0 = random_floats(static_cast<size_t>(cache_rows * kv_heads * head_dim), 24);
+        OwnedTensor q = f32_tensor({n, heads, head_dim}, qv), k = f32_tensor({n, kv_heads, head_dim}, kv);
+        OwnedTensor v = f32_tensor({n, kv_heads, head_dim}, vv);
+        OwnedTensor kc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
+        OwnedTensor vc = f32_tensor({cache_rows, kv_heads, head_dim}, cache0);
+        DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
+        DeviceTensor gkc = testing::kv_to_gpu(kc, cache_dtype), gvc = testing::kv_to_gpu(vc, cache_dtype);
+        ops::rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
+        ops::rope_store_kv(gq.tensor, gk.tensor, gv.tensor, positions, p, rows, gkc.tensor, gvc.tensor);
+        const std::string where = std::string(dtype_name(cache_dtype)) + " interleaved " +
+                                  std::to_string(interleaved) + " rotary_dim " + std::to_string(rotary_dim);
+        EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;
+        EXPECT_LE(rel_err(to_host(gk.tensor), k.ptr<float>(), kv.size()), 1e-5) << where;
+        // The CPU's caches hold F32: round what it stored as the GPU's dtype does.
+        testing::kv_to_gpu(kc, cache_dtype);
+        testing::kv_to_gpu(vc, cache_dtype);
+        const double k_tol = cache_dtype == DType::F32 ? 1e-5 : cache_dtype == DType::BF16 ? 1e-2 : 2e-3;
+        EXPECT_LE(rel_err(cache_to_host(gkc.tensor), kc.ptr<float>(), cache0.size()), k_tol) << where;
+        // Values are copied (and rounded), not computed: bit for bit; the padding row's slot untouched.
+        EXPECT_EQ(cache_to_host(gvc.tensor), std::vector<float>(vc.ptr<float>(), vc.ptr<float>() + cache0.size()))
+            << where;
+      }
     }
   }
 }

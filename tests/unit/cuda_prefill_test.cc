@@ -154,6 +154,30 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   }
 }
 
+// The same kernels over an F16 or BF16 cache (the default on a GPU): the CPU reads the
+// same rounded values in F32, so the only difference is still fp32 rounding (1e-5); the
+// fp32 kernels of attention.cu (head_dim 32, 96) and the tensor-core prefill kernel
+// (32 queries, 2e-2 as above) read 16-bit caches too.
+TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  for (DType kv : {DType::BF16, DType::F16}) {
+    for (int64_t head_dim : {32, 64, 96, 128, 256}) {
+      for (int64_t cap : {40, 2000}) {
+        const std::vector<int32_t> positions = cap == 40 ? std::vector<int32_t>{0, 31, 32, 39}
+                                                         : std::vector<int32_t>{0, 33, 700, 1999};
+        EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, cap, positions, 0, 43, kv), 1e-5)
+            << dtype_name(kv) << " head_dim " << head_dim << " cache " << cap;
+      }
+    }
+    for (int64_t head_dim : {64, 128}) {
+      std::vector<int32_t> prompt(32);
+      std::iota(prompt.begin(), prompt.end(), 100);
+      EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, 200, prompt, 0, 45, kv), 2e-2)
+          << dtype_name(kv) << " tensor-core prefill, head_dim " << head_dim;
+    }
+  }
+}
+
 // The fused residual add + norm of the decode step equals the CPU's add then rms_norm
 // (fp32, same formula): 1e-5 relative, for x and for the normed output.
 TEST(CudaOpsFused, AddRmsNormMatchesCpu) {

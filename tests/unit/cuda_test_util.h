@@ -8,6 +8,7 @@
 
 #include "corvid/core/buffer.h"
 #include "corvid/core/device.h"
+#include "corvid/core/half.h"
 #include "corvid/ops/ops.h"
 #include "ops_test_util.h"
 
@@ -48,6 +49,24 @@ inline double rel_err(const std::vector<float>& a, const float* b, size_t n) {
   return diff / mag;
 }
 
+// A GPU KV cache of `dtype` (F32, F16 or BF16) holding host's F32 values; for a 16-bit
+// dtype host's values are first rounded to it in place, so a CPU reference over host
+// reads exactly what the GPU cache holds.
+inline DeviceTensor kv_to_gpu(const OwnedTensor& host, DType dtype) {
+  if (dtype == DType::F32) return to_gpu(host.tensor);
+  float* v = host.tensor.ptr<float>();
+  const int64_t count = host.tensor.numel();
+  std::vector<uint16_t> bits(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    bits[static_cast<size_t>(i)] = dtype == DType::F16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+    v[i] = dtype == DType::F16 ? f16_to_f32(bits[static_cast<size_t>(i)]) : bf16_to_f32(bits[static_cast<size_t>(i)]);
+  }
+  Tensor staged = host.tensor;  // same shape
+  staged.dtype = dtype;
+  staged.data = bits.data();
+  return to_gpu(staged);
+}
+
 // Sets the process-wide numerics for one scope (back to the default, Fast, after).
 struct NumericsScope {
   explicit NumericsScope(ops::QuantizedMatmul mode) { ops::set_quantized_matmul(mode); }
@@ -56,17 +75,19 @@ struct NumericsScope {
 
 // ops::attention on the GPU against the CPU, on random q [positions, n_heads, head_dim]
 // and a random K/V cache [cap, n_kv, head_dim] (seeds seed, seed + 1, seed + 2), scale
-// 1/sqrt(head_dim): max |gpu - cpu| / max |cpu|.
+// 1/sqrt(head_dim): max |gpu - cpu| / max |cpu|. The GPU's cache is of kv_dtype (the
+// CPU's holds the same values in F32: see kv_to_gpu).
 inline double attention_gpu_vs_cpu(int64_t n_heads, int64_t n_kv, int64_t head_dim, int64_t cap,
-                                   const std::vector<int32_t>& positions, int64_t window, uint32_t seed) {
+                                   const std::vector<int32_t>& positions, int64_t window, uint32_t seed,
+                                   DType kv_dtype = DType::F32) {
   const int64_t n = static_cast<int64_t>(positions.size());
   OwnedTensor q = f32_tensor({n, n_heads, head_dim}, random_floats(static_cast<size_t>(n * n_heads * head_dim), seed));
   OwnedTensor k = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), seed + 1));
   OwnedTensor v = f32_tensor({cap, n_kv, head_dim}, random_floats(static_cast<size_t>(cap * n_kv * head_dim), seed + 2));
+  DeviceTensor gq = to_gpu(q.tensor), gk = kv_to_gpu(k, kv_dtype), gv = kv_to_gpu(v, kv_dtype);
   OwnedTensor cpu_out(DType::F32, {n, n_heads, head_dim});
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   ops::attention(q.tensor, k.tensor, v.tensor, positions, scale, window, cpu_out.tensor);
-  DeviceTensor gq = to_gpu(q.tensor), gk = to_gpu(k.tensor), gv = to_gpu(v.tensor);
   DeviceTensor g_out(Device::CUDA, DType::F32, {n, n_heads, head_dim});
   ops::attention(gq.tensor, gk.tensor, gv.tensor, positions, scale, window, g_out.tensor);
   const std::vector<float> got = to_host(g_out.tensor);

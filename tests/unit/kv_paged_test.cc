@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "corvid/core/error.h"
 #include "corvid/kv/block_pool.h"
+#include "corvid/kv/kv_cache.h"
 #include "corvid/kv/prefix_cache.h"
 #include "corvid/ops/ops.h"
 #include "ops_test_util.h"
@@ -43,6 +45,38 @@ TEST(BlockPool, SizesFromByteBudget) {
   EXPECT_EQ(pool.keys(1).dim(2), 8);
   EXPECT_THROW(BlockPool(c, 0, 10), Error);
   EXPECT_THROW(BlockPool(c, 4, 0), Error);
+}
+
+// 16-bit caches (a GPU's default) take half the bytes, so a budget holds twice the
+// blocks; the CPU's kernels read F32 only, so a 16-bit cache there is refused up front,
+// by the cache and by the ops.
+TEST(BlockPool, HalfPrecisionSizesAndCpuRefusal) {
+  const ModelConfig c = tiny_config();
+  EXPECT_EQ(BlockPool::bytes_per_block(c, 4, DType::BF16), 2 * 2 * 4 * 2 * 8 * 2);
+  EXPECT_EQ(BlockPool::bytes_per_block(c, 4, DType::F16), BlockPool::bytes_per_block(c, 4) / 2);
+  EXPECT_EQ(BlockPool::blocks_for_budget(c, 4, 10 * 1024 + 5, DType::BF16), 20);
+  EXPECT_EQ(default_kv_dtype(Device::CPU), DType::F32);
+  EXPECT_EQ(default_kv_dtype(Device::CUDA), DType::BF16);
+  EXPECT_THROW(BlockPool(c, 4, 10, Device::CPU, DType::BF16), Error);
+  EXPECT_THROW(KVCache(c, 16, Device::CPU, DType::F16), Error);
+  EXPECT_THROW(BlockPool(c, 4, 10, Device::CPU, DType::Q8_0), Error);
+  const KVCache f32(c, 16);
+  EXPECT_EQ(f32.dtype(), DType::F32);
+  EXPECT_EQ(f32.keys(0).dtype, DType::F32);
+
+  std::vector<uint16_t> half_cache(16 * 2 * 8);
+  const Tensor k16(DType::BF16, {16, 2, 8}, half_cache.data());
+  OwnedTensor q = f32_tensor({1, 4, 8}, std::vector<float>(32, 0.5f));
+  OwnedTensor out(DType::F32, {1, 4, 8});
+  const std::vector<int32_t> pos = {3};
+  try {
+    ops::attention(q.tensor, k16, k16, pos, 0.35f, 0, out.tensor);
+    ADD_FAILURE() << "a BF16 cache on the CPU was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("F16 or BF16 on CUDA"), std::string::npos) << e.what();
+  }
+  OwnedTensor kf = f32_tensor({16, 2, 8}, std::vector<float>(256, 0.0f));
+  EXPECT_THROW(ops::attention(q.tensor, kf.tensor, k16, pos, 0.35f, 0, out.tensor), Error);  // mixed dtypes
 }
 
 TEST(BlockPool, AllocatesUntilEmptyAndCountsReferences) {

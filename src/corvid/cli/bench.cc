@@ -43,7 +43,8 @@ void run_bench(const BenchArgs& a) {
                                                             parse_device(a.common.device));
   LlamaModel& model = *m.model;
   const int64_t vocab = model.config().vocab_size;
-  KVCache kv(model.config(), a.depth + std::max(a.prompt, a.gen) + 1, model.device());
+  const DType kv_dtype = kv_cache_dtype(a.common, model.device());
+  KVCache kv(model.config(), a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());
@@ -72,9 +73,10 @@ void run_bench(const BenchArgs& a) {
     }
   }
   const double gb_per_token = static_cast<double>(model.weight_bytes_per_token()) / 1e9;
-  std::printf("model: %s (%s, %.1fM params), device: %s, threads: %d\n", a.common.model.c_str(),
+  std::printf("model: %s (%s, %.1fM params), device: %s, threads: %d, KV cache: %s\n", a.common.model.c_str(),
               model.config().architecture.c_str(), static_cast<double>(model.parameter_count()) / 1e6,
-              device_backend(model.device()).description().c_str(), ThreadPool::global().size());
+              device_backend(model.device()).description().c_str(), ThreadPool::global().size(),
+              std::string(dtype_name(kv_dtype)).c_str());
   const std::string at = a.depth > 0 ? " @ d" + std::to_string(a.depth) : "";
   if (!pp.empty()) {
     Stat s = summarize(pp);

@@ -4,6 +4,7 @@
 
 #include "corvid/core/thread_pool.h"
 #include "corvid/engine/stop_tokens.h"
+#include "corvid/kv/kv_cache.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid::cli {
@@ -17,6 +18,20 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "numerics: fast (CPU: 8-bit activations for quantized weights, llama.cpp's numerics; GPU: "
                  "tensor-core bf16 prompts) or exact (F32 throughout, transformers' numerics; slower prefill)")
       ->check(CLI::IsMember({"fast", "exact"}));
+  cmd.add_option("--kv-cache-dtype", opts.kv_cache_dtype,
+                 "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, or f16 / bf16 (GPU only: half "
+                 "the memory and the bytes decode attention reads)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+}
+
+DType kv_cache_dtype(const CommonOptions& opts, Device device) {
+  const DType t = opts.kv_cache_dtype == "auto"  ? default_kv_dtype(device)
+                  : opts.kv_cache_dtype == "f16" ? DType::F16
+                  : opts.kv_cache_dtype == "bf16" ? DType::BF16
+                                                  : DType::F32;
+  CORVID_CHECK(t == DType::F32 || device == Device::CUDA, "--kv-cache-dtype ", opts.kv_cache_dtype,
+               " needs a GPU (the CPU's KV cache is f32)");
+  return t;
 }
 
 void apply_common_options(const CommonOptions& opts) {

@@ -16,6 +16,7 @@ struct CommonOptions {
   int threads = 0;              // 0: all hardware threads
   std::string device = "auto";  // auto | cuda | cpu
   std::string matmul = "fast";   // fast | exact (ops::QuantizedMatmul)
+  std::string kv_cache_dtype = "auto";  // auto | f32 | f16 | bf16
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);
@@ -23,6 +24,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts);
 void apply_common_options(const CommonOptions& opts);
 // Opens the model on the device --device names (auto: CUDA when built with it and a GPU is present).
 LoadedModel load_model(const CommonOptions& opts);
+// The KV cache dtype --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
+// F32 on the CPU); a 16-bit cache on the CPU is an error.
+DType kv_cache_dtype(const CommonOptions& opts, Device device);
 
 struct SamplingFlags {
   SamplingParams params;

@@ -106,6 +106,7 @@ void run_serve(const ServeArgs& a) {
 
   EngineConfig config;
   config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
+  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
   config.scheduler.max_num_seqs = a.max_num_seqs;
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;

@@ -67,11 +67,12 @@ Engine::Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig
   config.scheduler.validate();
   const int64_t blocks = config.num_blocks > 0
                              ? config.num_blocks
-                             : BlockPool::blocks_for_budget(mc, config.block_size, config.kv_cache_bytes);
+                             : BlockPool::blocks_for_budget(mc, config.block_size, config.kv_cache_bytes,
+                                                             config.kv_dtype);
   CORVID_CHECK(blocks > 0, "engine: a KV cache budget of ", config.kv_cache_bytes,
                " bytes holds no block (one block of ", config.block_size, " positions takes ",
-               BlockPool::bytes_per_block(mc, config.block_size), " bytes)");
-  pool_ = std::make_unique<BlockPool>(mc, config.block_size, blocks, model.device());
+               BlockPool::bytes_per_block(mc, config.block_size, config.kv_dtype), " bytes)");
+  pool_ = std::make_unique<BlockPool>(mc, config.block_size, blocks, model.device(), config.kv_dtype);
   cache_ = std::make_unique<PrefixCache>(*pool_, config.enable_prefix_caching);
   scheduler_ = std::make_unique<Scheduler>(*cache_, config.scheduler);
   max_model_len_ = config.max_model_len > 0 ? config.max_model_len : mc.max_position_embeddings;

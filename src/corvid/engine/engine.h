@@ -46,6 +46,7 @@ struct EngineConfig {
   int64_t max_model_len = 0;                  // longest prompt + max_tokens; 0: the model's context length
   int64_t max_waiting = 1024;                 // requests queued (not running) before QueueFull
   bool enable_prefix_caching = true;
+  DType kv_dtype = DType::F32;                // the KV pool's (kv/kv_cache.h: F16 / BF16 on a GPU only)
 };
 
 struct EngineStats {

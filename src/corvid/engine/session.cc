@@ -14,8 +14,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Session::Session(LlamaModel& model, int64_t context_size)
-    : model_(model), kv_(model.config(), context_size, model.device()) {
+Session::Session(LlamaModel& model, int64_t context_size, DType kv_dtype)
+    : model_(model), kv_(model.config(), context_size, model.device(), kv_dtype) {
   const int64_t vocab = model.config().vocab_size;
   if (model.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});

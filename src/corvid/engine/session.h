@@ -36,7 +36,8 @@ struct GenerationStats {
 
 class Session {
  public:
-  Session(LlamaModel& model, int64_t context_size);
+  // kv_dtype: the KV cache's (kv/kv_cache.h: F32, or F16 / BF16 on a GPU).
+  Session(LlamaModel& model, int64_t context_size, DType kv_dtype = DType::F32);
 
   // Appends `new_tokens` to the sequence, then samples up to max_new_tokens, calling
   // on_token for each (return false to stop early). Throws corvid::Error, before any

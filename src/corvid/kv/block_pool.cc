@@ -1,28 +1,30 @@
 #include "corvid/kv/block_pool.h"
 
 #include "corvid/core/error.h"
+#include "corvid/kv/kv_cache.h"
 
 namespace corvid {
 
-int64_t BlockPool::bytes_per_block(const ModelConfig& config, int64_t block_size) {
+int64_t BlockPool::bytes_per_block(const ModelConfig& config, int64_t block_size, DType dtype) {
   return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
-         static_cast<int64_t>(sizeof(float));
+         static_cast<int64_t>(dtype_info(dtype).block_bytes);
 }
 
-int64_t BlockPool::blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes) {
-  const int64_t per_block = bytes_per_block(config, block_size);
+int64_t BlockPool::blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes, DType dtype) {
+  const int64_t per_block = bytes_per_block(config, block_size, dtype);
   return per_block > 0 && bytes > 0 ? bytes / per_block : 0;
 }
 
-BlockPool::BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device)
-    : block_size_(block_size), device_(device) {
+BlockPool::BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device, DType dtype)
+    : block_size_(block_size), device_(device), dtype_(dtype) {
+  check_kv_dtype(dtype, device);
   CORVID_CHECK(block_size > 0, "block pool: block size must be positive, got ", block_size);
   CORVID_CHECK(num_blocks > 0 && num_blocks <= INT32_MAX / block_size, "block pool: ", num_blocks,
                " blocks is not a usable pool size");
   const int64_t rows = num_blocks * block_size;
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    keys_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
-    values_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
+    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
+    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
   }
   refcounts_.assign(static_cast<size_t>(num_blocks), 0);
   on_free_list_.assign(static_cast<size_t>(num_blocks), 1);

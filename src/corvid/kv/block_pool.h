@@ -5,7 +5,7 @@
 // sequences with a common prefix (kv/prefix_cache.h).
 //
 // Layout per layer: keys and values [num_blocks * block_size, n_kv_heads, head_dim]
-// F32; position p of a sequence with table T is row T[p / block_size] * block_size +
+// of the pool's dtype (F32, or F16 / BF16 on a GPU); position p of a sequence with table T is row T[p / block_size] * block_size +
 // p % block_size of every layer (what ops::paged_attention reads).
 //
 // The pool keeps a free list and a reference count per block. It does not decide
@@ -24,19 +24,22 @@ namespace corvid {
 
 class BlockPool {
  public:
-  BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device = Device::CPU);
+  BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device = Device::CPU,
+            DType dtype = DType::F32);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
   // Bytes one block takes over all layers (keys and values).
-  static int64_t bytes_per_block(const ModelConfig& config, int64_t block_size);
+  static int64_t bytes_per_block(const ModelConfig& config, int64_t block_size, DType dtype = DType::F32);
   // How many blocks a budget of `bytes` holds (0 if not even one).
-  static int64_t blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes);
+  static int64_t blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes,
+                                   DType dtype = DType::F32);
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(refcounts_.size()); }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
   Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
 
   // A block from the free list with a reference count of 1, or nothing when the list is empty.
   std::optional<int32_t> allocate();
@@ -59,6 +62,7 @@ class BlockPool {
 
   int64_t block_size_;
   Device device_;
+  DType dtype_ = DType::F32;
   std::vector<DeviceTensor> keys_, values_;
   std::vector<int32_t> refcounts_;
   std::vector<uint8_t> on_free_list_;

@@ -4,11 +4,21 @@
 
 namespace corvid {
 
-KVCache::KVCache(const ModelConfig& config, int64_t capacity, Device device) : capacity_(capacity), device_(device) {
+DType default_kv_dtype(Device device) { return device == Device::CUDA ? DType::BF16 : DType::F32; }
+
+void check_kv_dtype(DType dtype, Device device) {
+  const bool half = dtype == DType::F16 || dtype == DType::BF16;
+  CORVID_CHECK(dtype == DType::F32 || (half && device == Device::CUDA), "kv cache: ", dtype_name(dtype), " on ",
+               device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA)");
+}
+
+KVCache::KVCache(const ModelConfig& config, int64_t capacity, Device device, DType dtype)
+    : capacity_(capacity), device_(device), dtype_(dtype) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
+  check_kv_dtype(dtype, device);
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    keys_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
-    values_.emplace_back(device, DType::F32, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
+    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
+    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
   }
 }
 

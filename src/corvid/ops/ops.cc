@@ -77,6 +77,17 @@ void check_f32(const char* op, const char* name, const Tensor& t) {
   CORVID_CHECK(t.data != nullptr || t.numel() == 0, "ops::", op, ": ", name, " has no data");
 }
 
+// A KV cache's keys and values: F32 on every device, or F16 / BF16 on CUDA (ops.h);
+// both of one dtype.
+void check_kv_caches(const char* op, Device device, const Tensor& k, const Tensor& v) {
+  const bool half = k.dtype == DType::F16 || k.dtype == DType::BF16;
+  CORVID_CHECK(k.dtype == DType::F32 || (half && device == Device::CUDA), "ops::", op, ": a KV cache of ",
+               dtype_name(k.dtype), " on ", device_name(device), " (F32 everywhere, F16 or BF16 on CUDA)");
+  CORVID_CHECK(v.dtype == k.dtype, "ops::", op, ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
+  CORVID_CHECK((k.data != nullptr || k.numel() == 0) && (v.data != nullptr || v.numel() == 0), "ops::", op,
+               ": the KV cache has no data");
+}
+
 void check_same_shape(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
   CORVID_CHECK(a.numel() == b.numel() && a.cols() == b.cols(), "ops::", op, ": ", a_name, " ", a.shape_str(), " and ",
                b_name, " ", b.shape_str(), " differ in shape");
@@ -163,9 +174,9 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
                    const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
                    const Tensor& v_cache) {
   const Device device = common_device("rope_store_kv", {&q, &k, &v, &k_cache, &v_cache});
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v},
-                                {"k_cache", &k_cache}, {"v_cache", &v_cache}})
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
     check_f32("rope_store_kv", name, *t);
+  check_kv_caches("rope_store_kv", device, k_cache, v_cache);
   CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2),
                "ops::rope_store_kv: q ", q.shape_str(), " and k ", k.shape_str(),
                " must be [n, heads, head_dim] with the same n and head_dim");
@@ -243,11 +254,10 @@ namespace {
 // What attention and paged_attention share: q [n, heads, head_dim] and a K/V store
 // [rows, kv_heads, head_dim] of F32, heads a multiple of kv_heads, out shaped as q,
 // one position per query.
-void check_attention_args(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+void check_attention_args(const char* op, Device device, const Tensor& q, const Tensor& k, const Tensor& v,
                           std::span<const int32_t> positions, const Tensor& out) {
   check_f32(op, "q", q);
-  check_f32(op, "keys", k);
-  check_f32(op, "values", v);
+  check_kv_caches(op, device, k, v);
   check_f32(op, "out", out);
   CORVID_CHECK(q.ndim == 3, "ops::", op, ": q must be [n, n_heads, head_dim], got ", q.shape_str());
   CORVID_CHECK(k.ndim == 3 && v.ndim == 3 && k.shape == v.shape, "ops::", op, ": keys ", k.shape_str(),
@@ -268,7 +278,7 @@ void check_attention_args(const char* op, const Tensor& q, const Tensor& k, cons
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
-  check_attention_args("attention", q, k_cache, v_cache, positions, out);
+  check_attention_args("attention", device, q, k_cache, v_cache, positions, out);
   for (int32_t p : positions) {
     CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::attention: position ", p, " outside the cache capacity ",
                  k_cache.dim(0));
@@ -280,7 +290,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});
-  check_attention_args("paged_attention", q, k_pool, v_pool, positions, out);
+  check_attention_args("paged_attention", device, q, k_pool, v_pool, positions, out);
   const int64_t bs = paged.block_size;
   CORVID_CHECK(bs > 0 && k_pool.dim(0) % bs == 0, "ops::paged_attention: pool of ", k_pool.dim(0),
                " rows is not a whole number of ", bs, "-position blocks");

@@ -64,8 +64,8 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
 
 // rope() on q [n, heads, head_dim] and k [n, kv_heads, head_dim] (in place), then the
 // new keys and values into a KV cache: row rows[i] of k_cache and v_cache
-// ([cache_rows, kv_heads, head_dim] F32) becomes k[i] and v[i]; a negative row stores
-// nothing (padding). v is shaped as k. What a decode step does between the q/k/v
+// ([cache_rows, kv_heads, head_dim], a KV cache dtype: see attention) becomes k[i] and
+// v[i], rounded to nearest even in a 16-bit cache; a negative row stores nothing (padding). v is shaped as k. What a decode step does between the q/k/v
 // projection and attention, in one GPU launch instead of three.
 void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                    const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
@@ -84,8 +84,10 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 
 // Causal grouped-query attention of n new queries over a KV cache.
 //   q        [n, n_heads, head_dim]       F32
-//   k_cache  [capacity, n_kv_heads, head_dim] F32; rows 0..positions[i] are valid for query i
-//   v_cache  [capacity, n_kv_heads, head_dim] F32
+//   k_cache  [capacity, n_kv_heads, head_dim]; rows 0..positions[i] are valid for query i
+//   v_cache  [capacity, n_kv_heads, head_dim]
+// KV caches are F32 on every device, or F16 / BF16 (both caches alike) on CUDA, where
+// decode reads half the bytes; scores and softmax stay F32 either way.
 //   out      [n, n_heads, head_dim]       F32
 // Query i (at absolute position positions[i]) attends to cache rows
 // max(0, positions[i] - window + 1) ..= positions[i] (window <= 0: no window).
@@ -106,7 +108,7 @@ struct PagedKV {
 // i's sequence (table T = its row of block_tables) lives in pool row
 // T[p / block_size] * block_size + p % block_size.
 //   q               [n, n_heads, head_dim]                           F32
-//   k_pool, v_pool  [num_blocks * block_size, n_kv_heads, head_dim]  F32
+//   k_pool, v_pool  [num_blocks * block_size, n_kv_heads, head_dim]  (dtypes as attention's)
 //   out             [n, n_heads, head_dim]                           F32
 // Every table entry a query reads (its window's blocks) must be a block of the pool.
 // On CUDA the result equals attention()'s numerics (fp32 kernels; prefill chunks of 16+

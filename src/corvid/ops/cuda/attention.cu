@@ -13,6 +13,7 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/kv_rows.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -26,9 +27,11 @@ constexpr int64_t kPrefillMinQueries = 16;  // fewer queries (decode, short appe
 constexpr int kPerLane = kMaxHeadDim / 32;
 
 
-template <int kDims, class Kv>  // dims per lane: ceil(head_dim / 32); Kv: where key rows live (kv_rows.cuh)
-__global__ void attention_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                                 const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
+// kDims: dims per lane, ceil(head_dim / 32); Kv: where key rows live (kv_rows.cuh);
+// E: the cache's element type (kv_elem.cuh).
+template <int kDims, class Kv, class E>
+__global__ void attention_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
+                                 const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                  float scale, int64_t window, float* __restrict__ out, int n_heads, int n_kv_heads,
                                  int head_dim) {
   pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
@@ -52,13 +55,13 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
   float m = -INFINITY, l = 0.0f;
   for (int64_t j = first + warp; j <= pos; j += kWarps) {
     const int64_t r = kv.row(t, j);
-    const float* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const float* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
     float s = 0.0f;
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      if (d < head_dim) s += qr[e] * kp[d];
+      if (d < head_dim) s += qr[e] * kv_float(kp[d]);
     }
     s = warp_sum(s) * scale;
     const float m_new = fmaxf(m, s);
@@ -68,7 +71,7 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      acc[e] = acc[e] * correction + (d < head_dim ? p * vp[d] : 0.0f);
+      acc[e] = acc[e] * correction + (d < head_dim ? p * kv_float(vp[d]) : 0.0f);
     }
     m = m_new;
   }
@@ -111,9 +114,9 @@ constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many c
 
 // G query heads that share a kv head run in one block, so each key and value row is
 // read once per group instead of once per head.
-template <int kDims, int G, class Kv>
-__global__ void attention_split_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                                       const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
+template <int kDims, int G, class Kv, class E>
+__global__ void attention_split_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
+                                       const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                        float scale, int64_t window, float* __restrict__ partial, int n_heads,
                                        int n_kv_heads, int head_dim, int splits) {
   __shared__ float part_m[kSplitWarps][G], part_l[kSplitWarps][G];
@@ -142,14 +145,14 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const float*
   }
   for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
     const int64_t r = kv.row(t, j);
-    const float* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const float* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
     float kr[kDims], vr[kDims];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      kr[e] = d < head_dim ? kp[d] : 0.0f;
-      vr[e] = d < head_dim ? vp[d] : 0.0f;
+      kr[e] = d < head_dim ? kv_float(kp[d]) : 0.0f;
+      vr[e] = d < head_dim ? kv_float(vp[d]) : 0.0f;
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -260,6 +263,53 @@ int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
 }
 
+// fp32_attention's kernels for the cache's element type E.
+template <class Kv, class E>
+void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, const E* v_cache, int64_t n_kv_heads,
+                            int heads_per_block, const Kv& kv, const int32_t* pos, int64_t extent, float scale,
+                            int64_t window, const Tensor& out) {
+  const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
+  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, extent) : 1;
+  // A short cache gives one split: the one-block-per-head kernel below has more warps then.
+  if (splits > 1) {
+    float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
+    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / heads_per_block),
+                          static_cast<unsigned>(splits));
+    auto launch_split = [&](auto kernel) {
+      kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache, v_cache,
+                                                              kv, pos, scale, window, partial, static_cast<int>(n_heads),
+                                                              static_cast<int>(n_kv_heads), static_cast<int>(head_dim),
+                                                              splits);
+      CORVID_CUDA_LAUNCHED("attention_split_kernel");
+    };
+    auto for_dims = [&](auto dims) {
+      constexpr int D = decltype(dims)::value;
+      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv, E>);
+      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, E>);
+      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, E>);
+      else launch_split(attention_split_kernel<D, 1, Kv, E>);
+    };
+    if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
+    else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
+    else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
+    else for_dims(std::integral_constant<int, kPerLane>{});
+    attention_combine(ctx, partial, out, splits);
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache, v_cache, kv, pos,
+                                                 scale, window, out.ptr<float>(), static_cast<int>(n_heads),
+                                                 static_cast<int>(n_kv_heads), static_cast<int>(head_dim));
+    CORVID_CUDA_LAUNCHED("attention_kernel");
+  };
+  // Registers per lane scale with head_dim: instantiate the common sizes.
+  if (head_dim <= 32) launch(attention_kernel<1, Kv, E>);
+  else if (head_dim <= 64) launch(attention_kernel<2, Kv, E>);
+  else if (head_dim <= 128) launch(attention_kernel<4, Kv, E>);
+  else launch(attention_kernel<kPerLane, Kv, E>);
+}
+
 // The fp32 kernels over n queries (q, out: [n, heads, head_dim]) whose keys `kv` places
 // in k_cache/v_cache. extent: how many rows a query could see at most (the cache's
 // capacity, or a block table's span) — it sets the split count, so that a recorded
@@ -272,45 +322,11 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   const int64_t group = n_heads / n_kv_heads;
   const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
   if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
-  const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, extent) : 1;
-  // A short cache gives one split: the one-block-per-head kernel below has more warps then.
-  if (splits > 1) {
-    float* partial = static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (head_dim + 2)) * 4));
-    const dim3 split_grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / heads_per_block),
-                          static_cast<unsigned>(splits));
-    auto launch_split = [&](auto kernel) {
-      kernel<<<split_grid, kSplitWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(),
-                                                              kv, pos, scale, window, partial, static_cast<int>(n_heads),
-                                                              static_cast<int>(n_kv_heads), static_cast<int>(head_dim),
-                                                              splits);
-      CORVID_CUDA_LAUNCHED("attention_split_kernel");
-    };
-    auto for_dims = [&](auto dims) {
-      constexpr int D = decltype(dims)::value;
-      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv>);
-      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv>);
-      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv>);
-      else launch_split(attention_split_kernel<D, 1, Kv>);
-    };
-    if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
-    else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
-    else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
-    else for_dims(std::integral_constant<int, kPerLane>{});
-    attention_combine(ctx, partial, out, splits);
-    return;
-  }
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
-  auto launch = [&](auto kernel) {
-    kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos,
-                                                 scale, window, out.ptr<float>(), static_cast<int>(n_heads),
-                                                 static_cast<int>(n_kv_heads), static_cast<int>(head_dim));
-    CORVID_CUDA_LAUNCHED("attention_kernel");
-  };
-  // Registers per lane scale with head_dim: instantiate the common sizes.
-  if (head_dim <= 32) launch(attention_kernel<1, Kv>);
-  else if (head_dim <= 64) launch(attention_kernel<2, Kv>);
-  else if (head_dim <= 128) launch(attention_kernel<4, Kv>);
-  else launch(attention_kernel<kPerLane, Kv>);
+  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+    using E = decltype(elem);
+    fp32_attention_kernels(ctx, q, static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data),
+                           n_kv_heads, heads_per_block, kv, pos, extent, scale, window, out);
+  });
 }
 
 bool use_prefill_kernel(const Tensor& q, const Tensor& k_cache, int64_t queries) {

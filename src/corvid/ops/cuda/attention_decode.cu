@@ -20,12 +20,15 @@
 // recorded decode step replays at any length.
 // Under programmatic dependent launch a block requests its first tile's keys and
 // values before waiting for the step's earlier kernels: only the rows this step writes
-// (the queries' own positions) must wait. Q4_0 decode at 128 tokens of context went
+// (the queries' own positions) must wait. The cache may hold F32, F16 or BF16
+// (kv_elem.cuh): a 16-bit cache halves the bytes and the registers a tile takes. Q4_0 decode at 128 tokens of context went
 // 502.6 -> 547.2 tok/s with this and ops::rope_store_kv (docs/benchmarks.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "corvid/ops/cuda/attention_decode.cuh"
+#include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -40,16 +43,25 @@ constexpr int kTile = kThreads / kSub;    // keys per tile (32)
 constexpr int kKeysPerSplit = kTile;      // a split is worth a block from this many cache rows on
 constexpr int kMaxSplits = 128;  // attention_combine's limit
 
-template <int D, int G, class Kv>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(
-    const float* __restrict__ q, const float* __restrict__ k_cache, const float* __restrict__ v_cache, Kv kv,
+template <int D, int G, class Kv, class E>
+__global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) decode_attention_kernel(
+    const float* __restrict__ q, const E* __restrict__ k_cache, const E* __restrict__ v_cache, Kv kv,
     const int32_t* __restrict__ positions, float scale, int64_t window, float* __restrict__ partial,
     float* __restrict__ out, int n_heads, int n_kv_heads, int splits) {
-  constexpr int kSubDims = D / kSub;                       // dims of a key one thread dots
-  constexpr int kDimsPerThread = D > kThreads ? D / kThreads : 1;
-  constexpr int kKeyGroups = kThreads * kDimsPerThread / D;  // threads sharing a dim split the tile's keys
+  // Loads stay in registers as raw 32-bit words of cache elements (a 16-bit cache takes
+  // half the registers of an F32 one, so more blocks fit on an SM) and become floats
+  // where they are used.
+  constexpr int kPerWord = 4 / static_cast<int>(sizeof(E));   // elements in a 32-bit word
+  constexpr int kPer16 = 4 * kPerWord;                        // elements in 16 bytes
+  constexpr int kSubDims = D / kSub;                          // dims of a key one thread dots
+  constexpr int kKChunks = kSubDims / kPer16;                 // its 16-byte loads
+  // Value dims per thread: one 32-bit word at least (two dims of a 16-bit cache).
+  constexpr int kDimsPerThread = D > kThreads * kPerWord ? D / kThreads : kPerWord;
+  constexpr int kVWords = kDimsPerThread / kPerWord;
+  constexpr int kKeyGroups = kThreads * kDimsPerThread / D;  // threads sharing dims split the tile's keys
   constexpr int kTileKeysPerThread = kTile / kKeyGroups;
-  static_assert(D % (kSub * 4) == 0 && (D <= kThreads ? kThreads % D == 0 : D % kThreads == 0), "head_dim");
+  static_assert(kSubDims % kPer16 == 0 && kThreads % (D / kDimsPerThread) == 0 && kTile % kKeyGroups == 0,
+                "head_dim");
   __shared__ __align__(16) float qs[G][D];
   __shared__ float p[G][kTile];
   __shared__ float corr_s[G];
@@ -68,8 +80,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
   // any keeps max -inf and weighs nothing in the combine.
   const int64_t tiles = (pos - first + kTile) / kTile;  // ceil(len / kTile), len = pos - first + 1
   const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * D;
-  const float* k_head = k_cache + static_cast<int64_t>(kvh) * D;
-  const float* v_head = v_cache + static_cast<int64_t>(kvh) * D;
+  const E* k_head = k_cache + static_cast<int64_t>(kvh) * D;
+  const E* v_head = v_cache + static_cast<int64_t>(kvh) * D;
   const int my_key = tid / kSub, sub = tid % kSub;
   const int dim0 = (tid % (D / kDimsPerThread)) * kDimsPerThread, key_group = tid / (D / kDimsPerThread);
 
@@ -77,32 +89,38 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
   // thread's quarter of its key (float4 number sub + kSub * i, so the kSub threads of a
   // key read one contiguous stretch per instruction), and its dims of every key it
   // accumulates.
-  float4 kr[kSubDims / 4];
-  float vr[kTileKeysPerThread][kDimsPerThread];
+  uint4 kr[kKChunks];                         // chunk c: dims kPer16 * (sub + kSub * c) + [0, kPer16)
+  uint32_t vr[kTileKeysPerThread][kVWords];   // dims dim0 + [0, kDimsPerThread) of key_group + i * kKeyGroups
   auto load_rows = [&](int64_t tile0, int64_t lo, int64_t hi) {
     const int64_t j = tile0 + my_key;
     if (j >= lo && j <= hi) {
-      const float4* kp = reinterpret_cast<const float4*>(k_head + kv.row(t, j) * kv_stride) + sub;
+      const uint4* kp = reinterpret_cast<const uint4*>(k_head + kv.row(t, j) * kv_stride) + sub;
 #pragma unroll
-      for (int i = 0; i < kSubDims / 4; ++i) kr[i] = __ldg(kp + kSub * i);
+      for (int c = 0; c < kKChunks; ++c) kr[c] = __ldg(kp + kSub * c);
     }
 #pragma unroll
     for (int i = 0; i < kTileKeysPerThread; ++i) {
       const int64_t jv = tile0 + key_group + i * kKeyGroups;
       if (jv >= lo && jv <= hi) {
-        const float* vp = v_head + kv.row(t, jv) * kv_stride + dim0;
+        const uint32_t* vp = reinterpret_cast<const uint32_t*>(v_head + kv.row(t, jv) * kv_stride + dim0);
+        if constexpr (kVWords == 2) {
+          const uint2 w = __ldg(reinterpret_cast<const uint2*>(vp));
+          vr[i][0] = w.x;
+          vr[i][1] = w.y;
+        } else {
 #pragma unroll
-        for (int e = 0; e < kDimsPerThread; ++e) vr[i][e] = __ldg(vp + e);
+          for (int w = 0; w < kVWords; ++w) vr[i][w] = __ldg(vp + w);
+        }
       }
     }
   };
   auto clear_rows = [&] {
 #pragma unroll
-    for (int i = 0; i < kSubDims / 4; ++i) kr[i] = make_float4(0, 0, 0, 0);
+    for (int c = 0; c < kKChunks; ++c) kr[c] = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int i = 0; i < kTileKeysPerThread; ++i)
 #pragma unroll
-      for (int e = 0; e < kDimsPerThread; ++e) vr[i][e] = 0.0f;
+      for (int w = 0; w < kVWords; ++w) vr[i][w] = 0;
   };
   // The first tile's rows that no kernel of this step writes are requested before
   // waiting for the step's earlier kernels: this step's new rows are the calls'
@@ -142,17 +160,28 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
       clear_rows();
       load_rows(tile0, tile0, end);
     }
-    // 2. Scores of this key for the G heads.
+    // 2. Scores of this key for the G heads: each loaded word becomes floats once, used
+    // by every head right away (converting all of a tile first would hold it as floats).
+    float sc[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) sc[g] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kKChunks; ++c) {
+      const int d0 = kPer16 * (sub + kSub * c);  // the four threads of a key read adjacent stretches of q
+      const uint32_t words[4] = {kr[c].x, kr[c].y, kr[c].z, kr[c].w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        float kf[kPerWord];
+        kv_unpack<E>(words[w], kf);
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int e = 0; e < kPerWord; ++e) sc[g] = fmaf(qs[g][d0 + w * kPerWord + e], kf[e], sc[g]);
+      }
+    }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      // The same float4s of q: the four threads of a key read adjacent 16 bytes (no bank conflicts).
-      const float4* qp = reinterpret_cast<const float4*>(&qs[g][0]) + sub;
-      float s = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kSubDims / 4; ++i) {
-        const float4 a = qp[kSub * i];
-        s = fmaf(a.x, kr[i].x, fmaf(a.y, kr[i].y, fmaf(a.z, kr[i].z, fmaf(a.w, kr[i].w, s))));
-      }
+      float s = sc[g];
       s += __shfl_xor_sync(0xffffffffu, s, 1);
       s += __shfl_xor_sync(0xffffffffu, s, 2);
       if (sub == 0) p[g][my_key] = j <= end ? s : -INFINITY;
@@ -176,17 +205,26 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
       }
     }
     __syncthreads();
-    // 4. Accumulate p * v.
+    // 4. Accumulate p * v (each value word converted once, for every head).
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const float c = corr_s[g];
 #pragma unroll
       for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] *= c;
+    }
 #pragma unroll
-      for (int i = 0; i < kTileKeysPerThread; ++i) {
-        const float w = p[g][key_group + i * kKeyGroups];
+    for (int i = 0; i < kTileKeysPerThread; ++i) {
+      const int key = key_group + i * kKeyGroups;
 #pragma unroll
-        for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] = fmaf(w, vr[i][e], acc[g][e]);
+      for (int v = 0; v < kVWords; ++v) {
+        float vf[kPerWord];
+        kv_unpack<E>(vr[i][v], vf);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const float w = p[g][key];
+#pragma unroll
+          for (int e = 0; e < kPerWord; ++e) acc[g][v * kPerWord + e] = fmaf(w, vf[e], acc[g][v * kPerWord + e]);
+        }
       }
     }
     __syncthreads();  // the next tile rewrites p and corr_s
@@ -195,12 +233,16 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
   // Threads that share dims (head_dim < 128) add up their key groups.
   if constexpr (kKeyGroups > 1) {
 #pragma unroll
-    for (int g = 0; g < G; ++g) acc_s[key_group][g][dim0] = acc[g][0];
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int e = 0; e < kDimsPerThread; ++e) acc_s[key_group][g][dim0 + e] = acc[g][e];
     __syncthreads();
     if (key_group == 0) {
 #pragma unroll
       for (int g = 0; g < G; ++g)
-        for (int k = 1; k < kKeyGroups; ++k) acc[g][0] += acc_s[k][g][dim0];
+        for (int k = 1; k < kKeyGroups; ++k)
+#pragma unroll
+          for (int e = 0; e < kDimsPerThread; ++e) acc[g][e] += acc_s[k][g][dim0 + e];
     }
   }
   // m and l of every head, from their warps to everyone.
@@ -234,11 +276,18 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(
   }
 }
 
-// How many blocks share one head group's keys: about eight blocks per SM (a block
-// has one tile of loads in flight at a time, so the GPU needs many), no more splits
-// than the extent has tiles, at most kMaxSplits.
-int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent) {
-  const int64_t want = (8 * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
+// How many blocks share one head group's keys: as many as the GPU holds at once
+// (resident_per_sm from the kernel's occupancy), so that every block is running and has
+// requested its first tile before the step's earlier kernels finish; no more splits than
+// the extent has tiles, at most kMaxSplits. CORVID_DECODE_BLOCKS_PER_SM overrides the
+// blocks per SM (A/B runs).
+int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent, int resident_per_sm) {
+  static const int forced = [] {
+    const char* v = std::getenv("CORVID_DECODE_BLOCKS_PER_SM");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  const int per_sm = forced > 0 ? forced : std::max(resident_per_sm, 1);
+  const int64_t want = (per_sm * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
   const int64_t most = (extent + kKeysPerSplit - 1) / kKeysPerSplit;
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
@@ -247,14 +296,23 @@ template <int D, int G, class Kv>
 void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
             const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), n_kv_heads = k_cache.dim(1);
-  const int splits = decode_splits(ctx, n * n_heads / G, extent);
-  float* partial = splits > 1 ? static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (D + 2)) * 4))
-                              : nullptr;
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
-  launch_pdl("decode_attention_kernel", decode_attention_kernel<D, G, Kv>, grid, dim3(kThreads), ctx.stream,
-             q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, pos, scale, window, partial,
-             out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
-  if (splits > 1) attention_combine(ctx, partial, out, splits);
+  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+    using E = decltype(elem);
+    auto* kernel = decode_attention_kernel<D, G, Kv, E>;
+    static const int resident = [kernel] {
+      int blocks = 0;
+      CORVID_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
+      return blocks;
+    }();
+    const int splits = decode_splits(ctx, n * n_heads / G, extent, resident);
+    float* partial =
+        splits > 1 ? static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (D + 2)) * 4)) : nullptr;
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
+    launch_pdl("decode_attention_kernel", kernel, grid, dim3(kThreads), ctx.stream, q.ptr<float>(),
+               static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, pos, scale, window,
+               partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
+    if (splits > 1) attention_combine(ctx, partial, out, splits);
+  });
 }
 
 template <int D, class Kv>

@@ -4,7 +4,7 @@
 // in tiles of 64: S = Q K^T on bf16 tensor cores (WMMA 16x16x16, fp32 accumulate),
 // an online softmax in fp32 (running max and sum per query row), then O += P V on
 // tensor cores with P rounded to bf16. Scores never leave shared memory, so memory
-// traffic is the K/V tiles (F32 in the cache, rounded to bf16 as they are staged)
+// traffic is the K/V tiles (F32, F16 or BF16 in the cache, rounded to bf16 as staged)
 // instead of the n x n score matrix. Masking uses each query's own position, so any
 // positions work (a chunk after a cached prefix, sliding windows), not only 0..n-1.
 //
@@ -20,6 +20,7 @@
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/kv_rows.cuh"
 
 namespace corvid::ops::cuda {
@@ -67,14 +68,14 @@ __device__ __forceinline__ void stage_rows(bf16* dst, const float* src, int64_t 
 }
 
 // The same for cache rows j0 .. j0 + valid_rows - 1 of kv head kvh, wherever `kv` puts them.
-template <int D, class Kv>
-__device__ __forceinline__ void stage_kv_rows(bf16* dst, const float* cache, int64_t stride, int kvh, const Kv& kv,
+template <int D, class Kv, class E>
+__device__ __forceinline__ void stage_kv_rows(bf16* dst, const E* cache, int64_t stride, int kvh, const Kv& kv,
                                               int j0, int valid_rows) {
   constexpr int kVecPerRow = D / 4;
   for (int idx = threadIdx.x; idx < kBlockK * kVecPerRow; idx += kWarps * 32) {
     const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * 4;
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r < valid_rows) v = *reinterpret_cast<const float4*>(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
+    if (r < valid_rows) v = kv_load4(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
     bf16* d = dst + r * Layout<D>::kLdQK + c;
     *reinterpret_cast<__nv_bfloat162*>(d) = __floats2bfloat162_rn(v.x, v.y);
     *reinterpret_cast<__nv_bfloat162*>(d + 2) = __floats2bfloat162_rn(v.z, v.w);
@@ -82,10 +83,10 @@ __device__ __forceinline__ void stage_kv_rows(bf16* dst, const float* cache, int
 }
 
 // Every query of a launch reads the same sequence's keys (Kv: ContiguousKv or SequenceKv).
-template <int D, class Kv>
+template <int D, class Kv, class E>
 __global__ void __launch_bounds__(kWarps * 32)
-    flash_prefill_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                         const float* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
+    flash_prefill_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
+                         const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
                          float scale, int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
   using L = Layout<D>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -207,19 +208,23 @@ template <int D, class Kv>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
             float scale, int64_t window, const Tensor& out) {
   Context& ctx = context();
-  static const bool configured = [] {
-    CORVID_CUDA_CHECK(cudaFuncSetAttribute(flash_prefill_kernel<D, Kv>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(Layout<D>::kBytes)));
-    return true;
-  }();
-  (void)configured;
-  const int n = static_cast<int>(q.dim(0)), n_heads = static_cast<int>(q.dim(1));
-  const dim3 grid(static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ), static_cast<unsigned>(n_heads));
-  flash_prefill_kernel<D, Kv><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
-      q.ptr<float>(), k_cache.ptr<float>(), v_cache.ptr<float>(), kv, positions, n, scale,
-      static_cast<int>(std::min<int64_t>(window, INT_MAX)),
-      out.ptr<float>(), n_heads, static_cast<int>(k_cache.dim(1)));
-  CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
+  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+    using E = decltype(elem);
+    static const bool configured = [] {
+      CORVID_CUDA_CHECK(cudaFuncSetAttribute(flash_prefill_kernel<D, Kv, E>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(Layout<D>::kBytes)));
+      return true;
+    }();
+    (void)configured;
+    const int n = static_cast<int>(q.dim(0)), n_heads = static_cast<int>(q.dim(1));
+    const dim3 grid(static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ), static_cast<unsigned>(n_heads));
+    flash_prefill_kernel<D, Kv, E><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
+        q.ptr<float>(), static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, positions, n,
+        scale, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
+        static_cast<int>(k_cache.dim(1)));
+    CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
+  });
 }
 
 }  // namespace

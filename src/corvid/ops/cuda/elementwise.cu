@@ -7,6 +7,7 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -139,7 +140,8 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
   rope_pair(x + th * head_dim, i, half, interleaved, c, s, a, b);
 }
 
-// rope of q and k and the store of k and v into the cache, for token blockIdx.y. A
+// rope of q and k and the store of k and v into the cache (elements E: F32, F16 or
+// BF16, rounded to nearest even), for token blockIdx.y. A
 // thread takes one item of the token: a q pair, a k pair (rotated, then stored), a k
 // element past rotary_dim (stored as is) or a v element (stored).
 struct RopeStoreKvArgs {
@@ -149,13 +151,14 @@ struct RopeStoreKvArgs {
   const int32_t* positions;
   const int32_t* rows;
   const float* inv_freq;
-  float* k_cache;
-  float* v_cache;
+  void* k_cache;  // elements of type E (kv_elem.cuh)
+  void* v_cache;
   float attention_factor;
   int heads, kv_heads, head_dim, half;
   bool interleaved;
 };
 
+template <class E>
 __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the projection's output first
@@ -163,7 +166,7 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int64_t kv_row = static_cast<int64_t>(a.kv_heads) * a.head_dim;
   const int32_t row = a.rows[t];
-  float* k_dst = row >= 0 ? a.k_cache + row * kv_row : nullptr;
+  E* k_dst = row >= 0 ? static_cast<E*>(a.k_cache) + row * kv_row : nullptr;
   const int q_pairs = a.heads * a.half, k_pairs = a.kv_heads * a.half;
   if (idx < q_pairs + k_pairs) {
     const bool is_q = idx < q_pairs;
@@ -175,8 +178,8 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
     int ea, eb;
     rope_pair(x, i, a.half, a.interleaved, c, s, ea, eb);
     if (!is_q && k_dst != nullptr) {
-      k_dst[h * a.head_dim + ea] = x[ea];
-      k_dst[h * a.head_dim + eb] = x[eb];
+      k_dst[h * a.head_dim + ea] = kv_encode<E>(x[ea]);
+      k_dst[h * a.head_dim + eb] = kv_encode<E>(x[eb]);
     }
     return;
   }
@@ -184,11 +187,13 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   const int pass = a.head_dim - 2 * a.half;  // dims past rotary_dim
   if (idx < a.kv_heads * pass) {
     const int h = idx / pass, d = 2 * a.half + idx % pass;
-    if (k_dst != nullptr) k_dst[h * a.head_dim + d] = a.k[static_cast<int64_t>(t) * kv_row + h * a.head_dim + d];
+    if (k_dst != nullptr)
+      k_dst[h * a.head_dim + d] = kv_encode<E>(a.k[static_cast<int64_t>(t) * kv_row + h * a.head_dim + d]);
     return;
   }
   idx -= a.kv_heads * pass;
-  if (idx < kv_row && row >= 0) a.v_cache[row * kv_row + idx] = a.v[static_cast<int64_t>(t) * kv_row + idx];
+  if (idx < kv_row && row >= 0)
+    static_cast<E*>(a.v_cache)[row * kv_row + idx] = kv_encode<E>(a.v[static_cast<int64_t>(t) * kv_row + idx]);
 }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
@@ -330,16 +335,18 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
                              ctx.upload(UploadSlot::Positions, positions),
                              ctx.upload(UploadSlot::Rows, rows),
                              ctx.constant(params.inv_freq),
-                             k_cache.ptr<float>(),
-                             v_cache.ptr<float>(),
+                             k_cache.data,
+                             v_cache.data,
                              params.attention_factor,
                              heads,
                              kv_heads,
                              head_dim,
                              half,
                              params.interleaved};
-  launch_pdl("rope_store_kv_kernel", rope_store_kv_kernel,
-             dim3(blocks_for(items, kThreads), static_cast<unsigned>(n)), dim3(kThreads), ctx.stream, args);
+  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+    launch_pdl("rope_store_kv_kernel", rope_store_kv_kernel<decltype(elem)>,
+               dim3(blocks_for(items, kThreads), static_cast<unsigned>(n)), dim3(kThreads), ctx.stream, args);
+  });
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
