@@ -67,6 +67,20 @@ TEST(CudaRowLayout, UploadRearrangesAndEmbeddingRowsStayExact) {
     for (size_t i = 0; i < got.size(); ++i) mismatches += !(got[i] == cpu_out.ptr<float>()[i]);
     EXPECT_EQ(mismatches, 0u) << c.name;
   }
+  // A staging buffer smaller than one row (so one row a chunk) and one of three rows
+  // (chunks of 3, the last one short) lay out every tensor byte for byte as the default.
+  for (size_t staging : {size_t{1000}, size_t{3} * 2304}) {
+    const WeightSet chunked = upload_weights(host, Device::CUDA, staging);
+    for (const Case& c : cases) {
+      const Tensor& a = gpu.get(c.name);
+      const Tensor& b = chunked.get(c.name);
+      ASSERT_EQ(a.dtype, b.dtype) << c.name;
+      std::vector<uint8_t> want(a.nbytes()), got(b.nbytes());
+      copy_bytes(want.data(), Device::CPU, a.data, Device::CUDA, want.size());
+      copy_bytes(got.data(), Device::CPU, b.data, Device::CUDA, got.size());
+      EXPECT_EQ(got, want) << c.name << " staged through " << staging << " bytes";
+    }
+  }
 }
 
 TEST(CudaRowLayout, RearrangeRejectsWhatHasNoLayout) {

@@ -30,7 +30,7 @@ std::string upload_key(const std::string& name) {
 
 }  // namespace
 
-WeightSet upload_weights(const WeightSet& host, Device device) {
+WeightSet upload_weights(const WeightSet& host, Device device, size_t staging_limit) {
   constexpr size_t kAlign = 256;  // cudaMalloc's own alignment; keeps 16-byte vector loads legal
   size_t total = 0;
   for (const auto& [name, t] : host.tensors) total += (t.nbytes() + kAlign - 1) / kAlign * kAlign;
@@ -41,10 +41,16 @@ WeightSet upload_weights(const WeightSet& host, Device device) {
   for (const auto& [name, t] : host.tensors) order.emplace_back(upload_key(name), &name);
   std::sort(order.begin(), order.end());
   // Weights the device keeps in another layout (ops::device_weight_dtype) go through
-  // one staging buffer, as large as the largest of them, and are rearranged from there.
+  // one staging buffer, rows_per_chunk rows at a time, and are rearranged from there
+  // (an 8B model's Q8_0 output matrix is 558 MB: staged whole, a model that barely fits
+  // would not load).
+  auto rows_per_chunk = [&](const Tensor& t) {
+    return std::max<int64_t>(1, std::min<int64_t>(t.rows(), static_cast<int64_t>(staging_limit / t.row_bytes())));
+  };
   size_t staging_bytes = 0;
   for (const auto& [name, t] : host.tensors)
-    if (ops::device_weight_dtype(t, device) != t.dtype) staging_bytes = std::max(staging_bytes, t.nbytes());
+    if (ops::device_weight_dtype(t, device) != t.dtype)
+      staging_bytes = std::max(staging_bytes, static_cast<size_t>(rows_per_chunk(t)) * t.row_bytes());
   DeviceBuffer staging = staging_bytes ? DeviceBuffer(device, staging_bytes) : DeviceBuffer();
   size_t offset = 0;
   for (const auto& [key, name_ptr] : order) {
@@ -58,11 +64,17 @@ WeightSet upload_weights(const WeightSet& host, Device device) {
     if (d.dtype == t.dtype) {
       copy_tensor(d, t);
     } else {
-      Tensor raw = t;
-      raw.device = device;
-      raw.data = staging.data();
-      copy_tensor(raw, t);
-      ops::rearrange_weight(raw, d);
+      // Rows are independent in the layouts: rearrange a chunk of rows at a time.
+      const int64_t chunk = rows_per_chunk(t), cols = t.cols();
+      for (int64_t r0 = 0; r0 < t.rows(); r0 += chunk) {
+        const int64_t rows = std::min(chunk, t.rows() - r0);
+        const size_t at = static_cast<size_t>(r0) * t.row_bytes();
+        const Tensor src(t.dtype, {rows, cols}, static_cast<char*>(t.data) + at, Device::CPU);
+        const Tensor raw(t.dtype, {rows, cols}, staging.data(), device);
+        const Tensor dst(d.dtype, {rows, cols}, static_cast<char*>(d.data) + at, device);
+        copy_tensor(raw, src);
+        ops::rearrange_weight(raw, dst);  // ordered before the next chunk's copy (one stream)
+      }
     }
     out.tensors.emplace(name, d);
     offset += (t.nbytes() + kAlign - 1) / kAlign * kAlign;

@@ -133,6 +133,11 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
     load_rows(tile0, tile0, min(min(pos, tile0 + kTile - 1), written_from - 1));
   }
   pdl_wait();  // launched with launch_pdl: q and the new cache rows from here on
+  // The rows this step wrote are requested first, so their loads overlap q's.
+  if (split < tiles) {
+    const int64_t tile0 = first + static_cast<int64_t>(split) * kTile;
+    load_rows(tile0, max(tile0, written_from), min(pos, tile0 + kTile - 1));
+  }
 
   for (int i = tid; i < G * D; i += kThreads)
     qs[i / D][i % D] = q[(static_cast<int64_t>(t) * n_heads + h0) * D + i] * scale;
@@ -154,9 +159,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   for (int64_t tile = split; tile < tiles; tile += splits) {
     const int64_t tile0 = first + tile * kTile, end = min(pos, tile0 + kTile - 1);
     const int64_t j = tile0 + my_key;
-    if (tile == split) {
-      load_rows(tile0, max(tile0, written_from), end);  // the rows this step wrote
-    } else {
+    if (tile != split) {  // the first tile is in registers already
       clear_rows();
       load_rows(tile0, tile0, end);
     }
