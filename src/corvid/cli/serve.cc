@@ -20,6 +20,7 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/dummy_weights.h"
 #include "corvid/engine/engine.h"
+#include "corvid/kv/block_pool.h"
 #include "corvid/server/api_server.h"
 #include "corvid/server/http.h"
 
@@ -141,10 +142,15 @@ void run_serve(const ServeArgs& a) {
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  std::printf("corvid serve: %s (%s on %s, %lld KV blocks of %lld tokens, max_model_len %lld)\n",
+  const double kv_gib = static_cast<double>(engine.num_blocks()) *
+                        static_cast<double>(BlockPool::bytes_per_block(m.model->config(), engine.block_size(),
+                                                                       config.kv_dtype)) /
+                        static_cast<double>(int64_t{1} << 30);
+  std::printf("corvid serve: %s (%s on %s, %lld KV blocks of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
               api_config.model_name.c_str(), m.model->config().architecture.c_str(),
               device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
-              static_cast<long long>(engine.block_size()), static_cast<long long>(engine.max_model_len()));
+              static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(), kv_gib,
+              static_cast<long long>(engine.max_model_len()));
   const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
   std::printf("corvid serve: listening on %s/v1\n", url.c_str());
   std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
