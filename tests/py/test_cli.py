@@ -54,6 +54,13 @@ def test_inspect_reports_shape_and_memory():
     assert re.search(r"heads:\s+8 query, 4 key/value, head_dim 8", out)
     assert "KV per token:   1.25 KiB" in out  # 2 * 5 layers * 4 kv heads * 8 dims * 4 bytes = 1280
     assert re.search(r"fits in 1\.0 GiB: \d+ tokens", out)
+    # A 16-bit cache (a GPU's default) halves it; --kv-bytes is the older spelling.
+    for flags in (["--kv-cache-dtype", "bf16"], ["--kv-bytes", "2"]):
+        r = run_corvid("inspect", STORIES, *flags)
+        assert r.returncode == 0, r.stderr
+        assert "KV per token:   640.00 B (2-byte elements)" in r.stdout, flags
+    r = run_corvid("inspect", STORIES, "--kv-cache-dtype", "bf16", "--kv-bytes", "2")
+    assert r.returncode != 0
 
 
 def test_every_verb_has_help():

@@ -11,7 +11,8 @@ namespace {
 struct InspectArgs {
   std::string path;
   double memory_gb = 8.0;
-  int kv_bytes = 4;
+  int kv_bytes = 0;                   // --kv-bytes (older spelling of the element size)
+  std::string kv_cache_dtype = "f32";  // f32 | f16 | bf16, as the other verbs' --kv-cache-dtype
 };
 
 std::string human_bytes(double b) {
@@ -51,8 +52,10 @@ void run_inspect(const InspectArgs& a) {
   for (const auto& [dtype, entry] : by_dtype)
     std::printf("  %-6s        %lld tensors, %s\n", dtype.c_str(), static_cast<long long>(entry.first),
                 human_bytes(static_cast<double>(entry.second)).c_str());
-  const int64_t kv_per_token = c.kv_bytes_per_token(a.kv_bytes);
-  std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(), a.kv_bytes);
+  const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : a.kv_cache_dtype == "f32" ? 4 : 2;
+  const int64_t kv_per_token = c.kv_bytes_per_token(elem_bytes);
+  std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(),
+              elem_bytes);
   const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes);
   const int64_t fits = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token)) : 0;
   std::printf("fits in %.1f GiB: %lld tokens of context%s\n", a.memory_gb, static_cast<long long>(fits),
@@ -66,7 +69,13 @@ void register_inspect(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "Describe a model: architecture, parameters, dtypes, memory");
   cmd->add_option("path", args->path, "GGUF file or Hugging Face model folder")->required();
   cmd->add_option("--memory-gb", args->memory_gb, "memory budget for the context estimate (GiB)")->check(CLI::PositiveNumber);
-  cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")->check(CLI::Range(1, 4));
+  auto* dtype = cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype,
+                                "KV cache element type for the context estimate: f32 (the CPU's), f16 or bf16 (a "
+                                "GPU's default)")
+                    ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")
+      ->check(CLI::Range(1, 4))
+      ->excludes(dtype);
   cmd->callback([args] { run_inspect(*args); });
 }
 
