@@ -29,7 +29,7 @@ DType kv_cache_dtype(const CommonOptions& opts, Device device) {
                   : opts.kv_cache_dtype == "f16" ? DType::F16
                   : opts.kv_cache_dtype == "bf16" ? DType::BF16
                                                   : DType::F32;
-  CORVID_CHECK(t == DType::F32 || device == Device::CUDA, "--kv-cache-dtype ", opts.kv_cache_dtype,
+  CORVID_CHECK(ops::kv_cache_dtype_supported(t, device), "--kv-cache-dtype ", opts.kv_cache_dtype,
                " needs a GPU (the CPU's KV cache is f32)");
   return t;
 }

@@ -1,14 +1,14 @@
 #include "corvid/kv/kv_cache.h"
 
 #include "corvid/core/error.h"
+#include "corvid/ops/ops.h"
 
 namespace corvid {
 
 DType default_kv_dtype(Device device) { return device == Device::CUDA ? DType::BF16 : DType::F32; }
 
 void check_kv_dtype(DType dtype, Device device) {
-  const bool half = dtype == DType::F16 || dtype == DType::BF16;
-  CORVID_CHECK(dtype == DType::F32 || (half && device == Device::CUDA), "kv cache: ", dtype_name(dtype), " on ",
+  CORVID_CHECK(ops::kv_cache_dtype_supported(dtype, device), "kv cache: ", dtype_name(dtype), " on ",
                device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA)");
 }
 

@@ -80,8 +80,7 @@ void check_f32(const char* op, const char* name, const Tensor& t) {
 // A KV cache's keys and values: F32 on every device, or F16 / BF16 on CUDA (ops.h);
 // both of one dtype.
 void check_kv_caches(const char* op, Device device, const Tensor& k, const Tensor& v) {
-  const bool half = k.dtype == DType::F16 || k.dtype == DType::BF16;
-  CORVID_CHECK(k.dtype == DType::F32 || (half && device == Device::CUDA), "ops::", op, ": a KV cache of ",
+  CORVID_CHECK(kv_cache_dtype_supported(k.dtype, device), "ops::", op, ": a KV cache of ",
                dtype_name(k.dtype), " on ", device_name(device), " (F32 everywhere, F16 or BF16 on CUDA)");
   CORVID_CHECK(v.dtype == k.dtype, "ops::", op, ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
   CORVID_CHECK((k.data != nullptr || k.numel() == 0) && (v.data != nullptr || v.numel() == 0), "ops::", op,
@@ -321,6 +320,10 @@ void softmax(const Tensor& x) {
   const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);
   CORVID_DISPATCH(device, softmax, x);
+}
+
+bool kv_cache_dtype_supported(DType t, Device device) {
+  return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA);
 }
 
 DType device_weight_dtype(const Tensor& w, Device device) {

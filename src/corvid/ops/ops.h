@@ -31,6 +31,10 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // block-quantized weights with int8 activations per 32 values (gemv_dp4a.cu).
 enum class QuantizedMatmul { Fast, Exact };
 
+// Whether a KV cache of dtype t works on `device` (attention below): F32 everywhere,
+// F16 or BF16 on CUDA only. The one rule the caches (kv/) and the ops' checks share.
+bool kv_cache_dtype_supported(DType t, Device device);
+
 // Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block
 // format (k a whole number of blocks). For building weights in code (dummy weights, tests).
 void quantize_row(DType t, const float* src, void* dst, int64_t k);
