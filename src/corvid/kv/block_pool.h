@@ -5,8 +5,9 @@
 // sequences with a common prefix (kv/prefix_cache.h).
 //
 // Layout per layer: keys and values [num_blocks * block_size, n_kv_heads, head_dim]
-// of the pool's dtype (F32, or F16 / BF16 on a GPU); position p of a sequence with table T is row T[p / block_size] * block_size +
-// p % block_size of every layer (what ops::paged_attention reads).
+// of the pool's dtype (F32, or F16 / BF16 on a GPU); position p of a sequence with
+// table T is row T[p / block_size] * block_size + p % block_size of every layer (what
+// ops::paged_attention reads).
 //
 // The pool keeps a free list and a reference count per block. It does not decide
 // what happens to a block whose count drops to zero: the prefix cache either keeps

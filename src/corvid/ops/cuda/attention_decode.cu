@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   const int dim0 = (tid % (D / kDimsPerThread)) * kDimsPerThread, key_group = tid / (D / kDimsPerThread);
 
   // 1. Loads of a tile's rows j in [lo, hi] (the others keep what they hold): this
-  // thread's quarter of its key (float4 number sub + kSub * i, so the kSub threads of a
+  // thread's quarter of its key (16-byte chunks sub + kSub * c, so the kSub threads of a
   // key read one contiguous stretch per instruction), and its dims of every key it
   // accumulates.
   uint4 kr[kKChunks];                         // chunk c: dims kPer16 * (sub + kSub * c) + [0, kPer16)
@@ -130,17 +130,13 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   // positions, and for query t all of them are >= pos - (n - 1) (one sequence: n
   // consecutive positions; several: each query's own row only).
   const int64_t written_from = pos - (static_cast<int64_t>(gridDim.x) - 1);
+  const int64_t first_tile0 = first + static_cast<int64_t>(split) * kTile;  // the split's first tile
+  const int64_t first_end = min(pos, first_tile0 + kTile - 1);
   clear_rows();
-  if (split < tiles) {
-    const int64_t tile0 = first + static_cast<int64_t>(split) * kTile;
-    load_rows(tile0, tile0, min(min(pos, tile0 + kTile - 1), written_from - 1));
-  }
+  if (split < tiles) load_rows(first_tile0, first_tile0, min(first_end, written_from - 1));
   pdl_wait();  // launched with launch_pdl: q and the new cache rows from here on
   // The rows this step wrote are requested first, so their loads overlap q's.
-  if (split < tiles) {
-    const int64_t tile0 = first + static_cast<int64_t>(split) * kTile;
-    load_rows(tile0, max(tile0, written_from), min(pos, tile0 + kTile - 1));
-  }
+  if (split < tiles) load_rows(first_tile0, max(first_tile0, written_from), first_end);
 
   for (int i = tid; i < G * D; i += kThreads)
     qs[i / D][i % D] = q[(static_cast<int64_t>(t) * n_heads + h0) * D + i] * scale;
@@ -236,7 +232,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
     __syncthreads();  // the next tile rewrites p and corr_s
   }
 
-  // Threads that share dims (head_dim < 128) add up their key groups.
+  // Threads that share dims (kKeyGroups > 1: head_dim < 128, or a 16-bit cache's two
+  // dims a thread below 256) add up their key groups.
   if constexpr (kKeyGroups > 1) {
 #pragma unroll
     for (int g = 0; g < G; ++g)

@@ -141,9 +141,9 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
 }
 
 // rope of q and k and the store of k and v into the cache (elements E: F32, F16 or
-// BF16, rounded to nearest even), for token blockIdx.y. A
-// thread takes one item of the token: a q pair, a k pair (rotated, then stored), a k
-// element past rotary_dim (stored as is) or a v element (stored).
+// BF16, rounded to nearest even), for token blockIdx.y. A thread takes one item of the
+// token: a q pair, a k pair (rotated, then stored), a k element past rotary_dim (stored
+// as is) or a v element (stored).
 struct RopeStoreKvArgs {
   float* q;
   float* k;

@@ -226,8 +226,9 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
 // Weight rows per block: the 4-bit layouts take 8 (16 bytes a row per unit, so 4 rows
 // left each thread too little in flight: Q4_0 decode 547 -> 557 tok/s on the H200,
 // while Q8_0 lost 374 -> 365 and Q4_K was even; docs/benchmarks.md).
+constexpr int kMinRowsPerBlock = 4;
 template <DType T>
-constexpr int kRowsPerBlock = T == DType::Q4_0R || T == DType::Q4_1R ? 8 : 4;
+constexpr int kRowsPerBlock = T == DType::Q4_0R || T == DType::Q4_1R ? 2 * kMinRowsPerBlock : kMinRowsPerBlock;
 
 template <DType T>
 void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
@@ -252,7 +253,7 @@ bool gemv_direct_supports(DType t, const GemvArgs& a) {
   if (direct_disabled()) return false;
   if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_K) return false;
   return a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % 32 == 0 && a.n >= 1 &&
-         a.n <= kGemvMaxCols && a.m >= 1 && a.m / 4 < (int64_t{1} << 31);
+         a.n <= kGemvMaxCols && a.m >= 1 && a.m / kMinRowsPerBlock < (int64_t{1} << 31);
 }
 
 void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
