@@ -1,17 +1,26 @@
-// FlashAttention-style prefill attention on tensor cores (QuantizedMatmul::Fast).
+// FlashAttention-2-style prefill attention on tensor cores (QuantizedMatmul::Fast).
 //
-// A block takes 64 queries of one head (16 per warp) and walks the keys they can see
-// in tiles of 64: S = Q K^T on bf16 tensor cores (WMMA 16x16x16, fp32 accumulate),
-// an online softmax in fp32 (running max and sum per query row), then O += P V on
-// tensor cores with P rounded to bf16. Scores never leave shared memory, so memory
-// traffic is the K/V tiles (F32, F16 or BF16 in the cache, rounded to bf16 as staged)
-// instead of the n x n score matrix. Masking uses each query's own position, so any
-// positions work (a chunk after a cached prefix, sliding windows), not only 0..n-1.
+// A block takes kBlockQ = 16 * kWarps queries of one head; each warp owns 16 of them
+// and keeps everything about them in registers: its Q fragments (loaded once), the
+// scores of the current key tile, the running softmax max and sum, and the output
+// accumulator. The block walks the keys its queries can see in tiles of 64, double
+// buffered in shared memory: while a tile is used, cp.async brings the next one (a BF16
+// cache is copied as is; F32 and F16 caches are rounded to bf16 through registers).
+// Per tile a warp computes S = Q K^T with mma.m16n8k16 (bf16 in, fp32 accumulate),
+// folds S into the online softmax, turns the probabilities into the A operand of the
+// next MMA without leaving registers, and accumulates O += P V (V read transposed by
+// ldmatrix). Memory traffic is Q once, the K/V tiles (shared by the block's warps and,
+// through L2, by the heads of a GQA group, which run side by side) and O once.
+//
+// Masking uses each query's own position, so any positions work (a chunk after a
+// cached prefix, sliding windows, shuffled order), not only 0..n-1; tiles wholly
+// visible to a warp skip the mask, and tiles no query of a warp sees are skipped.
+// Blocks are launched longest first (the last queries see the most keys), so the
+// causal triangle does not leave a tail of long blocks.
 //
 // Numerics: q, k, v and P are rounded to bf16; scores, softmax statistics and the
 // output accumulate in fp32. Exact mode keeps the fp32 kernel in attention.cu.
 #include <cuda_bf16.h>
-#include <mma.h>
 
 #include <algorithm>
 #include <climits>
@@ -22,63 +31,50 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/kv_rows.cuh"
+#include "corvid/ops/cuda/ptx.cuh"
 
 namespace corvid::ops::cuda {
 
 namespace {
 
-namespace wmma = nvcuda::wmma;
-using bf16 = __nv_bfloat16;
-
 constexpr int kWarps = 4;
 constexpr int kBlockQ = 16 * kWarps;  // queries per block: 16 rows per warp
 constexpr int kBlockK = 64;           // keys per tile
+constexpr int kKeyTiles = kBlockK / 8;
+constexpr float kLog2e = 1.4426950408889634f;
 
-// Shared-memory layout. Pitches pad rows (fewer bank conflicts) and keep every
-// 16x16 fragment 32-byte aligned, as WMMA loads require.
+// Shared memory: two stages of a K tile and a V tile, [kBlockK][D] bf16 each. The row
+// pitch is padded by 16 bytes so the 8 rows an ldmatrix reads fall in distinct banks.
 template <int D>
 struct Layout {
-  static constexpr int kLdQK = D + 8;       // bf16 pitch of the Q, K and V tiles
-  static constexpr int kLdS = kBlockK + 4;  // fp32 pitch of a warp's scores
-  static constexpr int kLdP = kBlockK + 8;  // bf16 pitch of a warp's probabilities
-  static constexpr int kLdO = D + 4;        // fp32 pitch of a warp's output accumulator
-  static constexpr size_t kQ = 0;
-  static constexpr size_t kK = kQ + size_t{kBlockQ} * kLdQK * 2;
-  static constexpr size_t kV = kK + size_t{kBlockK} * kLdQK * 2;
-  static constexpr size_t kS = kV + size_t{kBlockK} * kLdQK * 2;
-  static constexpr size_t kP = kS + size_t{kWarps} * 16 * kLdS * 4;
-  static constexpr size_t kO = kP + size_t{kWarps} * 16 * kLdP * 2;
-  static constexpr size_t kBytes = kO + size_t{kWarps} * 16 * kLdO * 4;
-  static_assert(kK % 32 == 0 && kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kO % 32 == 0);
+  static constexpr int kPitch = D + 8;  // bf16 elements
+  static constexpr int kTile = kBlockK * kPitch;
+  static constexpr size_t kBytes = size_t{4} * kTile * sizeof(__nv_bfloat16);  // K, V x 2 stages
 };
 
-// Copies rows [0, 64) of a [rows, D] tile from F32 global memory into bf16 shared
-// memory; rows that are not valid are zero.
-template <int D>
-__device__ __forceinline__ void stage_rows(bf16* dst, const float* src, int64_t stride, int valid_rows) {
-  constexpr int kVecPerRow = D / 4;
-  for (int idx = threadIdx.x; idx < kBlockK * kVecPerRow; idx += kWarps * 32) {
-    const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * 4;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r < valid_rows) v = *reinterpret_cast<const float4*>(src + r * stride + c);
-    bf16* d = dst + r * Layout<D>::kLdQK + c;
-    *reinterpret_cast<__nv_bfloat162*>(d) = __floats2bfloat162_rn(v.x, v.y);
-    *reinterpret_cast<__nv_bfloat162*>(d + 2) = __floats2bfloat162_rn(v.z, v.w);
-  }
-}
-
-// The same for cache rows j0 .. j0 + valid_rows - 1 of kv head kvh, wherever `kv` puts them.
+// Copies cache rows j0 .. j0 + 63 of kv head kvh (wherever `kv` puts them) into a
+// bf16 tile; rows at or past `valid` are zero (V must be finite where P is 0).
 template <int D, class Kv, class E>
-__device__ __forceinline__ void stage_kv_rows(bf16* dst, const E* cache, int64_t stride, int kvh, const Kv& kv,
-                                              int j0, int valid_rows) {
-  constexpr int kVecPerRow = D / 4;
-  for (int idx = threadIdx.x; idx < kBlockK * kVecPerRow; idx += kWarps * 32) {
-    const int r = idx / kVecPerRow, c = (idx % kVecPerRow) * 4;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r < valid_rows) v = kv_load4(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
-    bf16* d = dst + r * Layout<D>::kLdQK + c;
-    *reinterpret_cast<__nv_bfloat162*>(d) = __floats2bfloat162_rn(v.x, v.y);
-    *reinterpret_cast<__nv_bfloat162*>(d + 2) = __floats2bfloat162_rn(v.z, v.w);
+__device__ __forceinline__ void stage_tile(__nv_bfloat16* dst, const E* cache, int64_t stride, int kvh, const Kv& kv,
+                                           int j0, int valid) {
+  constexpr int kThreads = kWarps * 32;
+  if constexpr (__is_same(E, KvBf16)) {
+    constexpr int kChunks = D / 8;  // 16-byte chunks per row
+    for (int idx = threadIdx.x; idx < kBlockK * kChunks; idx += kThreads) {
+      const int r = idx / kChunks, c = (idx % kChunks) * 8;
+      const bool ok = r < valid;
+      const E* src = ok ? cache + kv.row(0, j0 + r) * stride + kvh * D + c : cache;
+      cp_async16_zfill(smem_address(dst + r * Layout<D>::kPitch + c), src, ok ? 16 : 0);
+    }
+  } else {
+    constexpr int kVecs = D / 4;
+    for (int idx = threadIdx.x; idx < kBlockK * kVecs; idx += kThreads) {
+      const int r = idx / kVecs, c = (idx % kVecs) * 4;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r < valid) v = kv_load4(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
+      uint2 packed{pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w)};
+      *reinterpret_cast<uint2*>(dst + r * Layout<D>::kPitch + c) = packed;
+    }
   }
 }
 
@@ -87,120 +83,189 @@ template <int D, class Kv, class E>
 __global__ void __launch_bounds__(kWarps * 32)
     flash_prefill_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
                          const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
-                         float scale, int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
+                         float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
   using L = Layout<D>;
+  constexpr int kDimSteps = D / 16, kDimTiles = D / 8;
   extern __shared__ __align__(128) unsigned char smem[];
-  bf16* qs = reinterpret_cast<bf16*>(smem + L::kQ);
-  bf16* ks = reinterpret_cast<bf16*>(smem + L::kK);
-  bf16* vs = reinterpret_cast<bf16*>(smem + L::kV);
-  __shared__ int lo_shared, hi_shared;
+  __nv_bfloat16* k_tiles = reinterpret_cast<__nv_bfloat16*>(smem);  // stage s at + s * kTile
+  __nv_bfloat16* v_tiles = k_tiles + 2 * L::kTile;
+  __shared__ int warp_lo[kWarps], warp_hi[kWarps];
 
-  const int q0 = blockIdx.x * kBlockQ, h = blockIdx.y;
+  const int h = blockIdx.x;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * kBlockQ;  // longest blocks first
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int kvh = h / (n_heads / n_kv_heads);
   const int64_t q_stride = static_cast<int64_t>(n_heads) * D, kv_stride = static_cast<int64_t>(n_kv_heads) * D;
 
-  // The key range any query of the block can see.
-  if (threadIdx.x == 0) {
-    lo_shared = INT_MAX;
-    hi_shared = -1;
+  // This thread's two query rows (accumulator rows lane/4 and lane/4 + 8 of the warp).
+  int pos[2], first[2];
+  bool live[2];
+  const int t0 = q0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int t = t0 + 8 * i;
+    live[i] = t < n;
+    pos[i] = live[i] ? positions[t] : -1;
+    first[i] = live[i] ? (window > 0 ? max(0, pos[i] - window + 1) : 0) : INT_MAX;
+  }
+  // The keys any query of the warp can see, and the part every query of it sees.
+  int lo = min(first[0], first[1]), hi = max(pos[0], pos[1]);
+  int all_lo = max(first[0], first[1]), all_hi = min(pos[0], pos[1]);
+#pragma unroll
+  for (int o = 4; o < 32; o <<= 1) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    all_lo = max(all_lo, __shfl_xor_sync(0xffffffffu, all_lo, o));
+    all_hi = min(all_hi, __shfl_xor_sync(0xffffffffu, all_hi, o));
+  }
+  if (lane == 0) {
+    warp_lo[warp] = lo;
+    warp_hi[warp] = hi;
+  }
+
+  // Q fragments, rounded to bf16 once (A operand of S = Q K^T).
+  uint32_t qf[kDimSteps][4];
+#pragma unroll
+  for (int ks = 0; ks < kDimSteps; ++ks) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float* row = q + static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D;
+      const int c = ks * 16 + 2 * (lane % 4);
+      float2 a = make_float2(0.f, 0.f), b = make_float2(0.f, 0.f);
+      if (live[i]) {
+        a = *reinterpret_cast<const float2*>(row + c);
+        b = *reinterpret_cast<const float2*>(row + c + 8);
+      }
+      qf[ks][i] = pack_bf16x2(a.x, a.y);
+      qf[ks][2 + i] = pack_bf16x2(b.x, b.y);
+    }
   }
   __syncthreads();
-  if (threadIdx.x < kBlockQ && q0 + threadIdx.x < n) {
-    const int p = positions[q0 + threadIdx.x];
-    atomicMin(&lo_shared, window > 0 ? max(0, p - window + 1) : 0);
-    atomicMax(&hi_shared, p);
+  int block_lo = INT_MAX, block_hi = -1;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    block_lo = min(block_lo, warp_lo[w]);
+    block_hi = max(block_hi, warp_hi[w]);
   }
-  stage_rows<D>(qs, q + q0 * q_stride + static_cast<int64_t>(h) * D, q_stride, n - q0);
-  float* o_warp = reinterpret_cast<float*>(smem + L::kO) + warp * 16 * L::kLdO;
-  for (int i = lane; i < 16 * D; i += 32) o_warp[(i / D) * L::kLdO + i % D] = 0.0f;
-  __syncthreads();
-  const int lo = lo_shared, hi = hi_shared;
 
-  // Softmax state: lanes 2r and 2r+1 share query row r of this warp, 32 key columns each.
-  const int row = lane / 2, half = lane % 2;
-  const int t = q0 + warp * 16 + row;
-  const bool live = t < n;
-  const int pos = live ? positions[t] : -1;
-  const int first = window > 0 ? max(0, pos - window + 1) : 0;
-  float m = -INFINITY, l = 0.0f;
-  float* s_warp = reinterpret_cast<float*>(smem + L::kS) + warp * 16 * L::kLdS;
-  bf16* p_warp = reinterpret_cast<bf16*>(smem + L::kP) + warp * 16 * L::kLdP;
-  const bf16* q_warp = qs + warp * 16 * L::kLdQK;
+  float o[kDimTiles][4];
+#pragma unroll
+  for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  for (int j0 = lo; j0 <= hi; j0 += kBlockK) {
-    __syncthreads();  // every warp is done with the previous tile
-    const int valid = min(kBlockK, hi - j0 + 1);
-    stage_kv_rows<D>(ks, k_cache, kv_stride, kvh, kv, j0, valid);
-    stage_kv_rows<D>(vs, v_cache, kv_stride, kvh, kv, j0, valid);
+  // ldmatrix row addresses, relative to a tile: K rows for S (keys 8 * (lane / 16) +
+  // lane % 8, dims 8 * ((lane / 8) % 2)), V rows for O (keys 8 * ((lane / 8) % 2) +
+  // lane % 8, dims 8 * (lane / 16)).
+  const uint32_t k_lane = static_cast<uint32_t>(((lane / 16) * 8 + lane % 8) * L::kPitch + ((lane / 8) % 2) * 8) * 2;
+  const uint32_t v_lane = static_cast<uint32_t>((((lane / 8) % 2) * 8 + lane % 8) * L::kPitch + (lane / 16) * 8) * 2;
+  const uint32_t k_base = smem_address(k_tiles), v_base = smem_address(v_tiles);
+
+  const int tiles = block_hi < block_lo ? 0 : (block_hi - block_lo) / kBlockK + 1;
+  if (tiles > 0) {
+    stage_tile<D>(k_tiles, k_cache, kv_stride, kvh, kv, block_lo, min(kBlockK, block_hi - block_lo + 1));
+    stage_tile<D>(v_tiles, v_cache, kv_stride, kvh, kv, block_lo, min(kBlockK, block_hi - block_lo + 1));
+  }
+  cp_async_commit();
+  for (int it = 0; it < tiles; ++it) {
+    const int j0 = block_lo + it * kBlockK, stage = it % 2;
+    if (it + 1 < tiles) {
+      const int next = j0 + kBlockK, valid = min(kBlockK, block_hi - next + 1);
+      stage_tile<D>(k_tiles + (1 - stage) * L::kTile, k_cache, kv_stride, kvh, kv, next, valid);
+      stage_tile<D>(v_tiles + (1 - stage) * L::kTile, v_cache, kv_stride, kvh, kv, next, valid);
+    }
+    cp_async_commit();
+    cp_async_wait<1>();  // this tile's copies are done (the next tile's may be in flight)
     __syncthreads();
 
-    // S = Q K^T for this warp's 16 rows.
-#pragma unroll
-    for (int nt = 0; nt < kBlockK / 16; ++nt) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-      for (int kt = 0; kt < D / 16; ++kt) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, q_warp + kt * 16, L::kLdQK);
-        wmma::load_matrix_sync(b, ks + nt * 16 * L::kLdQK + kt * 16, L::kLdQK);
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(s_warp + nt * 16, acc, L::kLdS, wmma::mem_row_major);
-    }
-    __syncwarp();
+    if (j0 <= hi && j0 + kBlockK - 1 >= lo) {  // some query of this warp sees a key of the tile
+      const uint32_t k_tile = k_base + stage * L::kTile * 2 + k_lane;
+      const uint32_t v_tile = v_base + stage * L::kTile * 2 + v_lane;
 
-    // Online softmax over this tile's 64 keys.
-    float s[32];
-    float tile_max = -INFINITY;
+      // S = Q K^T: 16 rows x 64 keys, as 8 accumulator tiles of 16 x 8.
+      float s[kKeyTiles][4];
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const int col = half * 32 + c, j = j0 + col;
-      const bool visible = live && j >= first && j <= pos;
-      s[c] = visible ? s_warp[row * L::kLdS + col] * scale : -INFINITY;
-      tile_max = fmaxf(tile_max, s[c]);
-    }
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    const float m_new = fmaxf(m, tile_max);
-    const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
-    float sum = 0.0f;
+      for (int nt = 0; nt < kKeyTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new);
-      sum += p;
-      p_warp[row * L::kLdP + half * 32 + c] = __float2bfloat16_rn(p);
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    l = l * correction + sum;
-    m = m_new;
-    for (int d = half * (D / 2); d < (half + 1) * (D / 2); ++d) o_warp[row * L::kLdO + d] *= correction;
-    __syncwarp();
-
-    // O += P V.
+      for (int ks = 0; ks < kDimSteps; ++ks) {
 #pragma unroll
-    for (int dt = 0; dt < D / 16; ++dt) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, o_warp + dt * 16, L::kLdO, wmma::mem_row_major);
-#pragma unroll
-      for (int kt = 0; kt < kBlockK / 16; ++kt) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> b;
-        wmma::load_matrix_sync(a, p_warp + kt * 16, L::kLdP);
-        wmma::load_matrix_sync(b, vs + kt * 16 * L::kLdQK + dt * 16, L::kLdQK);
-        wmma::mma_sync(acc, a, b, acc);
+        for (int np = 0; np < kKeyTiles / 2; ++np) {
+          uint32_t b[4];  // keys 16np .. 16np + 15, dims 16ks .. 16ks + 15
+          ldmatrix_x4(b, k_tile + (np * 16 * L::kPitch + ks * 16) * 2);
+          mma_bf16_16816(s[2 * np], qf[ks], b[0], b[1]);
+          mma_bf16_16816(s[2 * np + 1], qf[ks], b[2], b[3]);
+        }
       }
-      wmma::store_matrix_sync(o_warp + dt * 16, acc, L::kLdO, wmma::mem_row_major);
+
+      // Mask (only where some query of the warp does not see the whole tile), scale to
+      // log2 units, and take each row's max over the tile (4 lanes share a row).
+      const bool masked = j0 < all_lo || j0 + kBlockK - 1 > all_hi;
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < kKeyTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = e / 2, j = j0 + nt * 8 + 2 * (lane % 4) + e % 2;
+          float x = s[nt][e] * scale_log2;
+          if (masked && (j < first[i] || j > pos[i])) x = -INFINITY;
+          s[nt][e] = x;
+          tile_max[i] = fmaxf(tile_max[i], x);
+        }
+      }
+      float correction[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+        tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+        const float m_new = fmaxf(m[i], tile_max[i]);
+        // A row that has seen no key yet keeps max -inf; subtract 0 then, so exp2 is 0, not NaN.
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        correction[i] = exp2f(m[i] - m_use);
+        m[i] = m_new;
+        l[i] *= correction[i];
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt) {
+          s[nt][2 * i] = exp2f(s[nt][2 * i] - m_use);
+          s[nt][2 * i + 1] = exp2f(s[nt][2 * i + 1] - m_use);
+          l[i] += s[nt][2 * i] + s[nt][2 * i + 1];  // this lane's part; the 4 lanes are summed at the end
+        }
+      }
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        o[dt][0] *= correction[0];
+        o[dt][1] *= correction[0];
+        o[dt][2] *= correction[1];
+        o[dt][3] *= correction[1];
+      }
+
+      // O += P V: P's accumulator tiles 2kk and 2kk + 1 are the A operand for keys 16kk .. 16kk + 15.
+#pragma unroll
+      for (int kk = 0; kk < kKeyTiles / 2; ++kk) {
+        const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                               pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                               pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < kDimTiles / 2; ++dp) {
+          uint32_t b[4];  // keys 16kk .. 16kk + 15, dims 16dp .. 16dp + 15
+          ldmatrix_x4_trans(b, v_tile + (kk * 16 * L::kPitch + dp * 16) * 2);
+          mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
+          mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+        }
+      }
     }
-    __syncwarp();
+    __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
-  if (live) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    if (!live[i]) continue;
     // The query's own key is always visible, so l > 0.
-    const float inv = 1.0f / l;
-    float* op = out + t * q_stride + static_cast<int64_t>(h) * D;
-    for (int d = half * (D / 2); d < (half + 1) * (D / 2); ++d) op[d] = o_warp[row * L::kLdO + d] * inv;
+    const float inv = 1.0f / l[i];
+    float* row = out + static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D + 2 * (lane % 4);
+#pragma unroll
+    for (int dt = 0; dt < kDimTiles; ++dt)
+      *reinterpret_cast<float2*>(row + dt * 8) = make_float2(o[dt][2 * i] * inv, o[dt][2 * i + 1] * inv);
   }
 }
 
@@ -218,10 +283,11 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
     }();
     (void)configured;
     const int n = static_cast<int>(q.dim(0)), n_heads = static_cast<int>(q.dim(1));
-    const dim3 grid(static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ), static_cast<unsigned>(n_heads));
+    // Heads on x, so the heads of a GQA group (and all heads of the longest queries) run together.
+    const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ));
     flash_prefill_kernel<D, Kv, E><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
         q.ptr<float>(), static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, positions, n,
-        scale, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
+        scale * kLog2e, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
         static_cast<int>(k_cache.dim(1)));
     CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
   });
@@ -232,7 +298,7 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
 bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache) {
   const int64_t head_dim = q.dim(2);
   return (head_dim == 64 || head_dim == 128) && q.dim(0) <= INT32_MAX / 2 && k_cache.dim(0) <= INT32_MAX / 2 &&
-         q.dim(1) <= 65535;
+         (q.dim(0) + kBlockQ - 1) / kBlockQ <= 65535;
 }
 
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,

@@ -5,6 +5,7 @@
 
 #include "corvid/core/dtype.h"
 #include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -35,18 +36,6 @@ template <>
 struct GemvFormat<DType::Q4_K> { static constexpr int kElems = 256, kBytes = kQ4_KBytes; };
 template <>
 struct GemvFormat<DType::Q6_K> { static constexpr int kElems = 256, kBytes = kQ6_KBytes; };
-
-// cp.async: 16 bytes global -> shared without a register round trip; commit/wait in groups.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
 
 // The end of a GEMV block that kept kRows x NC partial dot products per thread: each is
 // summed over the block (warp shuffles, then the kWarps warps' sums through `partial`,
