@@ -3,6 +3,7 @@
 //
 //   cmake -S . -B build-cuda -G Ninja -DCORVID_CUDA=ON -DCORVID_BENCH=ON && cmake --build build-cuda --target corvid_gemv_bench
 //   ./build-cuda/corvid_gemv_bench [DTYPE ...]        # default: BF16 F16 Q8_0 Q4_0 Q4_1 Q4_K Q6_K
+//   ./build-cuda/corvid_gemv_bench --prefill N [DTYPE ...]   # the same shapes as N-token prefill matmuls
 //
 // Each GEMV (n = 1, F32 activations) is timed with CUDA events over many calls that
 // cycle through several copies of the weight (together over 4x the L2), so every call
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -193,6 +195,51 @@ Result bench_one(DType t, const Shape& s, size_t l2_bytes) {
   return r;
 }
 
+// Prefill-shaped matmul (n tokens at once: the tensor-core path, dequantizing block
+// formats to bf16 tiles for cuBLAS) on one copy of the weight; microseconds per call.
+double bench_prefill(DType t, const Shape& s, int64_t n) {
+  const size_t bytes = bytes_for(t, s.k) * static_cast<size_t>(s.m);
+  uint8_t* w = nullptr;
+  float *x = nullptr, *out = nullptr;
+  CORVID_CUDA_CHECK(cudaMalloc(&w, bytes));
+  CORVID_CUDA_CHECK(cudaMalloc(&x, static_cast<size_t>(n * s.k) * sizeof(float)));
+  CORVID_CUDA_CHECK(cudaMalloc(&out, static_cast<size_t>(n * s.m) * sizeof(float)));
+  fill_weight(t, s.m, s.k, w);
+  std::vector<float> xh(static_cast<size_t>(n * s.k));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& f : xh) f = dist(rng);
+  CORVID_CUDA_CHECK(cudaMemcpy(x, xh.data(), xh.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const Tensor xt(DType::F32, {n, s.k}, x, Device::CUDA), wt(t, {s.m, s.k}, w, Device::CUDA),
+      ot(DType::F32, {n, s.m}, out, Device::CUDA);
+  const double us = time_calls(20, [&](int) { ops::cuda::matmul(xt, wt, ot, nullptr); });
+  CORVID_CUDA_CHECK(cudaFree(w));
+  CORVID_CUDA_CHECK(cudaFree(x));
+  CORVID_CUDA_CHECK(cudaFree(out));
+  return us;
+}
+
+void run_prefill(const std::vector<DType>& dtypes, int64_t n) {
+  std::printf("prefill matmul, n = %lld tokens (the output projection is left out: prefill computes it for the last "
+              "token only)\n",
+              static_cast<long long>(n));
+  std::printf("%-5s %-8s %6s %6s | %9s %8s\n", "dtype", "matrix", "m", "k", "us", "TFLOP/s");
+  for (DType t : dtypes) {
+    double token_us = 0, flops = 0;
+    for (const Shape& s : kShapes) {
+      if (s.per_token == 1) continue;
+      const double us = bench_prefill(t, s, n);
+      const double f = 2.0 * static_cast<double>(n) * static_cast<double>(s.m) * static_cast<double>(s.k);
+      std::printf("%-5s %-8s %6lld %6lld | %9.1f %8.1f\n", std::string(dtype_name(t)).c_str(), s.name,
+                  static_cast<long long>(s.m), static_cast<long long>(s.k), us, f / (us * 1e6));
+      token_us += us * s.per_token / static_cast<double>(n);
+      flops += f * s.per_token;
+    }
+    std::printf("%-5s per prompt token: %.2f us of matmuls (%.0f TFLOP/s)\n\n", std::string(dtype_name(t)).c_str(),
+                token_us, flops / (token_us * static_cast<double>(n) * 1e6));
+  }
+}
+
 DType dtype_named(const std::string& name) {
   for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
                   DType::F32, DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q4_0R, DType::Q4_1R, DType::Q8_0R})
@@ -202,7 +249,17 @@ DType dtype_named(const std::string& name) {
 
 int run(int argc, char** argv) {
   std::vector<DType> dtypes;
-  for (int i = 1; i < argc; ++i) dtypes.push_back(dtype_named(argv[i]));
+  int64_t prefill_tokens = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--prefill" && i + 1 < argc) prefill_tokens = std::atoll(argv[++i]);
+    else dtypes.push_back(dtype_named(argv[i]));
+  }
+  if (prefill_tokens > 0) {
+    if (dtypes.empty()) dtypes = {DType::BF16, DType::Q8_0R, DType::Q4_0R, DType::Q4_K, DType::Q6_K};
+    context();
+    run_prefill(dtypes, prefill_tokens);
+    return 0;
+  }
   if (dtypes.empty())
     dtypes = {DType::BF16, DType::F16,  DType::Q8_0,  DType::Q8_0R, DType::Q4_0,
               DType::Q4_0R, DType::Q4_1, DType::Q4_1R, DType::Q4_K,  DType::Q6_K};
