@@ -49,9 +49,9 @@ __global__ void round_activations_kernel(const float* __restrict__ x, T16* __res
 }
 
 // Values i0 .. i0 + 7 of a row of k values stored as dtype T (i0 a multiple of 8, so
-// the eight share one quant block and, in Q4_K, one sub-block scale). The formats that
-// prefill speed depends on read their eight quants with one 8-byte load and their
-// scale once; the rest decode value by value.
+// the eight share one quant block and, in Q4_K/Q6_K, one sub-block scale). The formats
+// prefill speed depends on read their eight quants at once (one 8-byte load where the
+// layout is 8-byte aligned) and their scale once; the rest decode value by value.
 template <DType T>
 __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_t k, float (&v)[8]) {
   if constexpr (T == DType::Q4_0R || T == DType::Q4_1R || T == DType::Q8_0R) {
@@ -90,6 +90,20 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> (hi ? 4 : 0)) & 0xF);
       v[e] = d * sc * static_cast<float>(nib) - dmin * mn;
+    }
+  } else if constexpr (T == DType::Q6_K) {
+    // 210-byte super-blocks are only 2-byte aligned: byte loads, but the scale and the
+    // 8 low/high quant bytes once for the eight values.
+    const uint8_t* b = row + (i0 / 256) * kQ6_KBytes;
+    const uint32_t w = i0 % 256, half = w / 128, quarter = (w % 128) / 32, l0 = w % 32;
+    const uint8_t* ql = b + half * 64 + (quarter & 1) * 32 + l0;
+    const uint8_t* qh = b + 128 + half * 32 + l0;
+    const float d = half_to_float(load_u16(b + 208)) *
+                    static_cast<float>(reinterpret_cast<const int8_t*>(b + 192)[half * 8 + l0 / 16 + 2 * quarter]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int nib = quarter < 2 ? (ql[e] & 0xF) : (ql[e] >> 4);
+      v[e] = d * static_cast<float>((nib | (((qh[e] >> (2 * quarter)) & 3) << 4)) - 32);
     }
   } else {
 #pragma unroll
