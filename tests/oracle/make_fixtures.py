@@ -95,6 +95,21 @@ FIXTURES = {
                         what="Qwen3, q_norm/k_norm, head_dim 32 != hidden/heads (16), untied, weights "
                              "saved in bfloat16 (oracle runs float32 on the bf16 values), config.json "
                              "as transformers 5 writes it (dtype, rope_parameters)")),
+    # The production head sizes (SmolLM2: 64, Llama-3.1-8B / Qwen3-8B: 128), where the GPU runs
+    # its tensor-core prefill attention and its tiled decode attention at model level.
+    "llama_hd64": (dict(BASE, architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=512,
+                        intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False,
+                        attention_bias=False, mlp_bias=False, head_dim=64),
+                   dict(tok="gpt2", long_prompt=True,
+                        what="Llama, head_dim 64 (SmolLM2's) != hidden/heads (16), GQA 4/2, prompts up to "
+                             "60 tokens")),
+    "qwen3_hd128": (dict(BASE, architectures=["Qwen3ForCausalLM"], model_type="qwen3", vocab_size=512,
+                         intermediate_size=192, rope_theta=1000000.0, tie_word_embeddings=False,
+                         head_dim=128, attention_bias=False, use_sliding_window=False, sliding_window=None,
+                         max_window_layers=2),
+                    dict(tok="qwen2", long_prompt=True,
+                         what="Qwen3, q_norm/k_norm, head_dim 128 (the 8B models') != hidden/heads (16), "
+                              "GQA 4/2, prompts up to 60 tokens")),
 }
 
 
