@@ -23,8 +23,8 @@
 #include "corvid/core/error.h"
 #include "corvid/core/half.h"
 #include "corvid/core/tensor.h"
-#include "corvid/ops/cuda/context.h"
 #include "corvid/ops/ops.h"
+#include "cuda_timing.h"
 
 namespace corvid {
 namespace {
@@ -72,20 +72,7 @@ double time_attention(int64_t n, DType cache_dtype) {
   std::iota(positions.begin(), positions.end(), 0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const int calls = n >= 8192 ? 10 : 50;
-  cudaStream_t s = ops::cuda::context().stream;
-  cudaEvent_t a, b;
-  CORVID_CUDA_CHECK(cudaEventCreate(&a));
-  CORVID_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 2; ++i) ops::attention(qt, kt, vt, positions, scale, 0, ot);  // warm-up
-  CORVID_CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < calls; ++i) ops::attention(qt, kt, vt, positions, scale, 0, ot);
-  CORVID_CUDA_CHECK(cudaEventRecord(b, s));
-  CORVID_CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CORVID_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CORVID_CUDA_CHECK(cudaEventDestroy(a));
-  CORVID_CUDA_CHECK(cudaEventDestroy(b));
-  return ms * 1e3 / calls;
+  return bench::time_calls(calls, [&](int) { ops::attention(qt, kt, vt, positions, scale, 0, ot); });
 }
 
 void report(const char* kernel, int64_t n, DType cache_dtype, double us) {

@@ -32,6 +32,7 @@
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/ops.h"
+#include "cuda_timing.h"
 
 namespace corvid {
 namespace {
@@ -49,24 +50,7 @@ constexpr Shape kShapes[] = {{6144, 4096, "qkv", 32},       {4096, 4096, "o", 32
                              {28672, 4096, "gate_up", 32},  {4096, 14336, "down", 32},
                              {128256, 4096, "lm_head", 1}};
 
-// Times `calls` launches of fn(i) on the backend's stream; returns microseconds per call.
-template <class Fn>
-double time_calls(int calls, Fn&& fn) {
-  cudaStream_t s = context().stream;
-  cudaEvent_t a, b;
-  CORVID_CUDA_CHECK(cudaEventCreate(&a));
-  CORVID_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) fn(i);  // warm-up
-  CORVID_CUDA_CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < calls; ++i) fn(i);
-  CORVID_CUDA_CHECK(cudaEventRecord(b, s));
-  CORVID_CUDA_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CORVID_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  CORVID_CUDA_CHECK(cudaEventDestroy(a));
-  CORVID_CUDA_CHECK(cudaEventDestroy(b));
-  return ms * 1e3 / calls;
-}
+using bench::time_calls;
 
 double copy_bandwidth_gbs() {
   const size_t bytes = size_t{1} << 30;
