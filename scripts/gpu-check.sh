@@ -25,7 +25,7 @@ if [ "${1:-}" = stage ]; then
   from=${2:-build-cuda}
   dest=${3:-.device}
   mkdir -p "$dest/bin" "$dest/lib"
-  for b in corvid corvid_tests corvid_gemv_bench; do
+  for b in corvid corvid_tests corvid_gemv_bench corvid_attention_bench; do
     [ -x "$from/$b" ] && cp "$from/$b" "$dest/bin/"
   done
   # Every ICU and PCRE2 library the binaries link, with its versioned names.
@@ -79,10 +79,16 @@ if [ -x "$BUILD/corvid_gemv_bench" ]; then
   echo "== decode GEMV kernels at the Llama-3.1-8B shapes"
   timeout 300 "$BUILD/corvid_gemv_bench" 2>&1 | tee "$LOGS/gemv_bench.log"
 fi
+if [ -x "$BUILD/corvid_attention_bench" ]; then
+  echo "== prefill attention at the Llama-3.1-8B shape"
+  timeout 300 "$BUILD/corvid_attention_bench" 2>&1 | tee "$LOGS/attention_bench.log"
+fi
 for dt in $DUMMY_DTYPES; do
-  echo "== Llama-3.1-8B shape, dummy $dt weights, batch-1 decode"
+  echo "== Llama-3.1-8B shape, dummy $dt weights, batch-1 decode and 2048-token prefill"
   timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda -p 0 -n 128 -r 3 \
     2>&1 | tee "$LOGS/bench_8b_$dt.log"
+  timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda -p 2048 -n 0 -r 2 \
+    2>&1 | tee -a "$LOGS/bench_8b_$dt.log"
 done
 
 serve_line=""
@@ -105,8 +111,9 @@ grep -h -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/cuda_tests.log" || true
 [ -n "$bench_line" ] && echo "$bench_line"
 [ -n "$serve_line" ] && echo "$serve_line"
 [ -f "$LOGS/gemv_bench.log" ] && grep -E "^copy|per token" "$LOGS/gemv_bench.log"
+[ -f "$LOGS/attention_bench.log" ] && grep -E "^flash .*BF16" "$LOGS/attention_bench.log"
 for dt in $DUMMY_DTYPES; do
-  [ -f "$LOGS/bench_8b_$dt.log" ] && echo "8B $dt: $(grep -hE "^tg|rror" "$LOGS/bench_8b_$dt.log" | tr '\n' ' ')"
+  [ -f "$LOGS/bench_8b_$dt.log" ] && echo "8B $dt: $(grep -hE "^tg|^pp|rror" "$LOGS/bench_8b_$dt.log" | tr '\n' ' ')"
 done
 echo "CUDA tests exit code: $tests_rc"
 exit "$tests_rc"
