@@ -12,6 +12,7 @@
 
 #include "corvid/core/dtype.h"
 #include "corvid/core/error.h"
+#include "corvid/ops/cuda/quant.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -23,8 +24,8 @@ struct KvBf16 {
 };
 
 __device__ __forceinline__ float kv_float(float v) { return v; }
-__device__ __forceinline__ float kv_float(KvF16 v) { return __half2float(__ushort_as_half(v.bits)); }
-__device__ __forceinline__ float kv_float(KvBf16 v) { return __uint_as_float(static_cast<uint32_t>(v.bits) << 16); }
+__device__ __forceinline__ float kv_float(KvF16 v) { return half_to_float(v.bits); }
+__device__ __forceinline__ float kv_float(KvBf16 v) { return bf16_to_float(v.bits); }
 
 template <class E>
 __device__ __forceinline__ E kv_encode(float v) {
