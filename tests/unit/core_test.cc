@@ -100,4 +100,20 @@ TEST(CoreEnv, FlagIsOnForAnyValueButEmptyOrZero) {
   unsetenv(name);
 }
 
+// The integer knobs: a whole decimal integer, else the fallback.
+TEST(CoreEnv, IntIsTheWholeNumberOrTheFallback) {
+  const char* name = "CORVID_TEST_ENV_INT";
+  unsetenv(name);
+  EXPECT_EQ(env_int(name, 7), 7);
+  for (const char* bad : {"", "4x", "x4", "1.5", "99999999999"}) {
+    setenv(name, bad, 1);
+    EXPECT_EQ(env_int(name, 7), 7) << "'" << bad << "'";
+  }
+  setenv(name, "4", 1);
+  EXPECT_EQ(env_int(name, 7), 4);
+  setenv(name, "-3", 1);
+  EXPECT_EQ(env_int(name, 7), -3);
+  unsetenv(name);
+}
+
 }  // namespace corvid

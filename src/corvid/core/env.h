@@ -1,5 +1,6 @@
 // Environment switches: the CORVID_NO_* variables that turn one code path off for A/B
-// runs (CORVID_NO_FUSION, CORVID_NO_DP4A, CORVID_NO_DIRECT_GEMV, CORVID_NO_PDL).
+// runs (CORVID_NO_FUSION, CORVID_NO_DP4A, CORVID_NO_DIRECT_GEMV, CORVID_NO_PDL), and
+// integer tuning knobs.
 #pragma once
 
 namespace corvid {
@@ -7,5 +8,8 @@ namespace corvid {
 // True when the variable `name` is set to anything but "" or "0". Reads the
 // environment on every call: callers keep the answer in a function-local static.
 bool env_flag(const char* name);
+// The variable `name` as a whole decimal integer; `fallback` when it is unset, empty or
+// not one (the tuning knobs: CORVID_DECODE_BLOCKS_PER_SM, CORVID_DP4A_STAGES).
+int env_int(const char* name, int fallback);
 
 }  // namespace corvid

@@ -28,8 +28,8 @@
 // more blocks fit, and at 4096 tokens of context decode went 455.7 (F32) -> 485.7 tok/s.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
+#include "corvid/core/env.h"
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -285,10 +285,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
 // the extent has tiles, at most kMaxSplits. CORVID_DECODE_BLOCKS_PER_SM overrides the
 // blocks per SM (A/B runs).
 int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent, int resident_per_sm) {
-  static const int forced = [] {
-    const char* v = std::getenv("CORVID_DECODE_BLOCKS_PER_SM");
-    return v != nullptr ? std::atoi(v) : 0;
-  }();
+  static const int forced = env_int("CORVID_DECODE_BLOCKS_PER_SM", 0);
   const int per_sm = forced > 0 ? forced : std::max(resident_per_sm, 1);
   const int64_t want = (per_sm * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
   const int64_t most = (extent + kKeysPerSplit - 1) / kKeysPerSplit;

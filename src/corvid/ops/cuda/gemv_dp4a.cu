@@ -22,8 +22,6 @@
 // CORVID_NO_DP4A=1 (read once) turns this path off, for A/B runs.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
@@ -180,10 +178,7 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
 }
 
 int stages() {
-  static const int s = [] {
-    const char* v = std::getenv("CORVID_DP4A_STAGES");
-    return v != nullptr && std::strcmp(v, "4") == 0 ? kDeepStages : kDefaultStages;
-  }();
+  static const int s = env_int("CORVID_DP4A_STAGES", 0) == 4 ? kDeepStages : kDefaultStages;
   return s;
 }
 
