@@ -24,11 +24,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
 }
 
+DType kv_dtype_named(const std::string& name) {
+  return name == "f16" ? DType::F16 : name == "bf16" ? DType::BF16 : DType::F32;
+}
+
 DType kv_cache_dtype(const CommonOptions& opts, Device device) {
-  const DType t = opts.kv_cache_dtype == "auto"  ? default_kv_dtype(device)
-                  : opts.kv_cache_dtype == "f16" ? DType::F16
-                  : opts.kv_cache_dtype == "bf16" ? DType::BF16
-                                                  : DType::F32;
+  const DType t = opts.kv_cache_dtype == "auto" ? default_kv_dtype(device) : kv_dtype_named(opts.kv_cache_dtype);
   CORVID_CHECK(ops::kv_cache_dtype_supported(t, device), "--kv-cache-dtype ", opts.kv_cache_dtype,
                " needs a GPU (the CPU's KV cache is f32)");
   return t;

@@ -27,6 +27,8 @@ LoadedModel load_model(const CommonOptions& opts);
 // The KV cache dtype --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
 // F32 on the CPU); a 16-bit cache on the CPU is an error.
 DType kv_cache_dtype(const CommonOptions& opts, Device device);
+// The dtype of a --kv-cache-dtype name other than auto: f16, bf16, else (f32) F32.
+DType kv_dtype_named(const std::string& name);
 
 struct SamplingFlags {
   SamplingParams params;

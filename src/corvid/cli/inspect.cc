@@ -52,7 +52,7 @@ void run_inspect(const InspectArgs& a) {
   for (const auto& [dtype, entry] : by_dtype)
     std::printf("  %-6s        %lld tensors, %s\n", dtype.c_str(), static_cast<long long>(entry.first),
                 human_bytes(static_cast<double>(entry.second)).c_str());
-  const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : a.kv_cache_dtype == "f32" ? 4 : 2;
+  const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : dtype_info(kv_dtype_named(a.kv_cache_dtype)).block_bytes;
   const int64_t kv_per_token = c.kv_bytes_per_token(elem_bytes);
   std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(),
               elem_bytes);
