@@ -30,10 +30,10 @@ struct LoadedModel {
 // A copy of `host` whose tensors live on `device`, in one allocation that the
 // returned set's owners keep alive (each tensor 256-byte aligned). Weights the device
 // keeps in another layout (ops::device_weight_dtype) pass through a staging buffer of
-// at most staging_bytes (whole rows; at least one row), a chunk of rows at a time, so
+// at most staging_limit bytes (whole rows; at least one row), a chunk of rows at a time, so
 // that loading needs little more device memory than the weights themselves.
 inline constexpr size_t kUploadStagingBytes = size_t{64} << 20;
-WeightSet upload_weights(const WeightSet& host, Device device, size_t staging_bytes = kUploadStagingBytes);
+WeightSet upload_weights(const WeightSet& host, Device device, size_t staging_limit = kUploadStagingBytes);
 
 }  // namespace corvid
 

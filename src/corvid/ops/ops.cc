@@ -250,9 +250,9 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 
 namespace {
 
-// What attention and paged_attention share: q [n, heads, head_dim] and a K/V store
-// [rows, kv_heads, head_dim] of F32, heads a multiple of kv_heads, out shaped as q,
-// one position per query.
+// What attention and paged_attention share: q [n, heads, head_dim] F32 and a K/V store
+// [rows, kv_heads, head_dim] of a KV cache dtype (check_kv_caches), heads a multiple of
+// kv_heads, out shaped as q, one position per query.
 void check_attention_args(const char* op, Device device, const Tensor& q, const Tensor& k, const Tensor& v,
                           std::span<const int32_t> positions, const Tensor& out) {
   check_f32(op, "q", q);

@@ -69,8 +69,9 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
 // rope() on q [n, heads, head_dim] and k [n, kv_heads, head_dim] (in place), then the
 // new keys and values into a KV cache: row rows[i] of k_cache and v_cache
 // ([cache_rows, kv_heads, head_dim], a KV cache dtype: see attention) becomes k[i] and
-// v[i], rounded to nearest even in a 16-bit cache; a negative row stores nothing (padding). v is shaped as k. What a decode step does between the q/k/v
-// projection and attention, in one GPU launch instead of three.
+// v[i], rounded to nearest even in a 16-bit cache; a negative row stores nothing
+// (padding). v is shaped as k. What a decode step does between the q/k/v projection
+// and attention, in one GPU launch instead of three.
 void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                    const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
                    const Tensor& v_cache);
