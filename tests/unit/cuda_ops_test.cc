@@ -245,8 +245,8 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
         EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;
         EXPECT_LE(rel_err(to_host(gk.tensor), k.ptr<float>(), kv.size()), 1e-5) << where;
         // The CPU's caches hold F32: round what it stored as the GPU's dtype does.
-        testing::kv_to_gpu(kc, cache_dtype);
-        testing::kv_to_gpu(vc, cache_dtype);
+        testing::round_to_kv_dtype(kc, cache_dtype);
+        testing::round_to_kv_dtype(vc, cache_dtype);
         const double k_tol = cache_dtype == DType::F32 ? 1e-5 : cache_dtype == DType::BF16 ? 1e-2 : 2e-3;
         EXPECT_LE(rel_err(cache_to_host(gkc.tensor), kc.ptr<float>(), cache0.size()), k_tol) << where;
         // Values are copied (and rounded), not computed: bit for bit; the padding row's slot untouched.

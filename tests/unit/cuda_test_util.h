@@ -49,11 +49,10 @@ inline double rel_err(const std::vector<float>& a, const float* b, size_t n) {
   return diff / mag;
 }
 
-// A GPU KV cache of `dtype` (F32, F16 or BF16) holding host's F32 values; for a 16-bit
-// dtype host's values are first rounded to it in place, so a CPU reference over host
-// reads exactly what the GPU cache holds.
-inline DeviceTensor kv_to_gpu(const OwnedTensor& host, DType dtype) {
-  if (dtype == DType::F32) return to_gpu(host.tensor);
+// Rounds host's F32 values to a KV cache `dtype` in place (nearest even; nothing for
+// F32) and returns their 16-bit encodings (empty for F32).
+inline std::vector<uint16_t> round_to_kv_dtype(const OwnedTensor& host, DType dtype) {
+  if (dtype == DType::F32) return {};
   float* v = host.tensor.ptr<float>();
   const int64_t count = host.tensor.numel();
   std::vector<uint16_t> bits(static_cast<size_t>(count));
@@ -61,6 +60,15 @@ inline DeviceTensor kv_to_gpu(const OwnedTensor& host, DType dtype) {
     bits[static_cast<size_t>(i)] = dtype == DType::F16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
     v[i] = dtype == DType::F16 ? f16_to_f32(bits[static_cast<size_t>(i)]) : bf16_to_f32(bits[static_cast<size_t>(i)]);
   }
+  return bits;
+}
+
+// A GPU KV cache of `dtype` (F32, F16 or BF16) holding host's F32 values; for a 16-bit
+// dtype host's values are first rounded to it in place, so a CPU reference over host
+// reads exactly what the GPU cache holds.
+inline DeviceTensor kv_to_gpu(const OwnedTensor& host, DType dtype) {
+  if (dtype == DType::F32) return to_gpu(host.tensor);
+  std::vector<uint16_t> bits = round_to_kv_dtype(host, dtype);
   Tensor staged = host.tensor;  // same shape
   staged.dtype = dtype;
   staged.data = bits.data();
