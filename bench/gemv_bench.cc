@@ -226,7 +226,8 @@ void run_prefill(const std::vector<DType>& dtypes, int64_t n) {
 
 DType dtype_named(const std::string& name) {
   for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
-                  DType::F32, DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q4_0R, DType::Q4_1R, DType::Q8_0R})
+                  DType::F32, DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q4_0R, DType::Q4_1R, DType::Q8_0R,
+                  DType::Q4_KR})
     if (dtype_name(t) == name) return t;
   fail("gemv_bench: unknown dtype '", name, "'");
 }
@@ -239,14 +240,14 @@ int run(int argc, char** argv) {
     else dtypes.push_back(dtype_named(argv[i]));
   }
   if (prefill_tokens > 0) {
-    if (dtypes.empty()) dtypes = {DType::BF16, DType::Q8_0R, DType::Q4_0R, DType::Q4_K, DType::Q6_K};
+    if (dtypes.empty()) dtypes = {DType::BF16, DType::Q8_0R, DType::Q4_0R, DType::Q4_KR, DType::Q6_K};
     context();
     run_prefill(dtypes, prefill_tokens);
     return 0;
   }
   if (dtypes.empty())
     dtypes = {DType::BF16, DType::F16,  DType::Q8_0,  DType::Q8_0R, DType::Q4_0,
-              DType::Q4_0R, DType::Q4_1, DType::Q4_1R, DType::Q4_K,  DType::Q6_K};
+              DType::Q4_0R, DType::Q4_1, DType::Q4_1R, DType::Q4_K,  DType::Q4_KR, DType::Q6_K};
   context();
   cudaDeviceProp p{};
   CORVID_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));

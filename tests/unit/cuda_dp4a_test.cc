@@ -20,7 +20,7 @@
 //     differ by both roundings: <= 5e-2 (measured 2.2e-2).
 // With CORVID_NO_DP4A=1 the path is off and these tests skip.
 //
-// Q4_0R, Q4_1R and Q8_0R are the GPU row layouts made at upload (ops::rearrange_weight);
+// Q4_0R, Q4_1R, Q8_0R and Q4_KR are the GPU row layouts made at upload (ops::rearrange_weight);
 // they run gemv_direct.cu's kernels (as Q4_K does unless CORVID_NO_DIRECT_GEMV=1) and
 // are checked the same way from the same GGUF-format weights, plus: (d) the Exact GEMV
 // (general kernels decoding the layout) and (e) the tensor-core prefill GEMM (n = 40,
@@ -158,7 +158,7 @@ void check_format(DType t) {
       ops::matmul(x.tensor, w.tensor, out.tensor, &bias.tensor);
       std::copy(out.ptr<float>(), out.ptr<float>() + cpu_fast.size(), cpu_fast.begin());
     }
-    const bool k_quant = t == DType::Q4_K || t == DType::Q6_K;
+    const bool k_quant = t == DType::Q4_K || t == DType::Q4_KR || t == DType::Q6_K;
     if (stored != t) {
       // (d) and (e): the layout against the same weight in its GGUF format on the GPU.
       DeviceTensor g_stored = to_gpu(w.tensor);
@@ -218,7 +218,7 @@ std::string format_name(const ::testing::TestParamInfo<DType>& param_info) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaDp4a,
                          ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
-                                           DType::Q8_0R, DType::Q4_0R, DType::Q4_1R),
+                                           DType::Q8_0R, DType::Q4_0R, DType::Q4_1R, DType::Q4_KR),
                          format_name);
 
 // The tolerances of (b) and (c) hold for the quantized-x reference itself (no GPU

@@ -46,13 +46,14 @@ float round16(float v, bool f16) { return f16 ? f16_to_f32(f32_to_f16(v)) : bf16
 TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
   SKIP_WITHOUT_GPU();
   NumericsScope fast(ops::QuantizedMatmul::Fast);
-  // The GPU row layouts (Q4_0R, Q4_1R, Q8_0R: what upload makes of 16-byte-row Q4_0/Q4_1/Q8_0)
-  // are rearranged from their GGUF blocks; they and Q4_K take the eight-at-a-time decoder.
+  // The GPU row layouts (Q4_0R, Q4_1R, Q8_0R, Q4_KR: what upload makes of 16-byte-row
+  // Q4_0/Q4_1/Q8_0/Q4_K) are rearranged from their GGUF blocks; they and Q4_K take the
+  // eight-at-a-time decoder.
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
-                  DType::Q4_0R, DType::Q4_1R, DType::Q8_0R}) {
+                  DType::Q4_0R, DType::Q4_1R, DType::Q8_0R, DType::Q4_KR}) {
     for (int64_t n : {16, 67}) {
       const int64_t m = 77, k = 512;
-      const DType stored = t == DType::Q4_0R ? DType::Q4_0 : t == DType::Q4_1R ? DType::Q4_1 : t == DType::Q8_0R ? DType::Q8_0 : t;
+      const DType stored = ops::stored_weight_dtype(t);
       OwnedTensor w = make_weight(stored, m, k, random_floats(static_cast<size_t>(m * k), 21));
       const auto xv = random_floats(static_cast<size_t>(n * k), 22);
       const auto bv = random_floats(static_cast<size_t>(m), 23);

@@ -1,5 +1,5 @@
-// Uploading weights to the GPU (engine/loaded_model.cc upload_weights): Q4_0, Q4_1 and
-// Q8_0 matrices with 16-byte rows become the GPU row layouts (ops::device_weight_dtype),
+// Uploading weights to the GPU (engine/loaded_model.cc upload_weights): Q4_0, Q4_1, Q8_0
+// and Q4_K matrices with 16-byte rows become the GPU row layouts (ops::device_weight_dtype),
 // the rest keep their GGUF format, and every op reading a rearranged weight sees the
 // same values: the embedding rows are bit-identical to the CPU's, and a decode step's
 // logits match the CPU model. The GEMVs on the layouts are checked in cuda_dp4a_test.cc.
@@ -37,7 +37,9 @@ TEST(CudaRowLayout, UploadRearrangesAndEmbeddingRowsStayExact) {
                         {"b.q4_1", DType::Q4_1, DType::Q4_1R, 5, 1536},
                         {"c.q8_0", DType::Q8_0, DType::Q8_0R, 9, 2304},
                         {"d.q4_1_narrow", DType::Q4_1, DType::Q4_1, 6, 576},
-                        {"e.q4_k", DType::Q4_K, DType::Q4_K, 3, 512}};
+                        {"e.q4_k", DType::Q4_K, DType::Q4_KR, 3, 512},
+                        {"f.q4_k_wide", DType::Q4_K, DType::Q4_KR, 4, 4096},
+                        {"g.q6_k", DType::Q6_K, DType::Q6_K, 2, 512}};
   WeightSet host;
   host.source = "test";
   std::vector<std::unique_ptr<OwnedTensor>> keep;
@@ -85,9 +87,9 @@ TEST(CudaRowLayout, UploadRearrangesAndEmbeddingRowsStayExact) {
 
 TEST(CudaRowLayout, RearrangeRejectsWhatHasNoLayout) {
   SKIP_WITHOUT_GPU();
-  OwnedTensor w = make_weight(DType::Q4_K, 2, 256, random_floats(512, 3));
+  OwnedTensor w = make_weight(DType::Q6_K, 2, 256, random_floats(512, 3));
   DeviceTensor raw = to_gpu(w.tensor);
-  DeviceTensor dst(Device::CUDA, DType::Q4_K, {2, 256});
+  DeviceTensor dst(Device::CUDA, DType::Q6_K, {2, 256});
   EXPECT_THROW(ops::rearrange_weight(raw.tensor, dst.tensor), Error);
   OwnedTensor q = make_weight(DType::Q4_0, 2, 256, random_floats(512, 4));
   DeviceTensor raw_q = to_gpu(q.tensor);

@@ -161,7 +161,7 @@ TEST(Matmul, RejectsBadArguments) {
   }
 }
 
-// The GPU row layouts (core/dtype.h Q4_0R/Q4_1R/Q8_0R) are chosen only for CUDA uploads of
+// The GPU row layouts (core/dtype.h Q4_0R/Q4_1R/Q8_0R/Q4_KR) are chosen only for CUDA uploads of
 // aligned block-format matrices, and the CPU backend refuses them.
 TEST(OpsRowLayout, DeviceWeightDtypeOnlyRearrangesAlignedBlockFormatsOnCuda) {
   const auto dtype_of = [](DType t, int64_t k, Device d) {
@@ -171,13 +171,14 @@ TEST(OpsRowLayout, DeviceWeightDtypeOnlyRearrangesAlignedBlockFormatsOnCuda) {
   EXPECT_EQ(dtype_of(DType::Q4_1, 4096, Device::CUDA), DType::Q4_1R);
   EXPECT_EQ(dtype_of(DType::Q8_0, 4096, Device::CUDA), DType::Q8_0R);
   EXPECT_EQ(dtype_of(DType::Q4_1, 576, Device::CUDA), DType::Q4_1);  // 360-byte rows: not 16-byte aligned
-  EXPECT_EQ(dtype_of(DType::Q4_K, 4096, Device::CUDA), DType::Q4_K);
+  EXPECT_EQ(dtype_of(DType::Q4_K, 4096, Device::CUDA), DType::Q4_KR);
+  EXPECT_EQ(dtype_of(DType::Q6_K, 4096, Device::CUDA), DType::Q6_K);
   EXPECT_EQ(dtype_of(DType::F16, 4096, Device::CUDA), DType::F16);
   EXPECT_EQ(dtype_of(DType::Q4_0, 4096, Device::CPU), DType::Q4_0);
   EXPECT_EQ(ops::device_weight_dtype(Tensor(DType::Q4_0, {4096}, nullptr), Device::CUDA), DType::Q4_0);  // 1-D
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K})
     EXPECT_EQ(ops::stored_weight_dtype(dtype_of(t, 4096, Device::CUDA)), t);  // and back
-  EXPECT_EQ(ops::stored_weight_dtype(DType::Q4_K), DType::Q4_K);
+  EXPECT_EQ(ops::stored_weight_dtype(DType::Q6_K), DType::Q6_K);
 }
 
 TEST(OpsRowLayout, CpuOpsRefuseTheGpuLayouts) {

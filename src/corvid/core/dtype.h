@@ -15,13 +15,15 @@ enum class DType : uint8_t {
   Q4_K, Q5_K, Q6_K,              // 256-element super-blocks
   Q8_K,                          // activation format for K-quant dot products (not stored in files)
   Q8_1,                          // activation format for Q4_1/Q5_1 dot products: Q8_0 plus d*sum(q)
-  // GPU row layouts of Q4_0, Q4_1 and Q8_0 (never in files): the same bytes per row,
-  // rearranged at upload (ops::device_weight_dtype) so a row's quants lie back to back
-  // (16 or 32 bytes per 32-value block, 16-byte aligned) followed by its blocks' f16
-  // scales (Q4_1R: scale and minimum pairs). Decode GEMVs then read the quants with
+  // GPU row layouts of Q4_0, Q4_1, Q8_0 and Q4_K (never in files): the same bytes per
+  // row, rearranged at upload (ops::device_weight_dtype) so a row's quants lie back to
+  // back (16 or 32 bytes per 32-value block, 16-byte aligned) followed by its blocks' f16
+  // scales (Q4_1R: scale and minimum pairs; Q4_KR: each super-block's 16-byte header,
+  // and its quants regrouped so 16 bytes hold one 32-value sub-block, low nibbles values
+  // 0..15, high nibbles 16..31, as in Q4_0R). Decode GEMVs then read the quants with
   // 16-byte loads, which the 18/20/34-byte GGUF blocks do not allow. Only whole rows
   // have a byte size in these layouts; a sub-range of a row is not contiguous.
-  Q4_0R, Q4_1R, Q8_0R,
+  Q4_0R, Q4_1R, Q8_0R, Q4_KR,
 };
 
 struct DTypeInfo {

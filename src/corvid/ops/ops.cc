@@ -32,7 +32,9 @@ bool is_weight_dtype(DType t) {
 }
 
 // The GPU row layouts (core/dtype.h), which only the CUDA backend reads.
-bool is_gpu_row_layout(DType t) { return t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R; }
+bool is_gpu_row_layout(DType t) {
+  return t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R || t == DType::Q4_KR;
+}
 
 // is_weight_dtype, plus the GPU row layouts on CUDA.
 bool is_weight_dtype_on(DType t, Device device) {
@@ -334,6 +336,7 @@ DType device_weight_dtype(const Tensor& w, Device device) {
     case DType::Q4_0: return DType::Q4_0R;
     case DType::Q4_1: return DType::Q4_1R;
     case DType::Q8_0: return DType::Q8_0R;
+    case DType::Q4_K: return DType::Q4_KR;
     default: return w.dtype;
   }
 }
@@ -343,6 +346,7 @@ DType stored_weight_dtype(DType t) {
     case DType::Q4_0R: return DType::Q4_0;
     case DType::Q4_1R: return DType::Q4_1;
     case DType::Q8_0R: return DType::Q8_0;
+    case DType::Q4_KR: return DType::Q4_K;
     default: return t;
   }
 }

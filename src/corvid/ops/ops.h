@@ -42,15 +42,17 @@ void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
 
 // The dtype weight w (in its stored dtype) is kept in on `device`. On CUDA, 2-D Q4_0,
-// Q4_1 and Q8_0 weights whose rows are a multiple of 16 bytes become their row layouts
-// (Q4_0R, Q4_1R, Q8_0R in core/dtype.h: same bytes, quants first) so decode GEMVs read
-// them with 16-byte loads; everything else, and everything on the CPU, is kept as stored.
+// Q4_1, Q8_0 and Q4_K weights whose rows are a multiple of 16 bytes become their row
+// layouts (Q4_0R, Q4_1R, Q8_0R, Q4_KR in core/dtype.h: same bytes, quants first) so
+// decode GEMVs read them with 16-byte loads; everything else, and everything on the
+// CPU, is kept as stored.
 DType device_weight_dtype(const Tensor& w, Device device);
 // The stored (GGUF) dtype a GPU row layout is made from: Q4_0R -> Q4_0 and so on; every
 // other dtype is its own.
 DType stored_weight_dtype(DType t);
 // dst = raw in dst's dtype (device_weight_dtype of raw's): both 2-D on the same GPU, same
-// shape, raw in its stored dtype; each row's blocks are split into quants and scales.
+// shape, raw in its stored dtype; each row's blocks are split into quants and scales
+// (Q4_K: quants regrouped by sub-block, super-block headers behind them).
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
 
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]; weight [cols] F32/F16/BF16.

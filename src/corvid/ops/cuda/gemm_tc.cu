@@ -68,16 +68,34 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
       // Value j < 16 is the low nibble of byte j, j >= 16 the high nibble of byte j - 16.
       const uint2 q = *reinterpret_cast<const uint2*>(row + b * qbytes + (j0 % 16));
       const int shift = j0 < 16 ? 0 : 4;
+      // The scale (and minimum) once: stores to v may alias them as far as the compiler
+      // knows, so loads inside the loop would be repeated per value.
+      const float d = half_to_float(load_u16(scales + (T == DType::Q4_0R ? 2 : 4) * b));
+      const float m = T == DType::Q4_1R ? half_to_float(load_u16(scales + 4 * b + 2)) : 0.0f;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
         if constexpr (T == DType::Q4_0R) {
-          v[e] = half_to_float(load_u16(scales + 2 * b)) * static_cast<float>(nib - 8);
+          v[e] = d * static_cast<float>(nib - 8);
         } else {
-          v[e] = half_to_float(load_u16(scales + 4 * b)) * static_cast<float>(nib) +
-                 half_to_float(load_u16(scales + 4 * b + 2));
+          v[e] = d * static_cast<float>(nib) + m;
         }
       }
+    }
+  } else if constexpr (T == DType::Q4_KR) {
+    // Sub-block u = i0 / 32: 16 quant bytes (value j < 16 the low nibble of byte j, j >= 16
+    // the high nibble of byte j - 16), its super-block's header behind the row's quants.
+    const uint32_t u = i0 / 32, j0 = i0 % 32;
+    const uint8_t* h = row + (k / 32) * 16 + (u / 8) * 16;
+    const uint2 q = *reinterpret_cast<const uint2*>(row + u * 16 + (j0 % 16));
+    const int shift = j0 < 16 ? 0 : 4;
+    float sc, mn;
+    k_scale_min(h + 4, static_cast<int>(u % 8), sc, mn);
+    const float d = half_to_float(load_u16(h)), dmin = half_to_float(load_u16(h + 2));
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
+      v[e] = d * sc * static_cast<float>(nib) - dmin * mn;
     }
   } else if constexpr (T == DType::Q4_K) {
     const uint8_t* b = row + (i0 / 256) * kQ4_KBytes;

@@ -1,6 +1,8 @@
 // Decode GEMV with int8 activations that reads weights straight from global memory
-// with 16-byte loads: Q4_0R, Q4_1R and Q8_0R (the GPU row layouts, row_layout.cu) and
-// Q4_K (whose 144-byte super-blocks are already 16-byte aligned pieces).
+// with 16-byte loads: Q4_0R, Q4_1R, Q8_0R and Q4_KR (the GPU row layouts, row_layout.cu)
+// and Q4_K (whose 144-byte super-blocks are already 16-byte aligned pieces; uploads make
+// Q4_KR of it, whose units are one sub-block each: Q4_K stays for CORVID_NO_DIRECT_GEMV
+// comparisons and tests).
 //
 // Why: gemv_dp4a.cu stages GGUF blocks (18/20/34 bytes, so only 2-byte aligned)
 // through shared memory in 2048-value tiles; at the 8B shapes a row is 2-7 tiles, so
@@ -13,6 +15,8 @@
 // A unit is 32 weights of a row that share one 16-byte quant load (Q8_0R: two):
 //   Q4_0R/Q4_1R: block u (nibble j < 16 of byte j is value j, the high nibble value j+16);
 //   Q8_0R: block u, 32 int8 in order;
+//   Q4_KR: sub-block u (nibbles as Q4_0R), its scale and minimum in the 16-byte header
+//          of super-block u / 8 behind the row's quants;
 //   Q4_K: 16 bytes of super-block u / 8 (piece p = u % 8: chunk c = p / 2, half h = p % 2):
 //         low nibbles are values 64c + 16h + i, high nibbles 64c + 32 + 16h + i, i < 16,
 //         sub-blocks 2c and 2c + 1 with their own 6-bit scale and minimum.
@@ -109,14 +113,18 @@ __device__ __forceinline__ void load_x(const int8_t* __restrict__ qx, const floa
 // One row's bytes for one unit.
 template <DType T>
 struct WUnit {
-  uint4 q0, q1;     // quants (q1: Q8_0R's second half; Q4_K: the super-block header)
+  uint4 q0, q1;     // quants (q1: Q8_0R's second half; Q4_K/Q4_KR: the super-block header)
   uint32_t scale;   // Q4_0R/Q8_0R: f16 d; Q4_1R: f16 d | f16 m << 16
 };
 
 template <DType T>
 __device__ __forceinline__ WUnit<T> load_w(const uint8_t* row, int64_t units, int64_t u) {
   WUnit<T> w;
-  if constexpr (T == DType::Q8_0R) {
+  if constexpr (T == DType::Q4_KR) {
+    w.q0 = load_weight16(row + 16 * u);
+    // The 8 units of a super-block share this header (8 lanes of a warp: one request).
+    w.q1 = load_weight16(row + 16 * units + 16 * (u >> 3));
+  } else if constexpr (T == DType::Q8_0R) {
     w.q0 = load_weight16(row + 32 * u);
     w.q1 = load_weight16(row + 32 * u + 16);
     w.scale = load_u16(row + 32 * units + 2 * u);
@@ -150,6 +158,15 @@ __device__ __forceinline__ float unit_dot(const WUnit<T>& w, const XUnit& x, int
     const float d = half_to_float(static_cast<uint16_t>(w.scale & 0xFFFF));
     const float m = half_to_float(static_cast<uint16_t>(w.scale >> 16));
     return x.dlo * fmaf(d, static_cast<float>(dot), m * static_cast<float>(x.slo + x.shi));
+  } else if constexpr (T == DType::Q4_KR) {
+    // Sub-block u % 8 of the super-block: weights d * sc * q - dmin * mn.
+    const float d = half_to_float(static_cast<uint16_t>(w.q1.x & 0xFFFF));
+    const float dmin = half_to_float(static_cast<uint16_t>(w.q1.x >> 16));
+    uint32_t scale, minimum;
+    k_scale_min_words(w.q1.y, w.q1.z, w.q1.w, static_cast<int>(u & 7), scale, minimum);
+    const int dot = dot16(low_nibbles(w.q0), x.lo) + dot16(high_nibbles(w.q0), x.hi);
+    return x.dlo * fmaf(d * small_uint_to_float(scale), static_cast<float>(dot),
+                        -dmin * small_uint_to_float(minimum) * static_cast<float>(x.slo + x.shi));
   } else {
     // Sub-blocks j = 2c (low nibbles) and 2c + 1 (high): 6-bit scale and minimum packed
     // in header bytes 4..15 as quant.cuh's k_scale_min reads them.
@@ -223,9 +240,11 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
   gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
 }
 
-// Weight rows per block: the 4-bit layouts take 8 (16 bytes a row per unit, so 4 rows
+// Weight rows per block: Q4_0R and Q4_1R take 8 (16 bytes a row per unit, so 4 rows
 // left each thread too little in flight: Q4_0 decode 547 -> 557 tok/s on the H200,
-// while Q8_0 lost 374 -> 365 and Q4_K was even; docs/benchmarks.md).
+// while Q8_0 lost 374 -> 365 and Q4_K was even; docs/benchmarks.md). Q4_KR keeps 4:
+// its unit also holds the 16-byte header, and 8 rows measured 460 against 491 tok/s;
+// capping registers for 6 blocks an SM instead of 5, 507 against 520.
 constexpr int kMinRowsPerBlock = 4;
 template <DType T>
 constexpr int kRowsPerBlock = T == DType::Q4_0R || T == DType::Q4_1R ? 2 * kMinRowsPerBlock : kMinRowsPerBlock;
@@ -251,7 +270,8 @@ bool direct_disabled() {
 
 bool gemv_direct_supports(DType t, const GemvArgs& a) {
   if (direct_disabled()) return false;
-  if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_K) return false;
+  if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_KR && t != DType::Q4_K)
+    return false;
   return a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % 32 == 0 && a.n >= 1 &&
          a.n <= kGemvMaxCols && a.m >= 1 && a.m / kMinRowsPerBlock < (int64_t{1} << 31);
 }
@@ -261,6 +281,7 @@ void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStrea
     case DType::Q4_0R: launch<DType::Q4_0R>(a, x, stream); return;
     case DType::Q4_1R: launch<DType::Q4_1R>(a, x, stream); return;
     case DType::Q8_0R: launch<DType::Q8_0R>(a, x, stream); return;
+    case DType::Q4_KR: launch<DType::Q4_KR>(a, x, stream); return;
     case DType::Q4_K: launch<DType::Q4_K>(a, x, stream); return;
     default: fail("CUDA gemv_direct: unsupported weight dtype ", dtype_name(t));
   }

@@ -218,7 +218,7 @@ Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaS
 
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
   if (quantized_matmul() != QuantizedMatmul::Fast || dp4a_disabled()) return false;
-  const bool row_layout = t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R;
+  const bool row_layout = t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R || t == DType::Q4_KR;
   if (!row_layout && t != DType::Q8_0 && t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q4_K && t != DType::Q6_K)
     return false;
   const bool aligned = a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % kXBlock == 0;

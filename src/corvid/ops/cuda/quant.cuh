@@ -52,6 +52,16 @@ __device__ __forceinline__ float element(const uint8_t* row, int64_t i, int64_t 
       if constexpr (T == DType::Q4_0R) return half_to_float(load_u16(scales + 2 * b)) * static_cast<float>(q - 8);
       else return half_to_float(load_u16(scales + 4 * b)) * static_cast<float>(q) + half_to_float(load_u16(scales + 4 * b + 2));
     }
+  } else if constexpr (T == DType::Q4_KR) {
+    // 16 quant bytes per 32-value sub-block (as Q4_0R), then 16-byte super-block headers.
+    const int64_t u = i / 32;
+    const int j = static_cast<int>(i % 32);
+    const uint8_t* h = row + (k / 32) * 16 + (u / 8) * 16;
+    const uint8_t* qs = row + u * 16;
+    const int q = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+    float sc, mn;
+    k_scale_min(h + 4, static_cast<int>(u % 8), sc, mn);
+    return half_to_float(load_u16(h)) * sc * static_cast<float>(q) - half_to_float(load_u16(h + 2)) * mn;
   } else if constexpr (T == DType::F32) {
     return reinterpret_cast<const float*>(row)[i];
   } else if constexpr (T == DType::F16) {
@@ -115,7 +125,7 @@ bool dispatch_weight_dtype(DType t, Fn&& fn) {
   case DType::X: fn(std::integral_constant<DType, DType::X>{}); return true;
     CORVID_CASE(F32) CORVID_CASE(F16) CORVID_CASE(BF16) CORVID_CASE(Q8_0) CORVID_CASE(Q4_0) CORVID_CASE(Q4_1)
     CORVID_CASE(Q5_0) CORVID_CASE(Q5_1) CORVID_CASE(Q4_K) CORVID_CASE(Q5_K) CORVID_CASE(Q6_K)
-    CORVID_CASE(Q4_0R) CORVID_CASE(Q4_1R) CORVID_CASE(Q8_0R)
+    CORVID_CASE(Q4_0R) CORVID_CASE(Q4_1R) CORVID_CASE(Q8_0R) CORVID_CASE(Q4_KR)
 #undef CORVID_CASE
     default: return false;
   }
