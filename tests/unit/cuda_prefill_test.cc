@@ -189,19 +189,35 @@ TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
 }
 
 // The fused residual add + norm of the decode step equals the CPU's add then rms_norm
-// (fp32, same formula): 1e-5 relative, for x and for the normed output.
+// (fp32, same formula): 1e-5 relative, for x and for the normed output. Decode rows run
+// on a cluster of blocks (norm_cluster.cu), prompts and odd widths one block a row;
+// out may be y (the model passes one buffer for both).
 TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
   SKIP_WITHOUT_GPU();
-  const int64_t rows = 3, cols = 4096;
-  const auto xv = random_floats(static_cast<size_t>(rows * cols), 51), yv = random_floats(static_cast<size_t>(rows * cols), 52);
-  OwnedTensor x = f32_tensor({rows, cols}, xv), y = f32_tensor({rows, cols}, yv);
-  OwnedTensor w = f32_tensor({cols}, random_floats(static_cast<size_t>(cols), 53)), out(DType::F32, {rows, cols});
-  DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w.tensor), gout(Device::CUDA, DType::F32, {rows, cols});
-  ops::add_rms_norm(x.tensor, y.tensor, w.tensor, 1e-5f, out.tensor);
-  ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, gout.tensor);
-  for (auto [dev, host] : {std::pair{&gx, &x}, std::pair{&gout, &out}})
-    EXPECT_LE(rel_err(to_host(dev->tensor), host->ptr<float>(), static_cast<size_t>(host->tensor.numel())), 1e-5);
-
+  struct Shape {
+    int64_t rows, cols;
+  };
+  uint32_t seed = 51;
+  for (Shape s : {Shape{3, 4096}, Shape{1, 4096}, Shape{1, 576}, Shape{2, 8192}, Shape{1, 16384}, Shape{1, 258},
+                  Shape{100, 4096}, Shape{1, 20000}}) {
+    const size_t count = static_cast<size_t>(s.rows * s.cols);
+    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+      for (bool out_is_y : {false, true}) {
+        const auto xv = random_floats(count, seed++), yv = random_floats(count, seed++);
+        OwnedTensor x = f32_tensor({s.rows, s.cols}, xv), y = f32_tensor({s.rows, s.cols}, yv);
+        OwnedTensor w = make_weight(wt, 1, s.cols, random_floats(static_cast<size_t>(s.cols), seed++));
+        const Tensor w1 = w.tensor.reshaped({s.cols});
+        OwnedTensor out(DType::F32, {s.rows, s.cols});
+        DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w1);
+        DeviceTensor gout(Device::CUDA, DType::F32, {s.rows, s.cols});
+        ops::add_rms_norm(x.tensor, y.tensor, w1, 1e-5f, out.tensor);
+        ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, out_is_y ? gy.tensor : gout.tensor);
+        EXPECT_LE(rel_err(to_host(gx.tensor), x.ptr<float>(), count), 1e-5) << s.rows << "x" << s.cols;
+        EXPECT_LE(rel_err(to_host(out_is_y ? gy.tensor : gout.tensor), out.ptr<float>(), count), 1e-5)
+            << s.rows << "x" << s.cols << " " << dtype_name(wt) << (out_is_y ? " out = y" : "");
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/kv_elem.cuh"
+#include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -284,6 +285,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   Context& ctx = context();
   const int64_t rows = x.rows();
   if (rows == 0) return;
+  if (x.cols() > kWarpRowMaxCols && rms_norm_cluster(x, nullptr, weight, eps, out)) return;
   if (x.cols() <= kWarpRowMaxCols) {
     launch_pdl("rms_norm_warp_rows_kernel", rms_norm_warp_rows_kernel, dim3(blocks_for(rows, kThreads / 32)),
                dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), rows,
@@ -297,6 +299,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
   Context& ctx = context();
   const int64_t rows = x.rows();
+  if (rows == 0) return;
+  if (rms_norm_cluster(x, &y, weight, eps, out)) return;
   if (x.cols() > int64_t{kNormThreads} * kNormPerThread) {
     add(x, y);
     rms_norm(x, weight, eps, out);
