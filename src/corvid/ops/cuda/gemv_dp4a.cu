@@ -123,8 +123,12 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
 
+  // The weights depend on no earlier kernel: the first tiles are requested before
+  // waiting for the quantizer's x (launch_pdl).
+  pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s);
+  pdl_wait();
   for (int t = 0; t < tiles_per_row; ++t) {
     issue(t + kStages - 1);  // into the stage iteration t - 1 finished with (the __syncthreads below)
     const int64_t k0 = static_cast<int64_t>(t) * kTileElems;
@@ -185,9 +189,8 @@ int stages() {
 template <DType T, int S>
 void launch_stages(const GemvArgs& a, const int8_t* qx, const float* dx, cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>((a.m + kRows - 1) / kRows);
-  if (a.n == 1) gemv_dp4a_kernel<T, 1, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
-  else gemv_dp4a_kernel<T, kGemvMaxCols, S><<<grid, kThreads, 0, stream>>>(a, qx, dx);
-  CORVID_CUDA_LAUNCHED("gemv_dp4a_kernel");
+  auto* kernel = a.n == 1 ? gemv_dp4a_kernel<T, 1, S> : gemv_dp4a_kernel<T, kGemvMaxCols, S>;
+  launch_pdl("gemv_dp4a_kernel", kernel, dim3(grid), dim3(kThreads), stream, a, qx, dx);
 }
 
 template <DType T>

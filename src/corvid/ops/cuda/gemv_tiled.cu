@@ -30,6 +30,7 @@
 
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.cuh"
+#include "corvid/ops/cuda/pdl.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -165,8 +166,13 @@ __global__ void __launch_bounds__(kThreads, (kBlocksPerSm<T, NC>)) gemv_tiled_ke
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
 
+  // The weights depend on no earlier kernel: the first tiles are requested before
+  // waiting for the kernels that produce x (launch_pdl; the wait also keeps out's
+  // stores behind every earlier reader).
+  pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < kS - 1; ++s) issue_next();
+  pdl_wait();
   int tile = 0;
   int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   for (int item = 0; item < items; ++item) {
@@ -233,8 +239,7 @@ void launch_cols(const GemvArgs& a, cudaStream_t stream) {
   const int64_t slots = static_cast<int64_t>(context().sm_count) * kBlocksPerSm<T, NC>;
   const bool persistent = g_kernels == GemvKernels::Persistent || (g_kernels == GemvKernels::Auto && kIsFloat<T>);
   const unsigned grid = static_cast<unsigned>(persistent ? std::min(groups, slots) : groups);
-  gemv_tiled_kernel<T, NC><<<grid, kThreads, 0, stream>>>(a);
-  CORVID_CUDA_LAUNCHED("gemv_tiled_kernel");
+  launch_pdl("gemv_tiled_kernel", gemv_tiled_kernel<T, NC>, dim3(grid), dim3(kThreads), stream, a);
 }
 
 template <DType T>
