@@ -61,6 +61,7 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
 #define CORVID_DISPATCH(device, op, ...)  \
   do {                                    \
     if ((device) == Device::CUDA) {       \
+      cuda::count_op();                   \
       cuda::op(__VA_ARGS__);              \
       return;                             \
     }                                     \
@@ -195,6 +196,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   check_rope_args("rope_store_kv", q, positions, params);
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
+    cuda::count_op();
     cuda::rope_store_kv(q, k, v, positions, params, rows, k_cache, v_cache);
     return;
   }
@@ -241,6 +243,7 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
                weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
+    cuda::count_op();
     cuda::add_rms_norm(x, y, weight, eps, out);
     return;
   }
@@ -359,6 +362,7 @@ void rearrange_weight(const Tensor& raw, const Tensor& dst) {
                device_name(raw.device), " cannot become ", dtype_name(dst.dtype), " ", dst.shape_str());
   CORVID_CHECK(!overlaps(raw, dst), "ops::rearrange_weight: dst must not alias raw");
 #ifdef CORVID_HAVE_CUDA
+  cuda::count_op();
   cuda::rearrange_weight(raw, dst);
 #endif
 }

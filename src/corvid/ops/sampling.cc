@@ -64,6 +64,7 @@ void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, st
   }
 #ifdef CORVID_HAVE_CUDA
   if (logits.device == Device::CUDA) {
+    cuda::count_op();
     cuda::sample_tokens(logits, rows, out);
     return;
   }

@@ -11,6 +11,8 @@
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/kv_elem.cuh"
@@ -212,9 +214,11 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const E* __r
 constexpr int kMaxCombineSplits = 128;
 constexpr int kCombineWarps = 8;
 constexpr int kCombineDims = 32;
+// q8.q set: out also as int8 activations (head_dim % 32 == 0: the block's 32 dims are
+// one activation block).
 __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(const float* __restrict__ partial,
                                                                                float* __restrict__ out, int n_heads,
-                                                                               int head_dim, int splits) {
+                                                                               int head_dim, int splits, Int8Out q8) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();               // launched with launch_pdl: the splits' rows first
   __shared__ float weight_s[kMaxCombineSplits];
@@ -251,7 +255,9 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < kCombineWarps; ++w) sum += acc_s[w][lane];
-    out[(static_cast<int64_t>(t) * n_heads + h) * head_dim + d] = sum * inv_total;
+    const int64_t i = (static_cast<int64_t>(t) * n_heads + h) * head_dim + d;
+    out[i] = sum * inv_total;
+    if (q8.q != nullptr) store_int8(q8, i, sum * inv_total, true);
   }
 }
 
@@ -350,11 +356,18 @@ void check_grid(const Tensor& q) {
 void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits) {
   CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
+  // A decode GEMV (the output projection) reads out next: write it as int8 activations
+  // too (context.h Int8Rows).
+  Int8Out q8;
+  if (gemv_int8_inputs() && n <= kGemvMaxCols && head_dim % 32 == 0) {
+    const Context::Int8Rows& made = ctx.int8_output(out.data, n, n_heads * head_dim);
+    q8 = {made.q, made.d};
+  }
   launch_pdl("attention_combine_kernel", attention_combine_kernel,
              dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads),
                   static_cast<unsigned>((head_dim + kCombineDims - 1) / kCombineDims)),
              dim3(kCombineWarps * 32), ctx.stream,
-             partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits);
+             partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits, q8);
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,

@@ -58,6 +58,7 @@ class CudaBackend final : public DeviceBackend {
     if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    count_op();  // it writes device memory: int8 activations made before may no longer describe it
     CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context().stream));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
@@ -66,6 +67,7 @@ class CudaBackend final : public DeviceBackend {
     CORVID_CUDA_CHECK(cudaStreamSynchronize(c.stream));
   }
   void copy_within(void* dst, const void* src, size_t bytes) override {
+    count_op();  // it writes device memory: int8 activations made before may no longer describe it
     CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
   }
   void synchronize() override { CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream)); }
@@ -107,6 +109,7 @@ class CudaBackend final : public DeviceBackend {
     cudaGetLastError();  // capture errors are sticky until read
   }
   void replay(int64_t id) override {
+    count_op();  // a recorded step's ops
     auto it = graphs_.find(id);
     CORVID_CHECK(it != graphs_.end(), "CUDA: no recorded step ", id);
     CORVID_CUDA_CHECK(cudaGraphLaunch(it->second, context().stream));
@@ -166,21 +169,40 @@ Context& context() {
   return *c;
 }
 
-void* Context::scratch(size_t bytes) {
-  if (bytes > scratch_bytes_) {
-    CORVID_CHECK(!capturing, "CUDA: scratch would grow while recording a step");
-    ++generation;
-    if (scratch_) {
-      CORVID_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier kernels may still read it
-      CORVID_CUDA_CHECK(cudaFree(scratch_));
-      scratch_ = nullptr;
+namespace {
+
+// A device buffer of at least `bytes` in `buffer` (capacity in `capacity`), reallocated
+// when too small: recorded graphs hold its address, so that bumps the generation.
+void* grow_buffer(Context& c, void*& buffer, size_t& capacity, size_t bytes, const char* what) {
+  if (bytes > capacity) {
+    CORVID_CHECK(!c.capturing, "CUDA: ", what, " would grow while recording a step");
+    ++c.generation;
+    if (buffer) {
+      CORVID_CUDA_CHECK(cudaStreamSynchronize(c.stream));  // earlier kernels may still read it
+      CORVID_CUDA_CHECK(cudaFree(buffer));
+      buffer = nullptr;
     }
     const size_t rounded = (bytes + (1u << 20) - 1) & ~size_t((1u << 20) - 1);
-    CORVID_CUDA_CHECK(cudaMalloc(&scratch_, rounded));
-    scratch_bytes_ = rounded;
+    CORVID_CUDA_CHECK(cudaMalloc(&buffer, rounded));
+    capacity = rounded;
   }
-  return scratch_;
+  return buffer;
 }
+
+}  // namespace
+
+void* Context::scratch(size_t bytes) { return grow_buffer(*this, scratch_, scratch_bytes_, bytes, "scratch"); }
+
+Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64_t cols) {
+  // int8 values, then the F32 scales at a 16-byte boundary.
+  const size_t values = static_cast<size_t>(rows * cols), scales_at = (values + 15) / 16 * 16;
+  auto* base = static_cast<uint8_t*>(grow_buffer(*this, int8_, int8_bytes_, scales_at + values / 32 * sizeof(float),
+                                                 "the int8 activation buffer"));
+  int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + scales_at)};
+  return int8_rows;
+}
+
+void count_op() { ++context().ops_run; }
 
 const void* Context::upload_bytes(UploadSlot slot, const void* data, size_t bytes) {
   Upload& u = uploads_[static_cast<int>(slot)];

@@ -68,6 +68,28 @@ struct Context {
 
   // Device scratch of at least `bytes` (grows; contents undefined). One user at a time.
   void* scratch(size_t bytes);
+
+  // Ops (and backend copies) run so far: count_op() bumps it before each one.
+  uint64_t ops_run = 0;
+  // Int8 activations (gemv.h Int8Activations) that the op producing x (an RMSNorm of a
+  // decode row, silu_mul, decode attention) wrote along with it, for a decode GEMV that
+  // reads x as the very next op (ops_run == op + 1): it then skips its quantizer launch.
+  // Any op in between may have changed x, so the GEMV ignores them then.
+  struct Int8Rows {
+    const void* x = nullptr;
+    int64_t rows = 0, cols = 0;
+    uint64_t op = 0;
+    int8_t* q = nullptr;
+    float* d = nullptr;
+  };
+  Int8Rows int8_rows;
+  // Whether the last decode GEMV took int8 activations (set by gemv_dp4a): producers
+  // write them only then, so a model of 16-bit weights does not pay for int8 it never reads.
+  bool int8_wanted = true;
+  // Where producers write them, for `rows` rows of `cols` (a multiple of 32) values,
+  // and records them in int8_rows (device memory kept apart from scratch, which the
+  // GEMV's own quantizer uses).
+  Int8Rows& int8_output(const void* x, int64_t rows, int64_t cols);
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
   // A device copy of a constant table (RoPE frequencies), one per distinct content and
   // never moved or freed, so a recorded step of any model keeps reading its own table.
@@ -83,6 +105,8 @@ struct Context {
   std::map<std::vector<float>, void*> constants_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  void* int8_ = nullptr;
+  size_t int8_bytes_ = 0;
   Upload uploads_[static_cast<int>(UploadSlot::kCount)];
 };
 

@@ -18,6 +18,9 @@
 namespace corvid::ops::cuda {
 
 bool available();         // a GPU is usable (never throws)
+// Called before every CUDA op (ops.cc) and backend copy: the ops run so far, so that an
+// op can tell whether it directly follows another (context.h Int8Rows).
+void count_op();
 DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error without a GPU
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);

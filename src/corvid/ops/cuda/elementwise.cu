@@ -7,6 +7,8 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
@@ -204,6 +206,24 @@ __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_
   if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+// silu_mul of a few decode rows that a GEMV reads next: four values a thread (float4
+// loads and stores; count % 32 == 0, so a warp's 128 values are whole activation
+// blocks of 8 threads each) written as F32 and as int8 activations.
+__global__ void silu_mul_int8_kernel(const float4* g, const float4* u, float4* o, int64_t count4, Int8Out q8) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i - threadIdx.x % 32 >= count4) return;  // whole warps only: the quantizer shuffles
+  float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (i < count4) {
+    const float4 a = g[i], b = u[i];
+    r = make_float4(a.x / (1.0f + expf(-a.x)) * b.x, a.y / (1.0f + expf(-a.y)) * b.y,
+                    a.z / (1.0f + expf(-a.z)) * b.z, a.w / (1.0f + expf(-a.w)) * b.w);
+    o[i] = r;
+  }
+  store_int8x4<8>(q8, 4 * i, r, i < count4);
+}
+
 __global__ void add_kernel(float* a, const float* b, int64_t count) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
@@ -357,6 +377,16 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   Context& ctx = context();
   const int64_t count = gate.numel();
   if (count == 0) return;
+  // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
+  const bool vectors = count % 32 == 0 && reinterpret_cast<uintptr_t>(gate.data) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(up.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
+  if (vectors && gemv_int8_inputs() && out.rows() <= kGemvMaxCols && out.cols() % 32 == 0) {
+    const Context::Int8Rows& made = ctx.int8_output(out.data, out.rows(), out.cols());
+    launch_pdl("silu_mul_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
+               ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
+               reinterpret_cast<float4*>(out.data), count / 4, Int8Out{made.q, made.d});
+    return;
+  }
   launch_pdl("silu_mul_kernel", silu_mul_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), ctx.stream,
              gate.ptr<float>(), up.ptr<float>(), out.ptr<float>(), count);
 }

@@ -47,6 +47,14 @@ struct Int8Activations {
 };
 Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream);
 
+// Whether decode GEMVs take int8 activations now (Fast numerics, dp4a on, and the last
+// GEMV took them: Context::int8_wanted), so that the op producing a GEMV's input should
+// also write it as int8 (context.h Int8Rows) and spare the GEMV its quantizer launch.
+// CORVID_NO_FUSED_QUANT=1 says no (A/B runs).
+// gemv_int8_reuses(): how many GEMVs took such activations so far (for tests).
+bool gemv_int8_inputs();
+uint64_t gemv_int8_reuses();
+
 // The direct-load int8 GEMVs of Fast numerics (gemv_direct.cu): Q4_0R, Q4_1R, Q8_0R and
 // Q4_K weights, 16-byte aligned rows, k % 32 == 0, 1..kGemvMaxCols tokens. supports()
 // says whether they take a call. CORVID_NO_DIRECT_GEMV=1 makes it say no and uploads keep

@@ -219,7 +219,19 @@ Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaS
   return {qx, dx};
 }
 
+namespace {
+uint64_t g_int8_reuses = 0;
+}  // namespace
+
+bool gemv_int8_inputs() {
+  static const bool off = env_flag("CORVID_NO_FUSED_QUANT");
+  return !off && quantized_matmul() == QuantizedMatmul::Fast && !dp4a_disabled() && context().int8_wanted;
+}
+
+uint64_t gemv_int8_reuses() { return g_int8_reuses; }
+
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
+  context().int8_wanted = false;  // until this GEMV takes int8 activations below
   if (quantized_matmul() != QuantizedMatmul::Fast || dp4a_disabled()) return false;
   const bool row_layout = t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R || t == DType::Q4_KR;
   if (!row_layout && t != DType::Q8_0 && t != DType::Q4_0 && t != DType::Q4_1 && t != DType::Q4_K && t != DType::Q6_K)
@@ -230,7 +242,14 @@ bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
     return false;
   const bool direct = gemv_direct_supports(t, a);
   if (row_layout && !direct) return false;
-  const Int8Activations x = quantize_activations(a.x, a.n, a.k, stream);
+  // The op that produced x may have written it as int8 already (it ran just before: no
+  // op in between could have changed x since).
+  Context& ctx = context();
+  ctx.int8_wanted = true;
+  const Context::Int8Rows& made = ctx.int8_rows;
+  const bool reuse = made.x == a.x && made.rows == a.n && made.cols == a.k && made.op + 1 == ctx.ops_run;
+  g_int8_reuses += reuse;
+  const Int8Activations x = reuse ? Int8Activations{made.q, made.d} : quantize_activations(a.x, a.n, a.k, stream);
   if (direct) {
     gemv_direct(t, a, x, stream);
     return true;

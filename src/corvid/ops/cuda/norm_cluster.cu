@@ -16,6 +16,8 @@
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/quant.cuh"
@@ -50,10 +52,12 @@ __device__ __forceinline__ float4 load_weight4(const void* w, DType t, int64_t i
 // Row blockIdx.y; block rank b of the cluster takes float4 j of the row where
 // j % (kClusterBlocks * kClusterThreads) == b * kClusterThreads + threadIdx.x.
 // kAdd: x += y first (x written back). out may alias x or y: every load comes before
-// the first store, and each thread rewrites only what it read.
+// the first store, and each thread rewrites only what it read. q8.q set: out also as
+// int8 activations (cols % 32 == 0: a 32-value block is 8 consecutive threads' float4s).
 template <bool kAdd>
 __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kClusterThreads)
-    rms_norm_cluster_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out, int64_t cols) {
+    rms_norm_cluster_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out, int64_t cols,
+                            Int8Out q8) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   cg::cluster_group cluster = cg::this_cluster();
   const int64_t row = blockIdx.y;
@@ -110,9 +114,12 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
 #pragma unroll
   for (int e = 0; e < kVecsPerThread; ++e) {
     const int64_t i = first + e * kSliceStride;
-    if (i < cols)
-      o[i / 4] = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
-                             v[e].w * inv * wv[e].w);
+    const float4 r = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
+                                 v[e].w * inv * wv[e].w);
+    if (i < cols) o[i / 4] = r;
+    // A warp's float4s are all inside the row or (past its end) all outside: the test is uniform.
+    if (q8.q != nullptr && first - threadIdx.x % 32 * 4 + e * kSliceStride < cols)
+      store_int8x4<8>(q8, row * cols + i, r, i < cols);
   }
   cluster.barrier_wait();
 }
@@ -136,13 +143,19 @@ bool rms_norm_cluster(const Tensor& x, const Tensor* y, const Tensor& weight, fl
     return false;
   Context& ctx = context();
   const dim3 grid(kClusterBlocks, static_cast<unsigned>(rows));
+  // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
+  Int8Out q8;
+  if (gemv_int8_inputs() && rows <= kGemvMaxCols && cols % 32 == 0) {
+    const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
+    q8 = {made.q, made.d};
+  }
   if (y) {
     launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<true>, grid, dim3(kClusterThreads), ctx.stream,
-               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols);
+               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8);
   } else {
     launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<false>, grid, dim3(kClusterThreads), ctx.stream,
                x.ptr<float>(), static_cast<const float*>(nullptr), weight.data, weight.dtype, eps, out.ptr<float>(),
-               cols);
+               cols, q8);
   }
   return true;
 }

@@ -1,0 +1,116 @@
+// The ops that produce a decode GEMV's input on the GPU — RMSNorm of decode rows (with
+// or without the residual add), silu_mul, decode attention's split combine — also write
+// it as int8 activations (ops/cuda/context.h Int8Rows), and a GEMV that runs as the very
+// next op takes them instead of launching its quantizer. The producers run the
+// quantizer's F32 operations on the values they store, so the GEMV's result must be
+// bit-identical to the unfused path, forced here by an unrelated op between producer
+// and GEMV (after which the GEMV must quantize x itself: taking stale int8 would be wrong).
+// Producers write int8 only while the decode GEMVs take it: a 16-bit GEMV in between
+// turns it off (checked last).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "corvid/core/device.h"
+#include "corvid/core/env.h"
+#include "corvid/ops/cuda/gemv.h"
+#include "corvid/ops/ops.h"
+#include "cuda_test_util.h"
+#include "ops_test_util.h"
+
+namespace corvid {
+namespace {
+
+using testing::f32_tensor;
+using testing::make_weight;
+using testing::NumericsScope;
+using testing::random_floats;
+using testing::to_gpu;
+using testing::to_host;
+
+enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention };
+
+const char* name(Producer p) {
+  switch (p) {
+    case Producer::RmsNorm: return "rms_norm";
+    case Producer::AddRmsNorm: return "add_rms_norm";
+    case Producer::SiluMul: return "silu_mul";
+    case Producer::Attention: return "attention";
+  }
+  return "?";
+}
+
+TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope scope(ops::QuantizedMatmul::Fast);
+  if (env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A"))
+    GTEST_SKIP() << "CORVID_NO_FUSED_QUANT or CORVID_NO_DP4A is set";
+  // Attention: 32 heads of 128 over 8 kv heads, a 512-row cache (so decode splits it).
+  const int64_t heads = 32, kv_heads = 8, head_dim = 128, cache_rows = 512;
+  const int64_t m = 1000, k = heads * head_dim;
+  OwnedTensor norm_w = f32_tensor({k}, random_floats(static_cast<size_t>(k), 502));
+  DeviceTensor g_norm_w = to_gpu(norm_w.tensor);
+  OwnedTensor spare = f32_tensor({64}, random_floats(64, 503));
+  DeviceTensor g_spare_a = to_gpu(spare.tensor), g_spare_b = to_gpu(spare.tensor);
+  const size_t cache_values = static_cast<size_t>(cache_rows * kv_heads * head_dim);
+  OwnedTensor keys = f32_tensor({cache_rows, kv_heads, head_dim}, random_floats(cache_values, 506));
+  OwnedTensor values = f32_tensor({cache_rows, kv_heads, head_dim}, random_floats(cache_values, 507));
+  DeviceTensor g_keys = to_gpu(keys.tensor), g_values = to_gpu(values.tensor);
+  for (DType wt : {DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
+    OwnedTensor w = make_weight(wt, m, k, random_floats(static_cast<size_t>(m * k), 501));
+    DeviceTensor raw = to_gpu(w.tensor);
+    DeviceTensor gw(Device::CUDA, ops::device_weight_dtype(w.tensor, Device::CUDA), {m, k});
+    ops::rearrange_weight(raw.tensor, gw.tensor);
+    // Producers write int8 while decode GEMVs take it (Context::int8_wanted): one first.
+    {
+      DeviceTensor gx(Device::CUDA, DType::F32, {1, k}), g_res(Device::CUDA, DType::F32, {1, m});
+      ops::matmul(gx.tensor, gw.tensor, g_res.tensor);
+    }
+    for (int n : {1, 3, 8}) {
+      const auto xv = random_floats(static_cast<size_t>(n * k), 504), yv = random_floats(static_cast<size_t>(n * k), 505);
+      OwnedTensor x = f32_tensor({n, k}, xv), y = f32_tensor({n, k}, yv);
+      DeviceTensor gy = to_gpu(y.tensor);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, k}), g_res(Device::CUDA, DType::F32, {n, m});
+      std::vector<int32_t> positions;
+      for (int t = 0; t < n; ++t) positions.push_back(300 + 17 * t);
+      for (Producer p : {Producer::RmsNorm, Producer::AddRmsNorm, Producer::SiluMul, Producer::Attention}) {
+        std::vector<float> results[2];
+        for (int unfused = 0; unfused < 2; ++unfused) {
+          DeviceTensor gx = to_gpu(x.tensor);  // add_rms_norm adds into x: start from the same values
+          if (p == Producer::RmsNorm) ops::rms_norm(gx.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
+          if (p == Producer::AddRmsNorm) ops::add_rms_norm(gx.tensor, gy.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
+          if (p == Producer::SiluMul) ops::silu_mul(gx.tensor, gy.tensor, g_out.tensor);
+          if (p == Producer::Attention) {
+            ops::attention(gx.tensor.reshaped({n, heads, head_dim}), g_keys.tensor, g_values.tensor, positions,
+                           0.088f, 0, g_out.tensor.reshaped({n, heads, head_dim}));
+          }
+          if (unfused) ops::add(g_spare_a.tensor, g_spare_b.tensor);
+          const uint64_t before = ops::cuda::gemv_int8_reuses();
+          ops::matmul(g_out.tensor, gw.tensor, g_res.tensor);
+          EXPECT_EQ(ops::cuda::gemv_int8_reuses() - before, unfused ? 0u : 1u)
+              << name(p) << " " << dtype_name(wt) << " n=" << n;
+          results[unfused] = to_host(g_res.tensor);
+        }
+        size_t mismatches = 0;
+        for (size_t i = 0; i < results[0].size(); ++i) mismatches += !(results[0][i] == results[1][i]);
+        EXPECT_EQ(mismatches, 0u) << name(p) << " " << dtype_name(wt) << " n=" << n;
+      }
+    }
+  }
+  // After a BF16 GEMV the producers stop writing int8: the next quantized GEMV quantizes x itself.
+  OwnedTensor w16 = make_weight(DType::BF16, 16, k, random_floats(static_cast<size_t>(16 * k), 508));
+  DeviceTensor gw16 = to_gpu(w16.tensor), gx = to_gpu(f32_tensor({1, k}, random_floats(static_cast<size_t>(k), 509)).tensor);
+  DeviceTensor g_out(Device::CUDA, DType::F32, {1, k}), g_res16(Device::CUDA, DType::F32, {1, 16});
+  ops::matmul(gx.tensor, gw16.tensor, g_res16.tensor);
+  EXPECT_FALSE(ops::cuda::gemv_int8_inputs());
+  ops::rms_norm(gx.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
+  OwnedTensor w8 = make_weight(DType::Q8_0, m, k, random_floats(static_cast<size_t>(m * k), 510));
+  DeviceTensor gw8 = to_gpu(w8.tensor), g_res(Device::CUDA, DType::F32, {1, m});
+  const uint64_t before = ops::cuda::gemv_int8_reuses();
+  ops::matmul(g_out.tensor, gw8.tensor, g_res.tensor);
+  EXPECT_EQ(ops::cuda::gemv_int8_reuses(), before);
+  EXPECT_TRUE(ops::cuda::gemv_int8_inputs());
+}
+
+}  // namespace
+}  // namespace corvid
