@@ -1,6 +1,6 @@
 // Environment switches: the CORVID_NO_* variables that turn one code path off for A/B
 // runs (CORVID_NO_FUSION, CORVID_NO_DP4A, CORVID_NO_DIRECT_GEMV, CORVID_NO_PDL,
-// CORVID_NO_CLUSTER_NORM), and integer tuning knobs.
+// CORVID_NO_CLUSTER_NORM, CORVID_NO_FUSED_QUANT), and integer tuning knobs.
 #pragma once
 
 namespace corvid {
