@@ -13,6 +13,7 @@
 
 #include "corvid/core/device.h"
 #include "corvid/core/env.h"
+#include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
@@ -40,11 +41,21 @@ const char* name(Producer p) {
   return "?";
 }
 
+bool fused_quant_off() {
+  return env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A") || env_flag("CORVID_NO_CLUSTER_NORM");
+}
+
+// A decode GEMV on quantized weights, so that producers write int8 (Context::int8_wanted).
+void run_a_quantized_gemv() {
+  OwnedTensor w = make_weight(DType::Q4_0, 16, 256, random_floats(16 * 256, 511));
+  DeviceTensor gw = to_gpu(w.tensor), gx(Device::CUDA, DType::F32, {1, 256}), g_res(Device::CUDA, DType::F32, {1, 16});
+  ops::matmul(gx.tensor, gw.tensor, g_res.tensor);
+}
+
 TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
   SKIP_WITHOUT_GPU();
   NumericsScope scope(ops::QuantizedMatmul::Fast);
-  if (env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A"))
-    GTEST_SKIP() << "CORVID_NO_FUSED_QUANT or CORVID_NO_DP4A is set";
+  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT, CORVID_NO_DP4A or CORVID_NO_CLUSTER_NORM is set";
   // Attention: 32 heads of 128 over 8 kv heads, a 512-row cache (so decode splits it).
   const int64_t heads = 32, kv_heads = 8, head_dim = 128, cache_rows = 512;
   const int64_t m = 1000, k = heads * head_dim;
@@ -95,6 +106,17 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
         for (size_t i = 0; i < results[0].size(); ++i) mismatches += !(results[0][i] == results[1][i]);
         EXPECT_EQ(mismatches, 0u) << name(p) << " " << dtype_name(wt) << " n=" << n;
       }
+      // The producer's output overwritten by a copy before the GEMV: its int8 are stale now,
+      // and the GEMV must quantize the new values (as it does for y uploaded afresh).
+      ops::silu_mul(to_gpu(x.tensor).tensor, gy.tensor, g_out.tensor);
+      copy_tensor(g_out.tensor, y.tensor);
+      ops::matmul(g_out.tensor, gw.tensor, g_res.tensor);
+      const auto after_copy = to_host(g_res.tensor);
+      ops::matmul(gy.tensor, gw.tensor, g_res.tensor);
+      const auto fresh = to_host(g_res.tensor);
+      size_t mismatches = 0;
+      for (size_t i = 0; i < fresh.size(); ++i) mismatches += !(after_copy[i] == fresh[i]);
+      EXPECT_EQ(mismatches, 0u) << "output overwritten after silu_mul, " << dtype_name(wt) << " n=" << n;
     }
   }
   // After a BF16 GEMV the producers stop writing int8: the next quantized GEMV quantizes x itself.
@@ -110,6 +132,45 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
   ops::matmul(g_out.tensor, gw8.tensor, g_res.tensor);
   EXPECT_EQ(ops::cuda::gemv_int8_reuses(), before);
   EXPECT_TRUE(ops::cuda::gemv_int8_inputs());
+}
+
+// Rows that end inside a warp (widths 800 and 4128: not multiples of 128), which the
+// GEMV tests above cannot reach (quantized rows of those widths are not 16-byte
+// aligned): the int8 a producer writes equal, byte for byte, what the GEMV's quantizer
+// makes of the producer's F32 output.
+TEST(CudaFusedQuant, ProducerInt8EqualsTheQuantizerOnRowsEndingInsideAWarp) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope scope(ops::QuantizedMatmul::Fast);
+  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT, CORVID_NO_DP4A or CORVID_NO_CLUSTER_NORM is set";
+  ops::cuda::Context& ctx = ops::cuda::context();
+  for (int64_t cols : {800, 4128}) {
+    OwnedTensor norm_w = f32_tensor({cols}, random_floats(static_cast<size_t>(cols), 512));
+    DeviceTensor g_norm_w = to_gpu(norm_w.tensor);
+    for (int64_t n : {1, 3}) {
+      const size_t count = static_cast<size_t>(n * cols);
+      OwnedTensor x = f32_tensor({n, cols}, random_floats(count, 513)), y = f32_tensor({n, cols}, random_floats(count, 514));
+      DeviceTensor gy = to_gpu(y.tensor), g_out(Device::CUDA, DType::F32, {n, cols});
+      for (Producer p : {Producer::RmsNorm, Producer::AddRmsNorm, Producer::SiluMul}) {
+        DeviceTensor gx = to_gpu(x.tensor);
+        run_a_quantized_gemv();
+        if (p == Producer::RmsNorm) ops::rms_norm(gx.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
+        if (p == Producer::AddRmsNorm) ops::add_rms_norm(gx.tensor, gy.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
+        if (p == Producer::SiluMul) ops::silu_mul(gx.tensor, gy.tensor, g_out.tensor);
+        const ops::cuda::Context::Int8Rows made = ctx.int8_rows;
+        ASSERT_EQ(made.x, g_out.tensor.data) << name(p) << " wrote no int8, cols=" << cols << " n=" << n;
+        ASSERT_TRUE(made.q != nullptr && made.rows == n && made.cols == cols);
+        std::vector<int8_t> q(count), q_ref(count);
+        std::vector<float> d(count / 32), d_ref(count / 32);
+        copy_bytes(q.data(), Device::CPU, made.q, Device::CUDA, q.size());
+        copy_bytes(d.data(), Device::CPU, made.d, Device::CUDA, d.size() * sizeof(float));
+        const ops::cuda::Int8Activations ref = ops::cuda::quantize_activations(g_out.tensor.ptr<float>(), n, cols, ctx.stream);
+        copy_bytes(q_ref.data(), Device::CPU, ref.q, Device::CUDA, q_ref.size());
+        copy_bytes(d_ref.data(), Device::CPU, ref.d, Device::CUDA, d_ref.size() * sizeof(float));
+        EXPECT_EQ(q, q_ref) << name(p) << " cols=" << cols << " n=" << n;
+        EXPECT_EQ(d, d_ref) << name(p) << " cols=" << cols << " n=" << n;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/pdl.cuh"
 
@@ -32,6 +33,9 @@ Context* make_context() {
   constexpr size_t kCublasWorkspace = size_t{32} << 20;
   CORVID_CUDA_CHECK(cudaMalloc(&c->cublas_workspace, kCublasWorkspace));
   CORVID_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspace));
+  // Int8 activations of kGemvMaxCols decode rows up to 65536 wide (an 8B model's widest
+  // producer output, silu_mul's, is 14336).
+  c->reserve_int8_output(int64_t{kGemvMaxCols} << 16);
   return c;
 }
 
@@ -49,6 +53,7 @@ class CudaBackend final : public DeviceBackend {
       fail("CUDA: cannot allocate ", bytes, " bytes of device memory (", free_b, " of ", total_b,
            " bytes free): ", cudaGetErrorString(err));
     }
+    count_op();  // the memset writes device memory (a freed producer output's address may come back)
     CORVID_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, c.stream));
     return p;
   }
@@ -193,11 +198,25 @@ void* grow_buffer(Context& c, void*& buffer, size_t& capacity, size_t bytes, con
 
 void* Context::scratch(size_t bytes) { return grow_buffer(*this, scratch_, scratch_bytes_, bytes, "scratch"); }
 
+// Int8 activations of `values` values: the int8 values, then the F32 scales at a 16-byte boundary.
+static size_t int8_scales_at(int64_t values) { return (static_cast<size_t>(values) + 15) / 16 * 16; }
+static size_t int8_bytes(int64_t values) { return int8_scales_at(values) + static_cast<size_t>(values) / 32 * 4; }
+
+void Context::reserve_int8_output(int64_t values) {
+  grow_buffer(*this, int8_, int8_bytes_, int8_bytes(values), "the int8 activation buffer");
+}
+
 Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64_t cols) {
-  // int8 values, then the F32 scales at a 16-byte boundary.
-  const size_t values = static_cast<size_t>(rows * cols), scales_at = (values + 15) / 16 * 16;
-  auto* base = static_cast<uint8_t*>(grow_buffer(*this, int8_, int8_bytes_, scales_at + values / 32 * sizeof(float),
-                                                 "the int8 activation buffer"));
+  const int64_t values = rows * cols;
+  const size_t scales_at = int8_scales_at(values), bytes = int8_bytes(values);
+  if (capturing && bytes > int8_bytes_) {
+    // Nothing may allocate while a step is recorded: this step's producers skip int8
+    // (their GEMVs quantize x themselves). make_context reserves enough for decode rows
+    // of any usual width, so this is rare.
+    int8_rows = {};
+    return int8_rows;
+  }
+  auto* base = static_cast<uint8_t*>(grow_buffer(*this, int8_, int8_bytes_, bytes, "the int8 activation buffer"));
   int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + scales_at)};
   return int8_rows;
 }

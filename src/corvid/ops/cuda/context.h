@@ -89,7 +89,12 @@ struct Context {
   // Where producers write them, for `rows` rows of `cols` (a multiple of 32) values,
   // and records them in int8_rows (device memory kept apart from scratch, which the
   // GEMV's own quantizer uses).
+  // Returns an empty record (q null: write no int8) when the buffer would have to grow
+  // while a step is recorded.
   Int8Rows& int8_output(const void* x, int64_t rows, int64_t cols);
+  // Room for int8 outputs of `values` values (make_context reserves decode-sized room, so
+  // that the first recorded step does not find the buffer missing).
+  void reserve_int8_output(int64_t values);
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
   // A device copy of a constant table (RoPE frequencies), one per distinct content and
   // never moved or freed, so a recorded step of any model keeps reading its own table.

@@ -380,9 +380,10 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
   const bool vectors = count % 32 == 0 && reinterpret_cast<uintptr_t>(gate.data) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(up.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
-  if (vectors && gemv_int8_inputs() && out.rows() <= kGemvMaxCols && out.cols() % 32 == 0) {
-    const Context::Int8Rows& made = ctx.int8_output(out.data, out.rows(), out.cols());
-    launch_pdl("silu_mul_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
+  const bool int8 = vectors && gemv_int8_inputs() && out.rows() <= kGemvMaxCols && out.cols() % 32 == 0;
+  const Context::Int8Rows made = int8 ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
+  if (made.q != nullptr) {
+    launch_pdl("silu_mul_int8_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
                ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
                reinterpret_cast<float4*>(out.data), count / 4, Int8Out{made.q, made.d});
     return;

@@ -33,9 +33,11 @@ struct GemvArgs {
 bool gemv_tiled(DType t, const GemvArgs& a, cudaStream_t stream);
 
 // Fast numerics (ops::QuantizedMatmul::Fast) only, unless CORVID_NO_DP4A=1: for Q8_0,
-// Q4_0, Q4_1, Q4_K and Q6_K weights (16-byte aligned rows, k % 32 == 0) quantizes x to
-// int8 blocks of 32 (in Context::scratch) and runs integer-dot (dp4a) GEMV kernels;
-// returns true when it ran. gemv_tiled calls it first when the kernels are Auto.
+// Q4_0, Q4_1, Q4_K and Q6_K weights and their GPU row layouts (16-byte aligned rows,
+// k % 32 == 0) takes x as int8 blocks of 32 — the ones the op producing x wrote
+// (context.h Int8Rows) when it ran just before, else quantized here into
+// Context::scratch — and runs integer-dot (dp4a) GEMV kernels; returns true when it
+// ran. gemv_tiled calls it first when the kernels are Auto.
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream);
 
 // int8 activations for the dp4a GEMVs: x [n, k] (k % 32 == 0) quantized per 32 values
@@ -55,8 +57,8 @@ Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaS
 bool gemv_int8_inputs();
 uint64_t gemv_int8_reuses();
 
-// The direct-load int8 GEMVs of Fast numerics (gemv_direct.cu): Q4_0R, Q4_1R, Q8_0R and
-// Q4_K weights, 16-byte aligned rows, k % 32 == 0, 1..kGemvMaxCols tokens. supports()
+// The direct-load int8 GEMVs of Fast numerics (gemv_direct.cu): Q4_0R, Q4_1R, Q8_0R, Q4_KR
+// and Q4_K weights, 16-byte aligned rows, k % 32 == 0, 1..kGemvMaxCols tokens. supports()
 // says whether they take a call. CORVID_NO_DIRECT_GEMV=1 makes it say no and uploads keep
 // the GGUF layouts (ops::device_weight_dtype): the tiled dp4a kernels run, for A/B runs.
 bool gemv_direct_supports(DType t, const GemvArgs& a);

@@ -78,7 +78,7 @@ struct XUnit {
 
 template <DType T>
 constexpr bool kIsK = T == DType::Q4_K;
-// Formats whose unit needs sum(qx): a zero point (Q4_0) or a minimum (Q4_1, Q4_K).
+// Formats whose unit needs sum(qx): a zero point (Q4_0) or a minimum (Q4_1, Q4_K, Q4_KR).
 template <DType T>
 constexpr bool kNeedsSums = T != DType::Q8_0R;
 

@@ -26,6 +26,7 @@
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemv.cuh"
+#include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/ops.h"
 
@@ -72,13 +73,8 @@ __global__ void quantize_x_kernel(const float* __restrict__ x, int8_t* __restric
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (blk >= blocks) return;  // uniform per warp (blockDim is a multiple of 32): the shuffles see full warps
   pdl_wait();  // x comes from the previous kernel; qx/dx may still be read by an earlier GEMV
-  const int lane = threadIdx.x % 32;
-  const float v = x[blk * kXBlock + lane];
-  const float amax = warp_max(fabsf(v));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  qx[blk * kXBlock + lane] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));
-  if (lane == 0) dx[blk] = d;
+  const int64_t i = blk * kXBlock + threadIdx.x % 32;
+  store_int8(Int8Out{qx, dx}, i, x[i], true);
 }
 
 // out[c, row] for c < n <= NC; block b computes rows 4b..4b+3, streaming their tiles
@@ -124,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, NC == 1 ? 6 : 2)
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
 
   // The weights depend on no earlier kernel: the first tiles are requested before
-  // waiting for the quantizer's x (launch_pdl).
+  // waiting for the kernel that made x's int8 (launch_pdl).
   pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s);

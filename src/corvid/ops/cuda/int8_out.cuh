@@ -1,6 +1,8 @@
-// Producers of a decode GEMV's input writing it as int8 activations too (context.h
-// Int8Rows), with the exact F32 operations of gemv_dp4a.cu's quantize_x_kernel, so the
-// GEMV sees the same int8 whichever made them.
+// Quantizing a decode GEMV's input to int8 activations (gemv.h Int8Activations): per 32
+// values d = max|x| / 127, q = nearest-even(x * (1 / d)), all IEEE F32 (the CPU's Fast
+// rounding). Both gemv_dp4a.cu's quantize_x_kernel and the ops that produce a GEMV's
+// input and write int8 along with it (context.h Int8Rows) go through these, so the GEMV
+// sees the same int8 whichever made them.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,13 @@ struct Int8Out {
   float* d = nullptr;
 };
 
+// The scale of a block whose largest magnitude is amax, and its reciprocal (0 for an
+// all-zero block).
+__device__ __forceinline__ void int8_scale(float amax, float& d, float& id) {
+  d = __fdiv_rn(amax, 127.0f);
+  id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+}
+
 // Four consecutive values at index i (a multiple of 4) of an output whose 32-value
 // blocks are spread over kLanes consecutive lanes of a warp (kLanes * values per lane =
 // 32, the group aligned to kLanes lanes). Every lane of the warp must call it (shuffles);
@@ -23,8 +32,8 @@ __device__ __forceinline__ void store_int8x4(const Int8Out& o, int64_t i, float4
   float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
 #pragma unroll
   for (int m = 1; m < kLanes; m <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  float d, id;
+  int8_scale(amax, d, id);
   if (!store) return;
   const uint32_t b0 = static_cast<uint8_t>(__float2int_rn(__fmul_rn(v.x, id)));
   const uint32_t b1 = static_cast<uint8_t>(__float2int_rn(__fmul_rn(v.y, id)));
@@ -39,8 +48,8 @@ __device__ __forceinline__ void store_int8(const Int8Out& o, int64_t i, float v,
   float amax = fabsf(v);
 #pragma unroll
   for (int m = 1; m < 32; m <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  float d, id;
+  int8_scale(amax, d, id);
   if (!store) return;
   o.q[i] = static_cast<int8_t>(__float2int_rn(__fmul_rn(v, id)));
   if (i % 32 == 0) o.d[i / 32] = d;

@@ -117,7 +117,9 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
     const float4 r = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
                                  v[e].w * inv * wv[e].w);
     if (i < cols) o[i / 4] = r;
-    // A warp's float4s are all inside the row or (past its end) all outside: the test is uniform.
+    // Uniform over the warp (the shuffles need every lane): its first value inside the row.
+    // Lanes past the end help with the maximum but store nothing; cols % 32 == 0, so an
+    // 8-lane block is all inside or all outside.
     if (q8.q != nullptr && first - threadIdx.x % 32 * 4 + e * kSliceStride < cols)
       store_int8x4<8>(q8, row * cols + i, r, i < cols);
   }
