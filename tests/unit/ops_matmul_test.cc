@@ -179,6 +179,10 @@ TEST(OpsRowLayout, DeviceWeightDtypeOnlyRearrangesAlignedBlockFormatsOnCuda) {
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K})
     EXPECT_EQ(ops::stored_weight_dtype(dtype_of(t, 4096, Device::CUDA)), t);  // and back
   EXPECT_EQ(ops::stored_weight_dtype(DType::Q6_K), DType::Q6_K);
+  // Exact numerics keep the GGUF layouts, which their F32 GEMVs read.
+  set_quantized_matmul(QuantizedMatmul::Exact);
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) EXPECT_EQ(dtype_of(t, 4096, Device::CUDA), t);
+  set_quantized_matmul(QuantizedMatmul::Fast);
 }
 
 TEST(OpsRowLayout, CpuOpsRefuseTheGpuLayouts) {

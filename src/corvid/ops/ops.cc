@@ -334,7 +334,11 @@ bool kv_cache_dtype_supported(DType t, Device device) {
 DType device_weight_dtype(const Tensor& w, Device device) {
   // CORVID_NO_DIRECT_GEMV=1 (A/B runs) keeps the GGUF layouts, with the GEMVs made for them.
   static const bool keep_layouts = env_flag("CORVID_NO_DIRECT_GEMV");
-  if (device != Device::CUDA || keep_layouts || w.ndim != 2 || w.row_bytes() % 16 != 0) return w.dtype;
+  // Exact numerics multiply F32 activations in the tiled GEMVs, which read the GGUF
+  // layouts (a row layout would fall to the value-by-value kernels there).
+  if (device != Device::CUDA || keep_layouts || quantized_matmul() == QuantizedMatmul::Exact || w.ndim != 2 ||
+      w.row_bytes() % 16 != 0)
+    return w.dtype;
   switch (w.dtype) {
     case DType::Q4_0: return DType::Q4_0R;
     case DType::Q4_1: return DType::Q4_1R;

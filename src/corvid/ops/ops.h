@@ -41,11 +41,12 @@ void quantize_row(DType t, const float* src, void* dst, int64_t k);
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
 
-// The dtype weight w (in its stored dtype) is kept in on `device`. On CUDA, 2-D Q4_0,
-// Q4_1, Q8_0 and Q4_K weights whose rows are a multiple of 16 bytes become their row
-// layouts (Q4_0R, Q4_1R, Q8_0R, Q4_KR in core/dtype.h: same bytes, quants first) so
-// decode GEMVs read them with 16-byte loads; everything else, and everything on the
-// CPU, is kept as stored.
+// The dtype weight w (in its stored dtype) is kept in on `device`. On CUDA in Fast
+// numerics, 2-D Q4_0, Q4_1, Q8_0 and Q4_K weights whose rows are a multiple of 16 bytes
+// become their row layouts (Q4_0R, Q4_1R, Q8_0R, Q4_KR in core/dtype.h: same bytes,
+// quants first) so decode GEMVs read them with 16-byte loads; everything else (Exact
+// numerics too, whose F32 GEMVs read the GGUF layouts), and everything on the CPU, is
+// kept as stored.
 DType device_weight_dtype(const Tensor& w, Device device);
 // The stored (GGUF) dtype a GPU row layout is made from: Q4_0R -> Q4_0 and so on; every
 // other dtype is its own.
