@@ -11,7 +11,6 @@
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
-#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
@@ -358,8 +357,9 @@ void attention_combine(Context& ctx, const float* partial, const Tensor& out, in
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
   // A decode GEMV (the output projection) reads out next: write it as int8 activations
   // too (context.h Int8Rows).
+  // (A block's 32 dims must be one activation block: head_dim % 32 == 0.)
   Int8Out q8;
-  if (gemv_int8_inputs() && n <= kGemvMaxCols && head_dim % 32 == 0) {
+  if (head_dim % 32 == 0) {
     const Context::Int8Rows& made = ctx.int8_output(out.data, n, n_heads * head_dim);
     q8 = {made.q, made.d};
   }

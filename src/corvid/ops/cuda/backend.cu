@@ -198,26 +198,24 @@ void* grow_buffer(Context& c, void*& buffer, size_t& capacity, size_t bytes, con
 
 void* Context::scratch(size_t bytes) { return grow_buffer(*this, scratch_, scratch_bytes_, bytes, "scratch"); }
 
-// Int8 activations of `values` values: the int8 values, then the F32 scales at a 16-byte boundary.
-static size_t int8_scales_at(int64_t values) { return (static_cast<size_t>(values) + 15) / 16 * 16; }
-static size_t int8_bytes(int64_t values) { return int8_scales_at(values) + static_cast<size_t>(values) / 32 * 4; }
-
 void Context::reserve_int8_output(int64_t values) {
-  grow_buffer(*this, int8_, int8_bytes_, int8_bytes(values), "the int8 activation buffer");
+  grow_buffer(*this, int8_, int8_bytes_, int8_activation_bytes(values), "the int8 activation buffer");
 }
 
-Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64_t cols) {
+const Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64_t cols) {
   const int64_t values = rows * cols;
-  const size_t scales_at = int8_scales_at(values), bytes = int8_bytes(values);
-  if (capturing && bytes > int8_bytes_) {
-    // Nothing may allocate while a step is recorded: this step's producers skip int8
-    // (their GEMVs quantize x themselves). make_context reserves enough for decode rows
-    // of any usual width, so this is rare.
+  const size_t bytes = int8_activation_bytes(values);
+  // Only what a decode GEMV would quantize (Fast numerics, its last GEMV took int8, a
+  // few rows of whole 32-value blocks); and nothing may allocate while a step is
+  // recorded: then this step's producers skip int8 (their GEMVs quantize x themselves;
+  // make_context reserves enough for decode rows of any usual width, so this is rare).
+  if (!gemv_int8_inputs() || rows < 1 || rows > kGemvMaxCols || cols % 32 != 0 || (capturing && bytes > int8_bytes_)) {
     int8_rows = {};
     return int8_rows;
   }
   auto* base = static_cast<uint8_t*>(grow_buffer(*this, int8_, int8_bytes_, bytes, "the int8 activation buffer"));
-  int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + scales_at)};
+  int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base),
+               reinterpret_cast<float*>(base + int8_scales_offset(values))};
   return int8_rows;
 }
 

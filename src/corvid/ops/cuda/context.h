@@ -86,12 +86,12 @@ struct Context {
   // Whether the last decode GEMV took int8 activations (set by gemv_dp4a): producers
   // write them only then, so a model of 16-bit weights does not pay for int8 it never reads.
   bool int8_wanted = true;
-  // Where producers write them, for `rows` rows of `cols` (a multiple of 32) values,
-  // and records them in int8_rows (device memory kept apart from scratch, which the
-  // GEMV's own quantizer uses).
-  // Returns an empty record (q null: write no int8) when the buffer would have to grow
-  // while a step is recorded.
-  Int8Rows& int8_output(const void* x, int64_t rows, int64_t cols);
+  // Where a producer writes them for its output x of `rows` rows of `cols` values, recorded
+  // in int8_rows (device memory kept apart from scratch, which the GEMV's own quantizer
+  // uses). An empty record (q null: write no int8) when no decode GEMV would take them
+  // (gemv.h gemv_int8_inputs, more than kGemvMaxCols rows, cols not a multiple of 32) or
+  // the buffer would have to grow while a step is recorded.
+  const Int8Rows& int8_output(const void* x, int64_t rows, int64_t cols);
   // Room for int8 outputs of `values` values (make_context reserves decode-sized room, so
   // that the first recorded step does not find the buffer missing).
   void reserve_int8_output(int64_t values);

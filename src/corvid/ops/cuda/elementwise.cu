@@ -7,7 +7,6 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
-#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
@@ -199,11 +198,14 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
     static_cast<E*>(a.v_cache)[row * kv_row + idx] = kv_encode<E>(a.v[static_cast<int64_t>(t) * kv_row + idx]);
 }
 
+// silu(g) * u with the CPU's operations (elementwise.cc), for both silu_mul kernels.
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+  if (i < count) o[i] = silu_times(g[i], u[i]);
 }
 
 // silu_mul of a few decode rows that a GEMV reads next: four values a thread (float4
@@ -217,8 +219,7 @@ __global__ void silu_mul_int8_kernel(const float4* g, const float4* u, float4* o
   float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (i < count4) {
     const float4 a = g[i], b = u[i];
-    r = make_float4(a.x / (1.0f + expf(-a.x)) * b.x, a.y / (1.0f + expf(-a.y)) * b.y,
-                    a.z / (1.0f + expf(-a.z)) * b.z, a.w / (1.0f + expf(-a.w)) * b.w);
+    r = make_float4(silu_times(a.x, b.x), silu_times(a.y, b.y), silu_times(a.z, b.z), silu_times(a.w, b.w));
     o[i] = r;
   }
   store_int8x4<8>(q8, 4 * i, r, i < count4);
@@ -380,8 +381,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
   const bool vectors = count % 32 == 0 && reinterpret_cast<uintptr_t>(gate.data) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(up.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
-  const bool int8 = vectors && gemv_int8_inputs() && out.rows() <= kGemvMaxCols && out.cols() % 32 == 0;
-  const Context::Int8Rows made = int8 ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
+  const Context::Int8Rows made = vectors ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
   if (made.q != nullptr) {
     launch_pdl("silu_mul_int8_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
                ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),

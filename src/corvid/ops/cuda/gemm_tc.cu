@@ -86,7 +86,7 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     // Sub-block u = i0 / 32: 16 quant bytes (value j < 16 the low nibble of byte j, j >= 16
     // the high nibble of byte j - 16), its super-block's header behind the row's quants.
     const uint32_t u = i0 / 32, j0 = i0 % 32;
-    const uint8_t* h = row + (k / 32) * 16 + (u / 8) * 16;
+    const uint8_t* h = q4_kr_header(row, k / 32, u);
     const uint2 q = *reinterpret_cast<const uint2*>(row + u * 16 + (j0 % 16));
     const int shift = j0 < 16 ? 0 : 4;
     float sc, mn;

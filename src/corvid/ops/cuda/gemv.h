@@ -47,6 +47,11 @@ struct Int8Activations {
   const int8_t* q;  // [n, k]
   const float* d;   // [n, k / 32]
 };
+// Their layout in one buffer: the int8 values, then the F32 scales at a 16-byte boundary.
+inline size_t int8_scales_offset(int64_t values) { return (static_cast<size_t>(values) + 15) / 16 * 16; }
+inline size_t int8_activation_bytes(int64_t values) {
+  return int8_scales_offset(values) + static_cast<size_t>(values) / 32 * sizeof(float);
+}
 Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream);
 
 // Whether decode GEMVs take int8 activations now (Fast numerics, dp4a on, and the last

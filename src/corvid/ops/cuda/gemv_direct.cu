@@ -123,7 +123,7 @@ __device__ __forceinline__ WUnit<T> load_w(const uint8_t* row, int64_t units, in
   if constexpr (T == DType::Q4_KR) {
     w.q0 = load_weight16(row + 16 * u);
     // The 8 units of a super-block share this header (8 lanes of a warp: one request).
-    w.q1 = load_weight16(row + 16 * units + 16 * (u >> 3));
+    w.q1 = load_weight16(q4_kr_header(row, units, u));
   } else if constexpr (T == DType::Q8_0R) {
     w.q0 = load_weight16(row + 32 * u);
     w.q1 = load_weight16(row + 32 * u + 16);

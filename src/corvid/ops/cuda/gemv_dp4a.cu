@@ -203,12 +203,10 @@ bool dp4a_disabled() {
 }  // namespace
 
 Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream) {
-  // Scratch: int8 x, then the F32 scales at a 16-byte boundary.
   const int64_t values = n * k, blocks = values / kXBlock;
-  const size_t scales_at = (static_cast<size_t>(values) + 15) / 16 * 16;
-  auto* base = static_cast<uint8_t*>(context().scratch(scales_at + static_cast<size_t>(blocks) * sizeof(float)));
+  auto* base = static_cast<uint8_t*>(context().scratch(int8_activation_bytes(values)));
   auto* qx = reinterpret_cast<int8_t*>(base);
-  auto* dx = reinterpret_cast<float*>(base + scales_at);
+  auto* dx = reinterpret_cast<float*>(base + int8_scales_offset(values));
   constexpr int kQuantThreads = 256;  // 8 blocks of 32 per thread block
   launch_pdl("quantize_x_kernel", quantize_x_kernel, dim3(blocks_for(blocks * kXBlock, kQuantThreads)),
              dim3(kQuantThreads), stream, x, qx, dx, blocks);

@@ -16,7 +16,6 @@
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
-#include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -146,11 +145,8 @@ bool rms_norm_cluster(const Tensor& x, const Tensor* y, const Tensor& weight, fl
   Context& ctx = context();
   const dim3 grid(kClusterBlocks, static_cast<unsigned>(rows));
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
-  Int8Out q8;
-  if (gemv_int8_inputs() && rows <= kGemvMaxCols && cols % 32 == 0) {
-    const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
-    q8 = {made.q, made.d};
-  }
+  const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
+  const Int8Out q8{made.q, made.d};
   if (y) {
     launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<true>, grid, dim3(kClusterThreads), ctx.stream,
                x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8);

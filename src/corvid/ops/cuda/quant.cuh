@@ -33,6 +33,14 @@ __device__ __forceinline__ void k_scale_min(const uint8_t* s, int j, float& sc, 
   }
 }
 
+// Q4_KR (core/dtype.h): the 16-byte header (d, dmin, packed 6-bit scales and minimums)
+// of sub-block u's super-block, which lie behind the row's `units` (k / 32) sub-blocks
+// of 16 quant bytes each. Index type and constness as the caller's.
+template <class Byte, class I>
+__host__ __device__ __forceinline__ Byte* q4_kr_header(Byte* row, I units, I u) {
+  return row + 16 * units + 16 * (u >> 3);  // u >= 0: its super-block u / 8
+}
+
 // Value i of a row of k values stored as dtype T (row points at the row's first byte;
 // only the GPU row layouts, whose scales follow all the quants, need k).
 template <DType T>
@@ -56,7 +64,7 @@ __device__ __forceinline__ float element(const uint8_t* row, int64_t i, int64_t 
     // 16 quant bytes per 32-value sub-block (as Q4_0R), then 16-byte super-block headers.
     const int64_t u = i / 32;
     const int j = static_cast<int>(i % 32);
-    const uint8_t* h = row + (k / 32) * 16 + (u / 8) * 16;
+    const uint8_t* h = q4_kr_header(row, k / 32, u);
     const uint8_t* qs = row + u * 16;
     const int q = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
     float sc, mn;

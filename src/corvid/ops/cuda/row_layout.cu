@@ -54,7 +54,7 @@ __global__ void regroup_q4_k_kernel(const uint8_t* __restrict__ raw, uint8_t* __
   for (int i = 0; i < 16; ++i)
     quants[i] = static_cast<uint8_t>(((qs[i] >> shift) & 0xF) | (((qs[16 + i] >> shift) & 0xF) << 4));
   if (j == 0) {
-    uint8_t* header = row + static_cast<size_t>(units_per_row) * 16 + static_cast<size_t>(s) * 16;
+    uint8_t* header = q4_kr_header(row, units_per_row, u);
 #pragma unroll
     for (int i = 0; i < 16; ++i) header[i] = super[i];
   }
