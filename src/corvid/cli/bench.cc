@@ -11,6 +11,7 @@
 #include "corvid/cli/common.h"
 #include "corvid/core/error.h"
 #include "corvid/engine/dummy_weights.h"
+#include "corvid/ops/ops.h"
 #include "corvid/core/thread_pool.h"
 
 namespace corvid::cli {
@@ -71,6 +72,7 @@ void run_bench(const BenchArgs& a) {
       double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r) tg.push_back(static_cast<double>(a.gen) / s);
     }
+    if (r == 0) ops::reset_op_times();
   }
   const double gb_per_token = static_cast<double>(model.weight_bytes_per_token()) / 1e9;
   std::printf("model: %s (%s, %.1fM params), device: %s, threads: %d, KV cache: %s\n", a.common.model.c_str(),

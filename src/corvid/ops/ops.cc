@@ -62,6 +62,7 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
   do {                                    \
     if ((device) == Device::CUDA) {       \
       cuda::count_op();                   \
+      cuda::OpTimer timer_(#op);          \
       cuda::op(__VA_ARGS__);              \
       return;                             \
     }                                     \
@@ -197,6 +198,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
     cuda::count_op();
+    cuda::OpTimer timer("rope_store_kv");
     cuda::rope_store_kv(q, k, v, positions, params, rows, k_cache, v_cache);
     return;
   }
@@ -244,6 +246,7 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
     cuda::count_op();
+    cuda::OpTimer timer("add_rms_norm");
     cuda::add_rms_norm(x, y, weight, eps, out);
     return;
   }
@@ -356,6 +359,12 @@ DType stored_weight_dtype(DType t) {
     case DType::Q4_KR: return DType::Q4_K;
     default: return t;
   }
+}
+
+void reset_op_times() {
+#ifdef CORVID_HAVE_CUDA
+  cuda::reset_op_times();
+#endif
 }
 
 void rearrange_weight(const Tensor& raw, const Tensor& dst) {

@@ -40,6 +40,9 @@ bool kv_cache_dtype_supported(DType t, Device device);
 void quantize_row(DType t, const float* src, void* dst, int64_t k);
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
+// Profiling (CORVID_OP_TIMES=1, CUDA): forgets the GPU op times summed so far, so that
+// the table printed at exit leaves out a warm-up (bench calls it after its rep 0).
+void reset_op_times();
 
 // The dtype weight w (in its stored dtype) is kept in on `device`. On CUDA in Fast
 // numerics, 2-D Q4_0, Q4_1, Q8_0 and Q4_K weights whose rows are a multiple of 16 bytes

@@ -7,10 +7,13 @@
 // tensor-core kernel in attention_prefill.cu.
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/half_out.cuh"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
@@ -377,7 +380,9 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
   // Prompts take the tensor-core kernel unless the user asked for exact numerics.
   if (use_prefill_kernel(q, k_cache, q.dim(0))) {
-    attention_prefill(q, k_cache, v_cache, pos, scale, window, out);
+    // The output projection reads out next: write its 16-bit operand too.
+    attention_prefill(q, k_cache, v_cache, pos, scale, window, out,
+                      half_output(out.data, out.dim(0), out.dim(1) * out.dim(2)));
     return;
   }
   fp32_attention(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window, out);
@@ -398,6 +403,21 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   const int32_t* query_seq = ctx.upload(UploadSlot::QuerySeq, paged.query_seq);
   const int bs = static_cast<int>(paged.block_size), max_blocks = static_cast<int>(paged.max_blocks);
   const int64_t extent = paged.max_blocks * paged.block_size, n = q.dim(0);
+  // Runs of consecutive queries of one sequence: [begin, end) pairs.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t begin = 0; begin < n;) {
+    int64_t end = begin + 1;
+    while (end < n && paged.query_seq[static_cast<size_t>(end)] == paged.query_seq[static_cast<size_t>(begin)]) ++end;
+    runs.emplace_back(begin, end);
+    begin = end;
+  }
+  // When every run takes the tensor-core kernel, they also write the output projection's
+  // 16-bit operand (the fp32 kernels do not, so a batch with decode rows makes none).
+  const bool all_prefill = std::all_of(runs.begin(), runs.end(), [&](const auto& r) {
+    return use_prefill_kernel(q, k_pool, r.second - r.first);
+  });
+  const int64_t row_elems = q.dim(1) * q.dim(2);
+  const HalfOut out16 = all_prefill ? half_output(out.data, n, row_elems) : HalfOut{};
   int64_t pending = 0;  // first query not yet handed to a kernel
   auto flush_fp32 = [&](int64_t end) {
     if (end <= pending) return;
@@ -405,17 +425,14 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
     fp32_attention(ctx, query_rows(q, pending, end), k_pool, v_pool, kv, pos + pending, extent, scale, window,
                    query_rows(out, pending, end));
   };
-  for (int64_t begin = 0; begin < n;) {
-    int64_t end = begin + 1;
-    while (end < n && paged.query_seq[static_cast<size_t>(end)] == paged.query_seq[static_cast<size_t>(begin)]) ++end;
-    if (use_prefill_kernel(q, k_pool, end - begin)) {
-      flush_fp32(begin);
-      const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
-      attention_prefill_sequence(query_rows(q, begin, end), k_pool, v_pool, table, bs, pos + begin, scale, window,
-                                 query_rows(out, begin, end));
-      pending = end;
-    }
-    begin = end;
+  for (const auto& [begin, end] : runs) {
+    if (!use_prefill_kernel(q, k_pool, end - begin)) continue;
+    flush_fp32(begin);
+    const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
+    const HalfOut run16 = out16.p ? HalfOut{out16.p + begin * row_elems, out16.f16} : HalfOut{};
+    attention_prefill_sequence(query_rows(q, begin, end), k_pool, v_pool, table, bs, pos + begin, scale, window,
+                               query_rows(out, begin, end), run16);
+    pending = end;
   }
   flush_fp32(n);
 }

@@ -93,7 +93,8 @@ template <int D, class Kv, class E>
 __global__ void __launch_bounds__(kWarps * 32)
     flash_prefill_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
                          const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
-                         float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads) {
+                         float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads,
+                         HalfOut out16) {
   using L = Layout<D>;
   constexpr int kDimSteps = D / 16, kDimTiles = D / 8;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -274,16 +275,19 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (!live[i]) continue;
     // The query's own key is always visible, so l > 0.
     const float inv = 1.0f / l[i];
-    float* row = out + static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D + 2 * (lane % 4);
+    const int64_t first = static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D + 2 * (lane % 4);
 #pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt)
-      *reinterpret_cast<float2*>(row + dt * 8) = make_float2(o[dt][2 * i] * inv, o[dt][2 * i + 1] * inv);
+    for (int dt = 0; dt < kDimTiles; ++dt) {
+      const float a = o[dt][2 * i] * inv, b = o[dt][2 * i + 1] * inv;
+      *reinterpret_cast<float2*>(out + first + dt * 8) = make_float2(a, b);
+      if (out16.p) *reinterpret_cast<uint32_t*>(out16.p + first + dt * 8) = half_bits2(a, b, out16.f16);
+    }
   }
 }
 
 template <int D, class Kv>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
-            float scale, int64_t window, const Tensor& out) {
+            float scale, int64_t window, const Tensor& out, HalfOut out16) {
   // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
   CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
   Context& ctx = context();
@@ -302,7 +306,7 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
     flash_prefill_kernel<D, Kv, E><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
         q.ptr<float>(), static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, positions, n,
         scale * kLog2e, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
-        static_cast<int>(k_cache.dim(1)));
+        static_cast<int>(k_cache.dim(1)), out16);
     CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
   });
 }
@@ -316,17 +320,17 @@ bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache) {
 }
 
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
-                       float scale, int64_t window, const Tensor& out) {
-  if (q.dim(2) == 64) launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out);
-  else launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out);
+                       float scale, int64_t window, const Tensor& out, HalfOut out16) {
+  if (q.dim(2) == 64) launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16);
+  else launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16);
 }
 
 void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
                                 int block_size, const int32_t* positions, float scale, int64_t window,
-                                const Tensor& out) {
+                                const Tensor& out, HalfOut out16) {
   const SequenceKv kv{table, block_size};
-  if (q.dim(2) == 64) launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out);
-  else launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out);
+  if (q.dim(2) == 64) launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out, out16);
+  else launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out, out16);
 }
 
 }  // namespace corvid::ops::cuda

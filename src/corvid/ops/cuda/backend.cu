@@ -149,6 +149,11 @@ bool pdl_enabled() {
   return on;
 }
 
+bool gemm_operand_fusion() {
+  static const bool on = !env_flag("CORVID_NO_FUSED_OPERAND");
+  return on;
+}
+
 bool profile_skipped(const char* name) {
   static const std::vector<std::string> skipped = [] {
     std::vector<std::string> names;
@@ -217,6 +222,21 @@ const Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64
   int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base),
                reinterpret_cast<float*>(base + int8_scales_offset(values))};
   return int8_rows;
+}
+
+uint16_t* Context::gemm_operand_buffer(int64_t values) {
+  return static_cast<uint16_t*>(grow_buffer(*this, operand16_, operand16_bytes_, static_cast<size_t>(values) * 2,
+                                            "the prompt GEMM operand buffer"));
+}
+
+const Context::GemmOperand& Context::gemm_operand_output(const void* x, int64_t rows, int64_t cols) {
+  if (!gemm_operand_fusion() || quantized_matmul() != QuantizedMatmul::Fast || rows <= kGemvMaxCols || cols % 8 != 0 ||
+      capturing) {
+    gemm_operand = {};
+    return gemm_operand;
+  }
+  gemm_operand = {x, rows, cols, ops_run, gemm_operand_f16, gemm_operand_buffer(rows * cols)};
+  return gemm_operand;
 }
 
 void count_op() { ++context().ops_run; }

@@ -95,6 +95,33 @@ struct Context {
   // Room for int8 outputs of `values` values (make_context reserves decode-sized room, so
   // that the first recorded step does not find the buffer missing).
   void reserve_int8_output(int64_t values);
+
+  // The 16-bit operand (bf16, or f16 for f16 weights) of a prompt GEMM
+  // (gemm_tensor_cores: Fast numerics, more than kGemvMaxCols rows) for its F32 input x,
+  // in a buffer of its own. Made by the op that produced x (RMSNorm, silu_mul, prefill
+  // attention write it along with their F32 output: half_out.cuh) or by a GEMM that
+  // rounded x itself. A GEMM takes it when it runs as the next op (ops_run == op + 1);
+  // when its own output does not overlap x it passes it on (op = its own), so q, k and
+  // v of one x round x once, or not at all.
+  struct GemmOperand {
+    const void* x = nullptr;
+    int64_t rows = 0, cols = 0;
+    uint64_t op = 0;
+    bool f16 = false;
+    uint16_t* data = nullptr;
+  };
+  GemmOperand gemm_operand;
+  // The operand type of the last prompt GEMM (set by gemm_tensor_cores): the one
+  // producers write, since a model's matrices are usually all f16 or none.
+  bool gemm_operand_f16 = false;
+  // Room for `values` 16-bit values (grows; outside a recording only).
+  uint16_t* gemm_operand_buffer(int64_t values);
+  // Where a producer writes the operand for its output x of `rows` x `cols`, recorded
+  // in gemm_operand; an empty record (data null: write none) when no prompt GEMM would
+  // read it as such (Exact numerics, a decode-sized x, cols not a multiple of 8, or a
+  // step being recorded).
+  const GemmOperand& gemm_operand_output(const void* x, int64_t rows, int64_t cols);
+
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
   // A device copy of a constant table (RoPE frequencies), one per distinct content and
   // never moved or freed, so a recorded step of any model keeps reading its own table.
@@ -112,6 +139,8 @@ struct Context {
   size_t scratch_bytes_ = 0;
   void* int8_ = nullptr;
   size_t int8_bytes_ = 0;
+  void* operand16_ = nullptr;
+  size_t operand16_bytes_ = 0;
   Upload uploads_[static_cast<int>(UploadSlot::kCount)];
 };
 
@@ -124,6 +153,10 @@ inline unsigned blocks_for(int64_t work, int threads) {
 
 // Programmatic dependent launch (Hopper): false when CORVID_NO_PDL=1 (A/B runs).
 bool pdl_enabled();
+
+// Whether prompt GEMMs share their 16-bit operand (Context::GemmOperand): false when
+// CORVID_NO_FUSED_OPERAND=1 (A/B runs), then every GEMM rounds its x itself.
+bool gemm_operand_fusion();
 
 // Profiling only: true for a kernel named in CORVID_PROFILE_SKIP (comma-separated
 // launch names, e.g. "rope_store_kv_kernel,silu_mul_kernel"), whose launch_pdl then launches

@@ -21,7 +21,25 @@ bool available();         // a GPU is usable (never throws)
 // Called before every CUDA op (ops.cc) and backend copy: the ops run so far, so that an
 // op can tell whether it directly follows another (context.h Int8Rows).
 void count_op();
-DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error without a GPU
+DeviceBackend& backend();
+
+// CORVID_OP_TIMES=1 (profiling): GPU time of what runs on the stream between this
+// object's construction and destruction, summed per name and printed at exit
+// (op_timer.cu). Names with a '.' are parts of an op ("matmul.round"). Costs nothing
+// when the variable is unset.
+class OpTimer {
+ public:
+  explicit OpTimer(const char* name);
+  ~OpTimer();
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  const char* name_ = nullptr;
+  void* start_ = nullptr;  // cudaEvent_t, kept opaque: this header has no CUDA includes
+  void* end_ = nullptr;
+};
+void reset_op_times();  // ops::reset_op_times  // the CUDA DeviceBackend; throws corvid::Error without a GPU
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);

@@ -7,6 +7,7 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/half_out.cuh"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
@@ -71,7 +72,7 @@ constexpr int kNormThreads = 256;
 constexpr int kNormPerThread = 32;  // rows up to 8192 wide; wider rows take add + rms_norm
 
 __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out,
-                                    int64_t cols) {
+                                    int64_t cols, HalfOut out16) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float warp_sums[kNormThreads / 32];
@@ -105,7 +106,10 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
 #pragma unroll
   for (int e = 0; e < kNormPerThread; ++e) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
-    if (i < cols) o[i] = v[e] * inv * wv[e];
+    if (i >= cols) continue;
+    const float value = v[e] * inv * wv[e];
+    o[i] = value;
+    if (out16.p) out16.p[r * cols + i] = half_bits(value, out16.f16);
   }
 }
 
@@ -208,6 +212,20 @@ __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_
   if (i < count) o[i] = silu_times(g[i], u[i]);
 }
 
+// silu_mul four values a thread (16-byte aligned, count % 4 == 0), also writing the
+// prompt GEMM's 16-bit operand when out16.p is set.
+__global__ void silu_mul_vec4_kernel(const float4* g, const float4* u, float4* o, int64_t count4, HalfOut out16) {
+  pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
+  pdl_wait();  // launched with launch_pdl: the previous kernel's output first
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count4) return;
+  const float4 a = g[i], b = u[i];
+  const float4 r = make_float4(silu_times(a.x, b.x), silu_times(a.y, b.y), silu_times(a.z, b.z), silu_times(a.w, b.w));
+  o[i] = r;
+  if (out16.p)
+    reinterpret_cast<uint2*>(out16.p)[i] = make_uint2(half_bits2(r.x, r.y, out16.f16), half_bits2(r.z, r.w, out16.f16));
+}
+
 // silu_mul of a few decode rows that a GEMV reads next: four values a thread (float4
 // loads and stores; count % 32 == 0, so a warp's 128 values are whole activation
 // blocks of 8 threads each) written as F32 and as int8 activations.
@@ -251,7 +269,7 @@ __device__ float block_reduce(float v, float* shared) {
 }
 
 __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType wt, float eps, float* out,
-                                          int64_t cols) {
+                                          int64_t cols, HalfOut out16) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
   __shared__ float shared[kThreads / 32];
@@ -276,7 +294,10 @@ __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType 
 #pragma unroll
     for (int e = 0; e < kGroup; ++e) {
       const int64_t i = base + static_cast<int64_t>(e) * kThreads;
-      if (i < cols) o[i] = v[e] * inv * wv[e];
+      if (i >= cols) continue;
+      const float value = v[e] * inv * wv[e];
+      o[i] = value;
+      if (out16.p) out16.p[r * cols + i] = half_bits(value, out16.f16);
     }
   }
 }
@@ -300,6 +321,9 @@ __global__ void softmax_kernel(float* x, int64_t cols) {
   for (int64_t i = threadIdx.x; i < cols; i += kThreads) v[i] *= inv;
 }
 
+bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data) % 16 == 0; }
+
+
 }  // namespace
 
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -314,7 +338,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
     return;
   }
   launch_pdl("rms_norm_block_rows_kernel", rms_norm_block_rows_kernel, dim3(static_cast<unsigned>(rows)),
-             dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
+             dim3(kThreads), ctx.stream, x.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols(),
+             half_output(out.data, out.rows(), out.cols()));
 }
 
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out) {
@@ -328,7 +353,8 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
     return;
   }
   launch_pdl("add_rms_norm_kernel", add_rms_norm_kernel, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads),
-             ctx.stream, x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols());
+             ctx.stream, x.ptr<float>(), y.ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), x.cols(),
+             half_output(out.data, out.rows(), out.cols()));
 }
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
@@ -379,13 +405,18 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const int64_t count = gate.numel();
   if (count == 0) return;
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
-  const bool vectors = count % 32 == 0 && reinterpret_cast<uintptr_t>(gate.data) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(up.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
+  const bool vectors = count % 32 == 0 && aligned16(gate) && aligned16(up) && aligned16(out);
   const Context::Int8Rows made = vectors ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
   if (made.q != nullptr) {
     launch_pdl("silu_mul_int8_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
                ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
                reinterpret_cast<float4*>(out.data), count / 4, Int8Out{made.q, made.d});
+    return;
+  }
+  if (count % 4 == 0 && aligned16(gate) && aligned16(up) && aligned16(out)) {
+    launch_pdl("silu_mul_vec4_kernel", silu_mul_vec4_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
+               ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
+               reinterpret_cast<float4*>(out.data), count / 4, half_output(out.data, out.rows(), out.cols()));
     return;
   }
   launch_pdl("silu_mul_kernel", silu_mul_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), ctx.stream,

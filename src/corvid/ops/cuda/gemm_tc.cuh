@@ -2,6 +2,8 @@
 // ops::quantized_matmul() is Fast. Internal to ops/cuda.
 #pragma once
 
+#include <cstdint>
+
 #include "corvid/core/tensor.h"
 
 namespace corvid::ops::cuda {
@@ -10,5 +12,8 @@ namespace corvid::ops::cuda {
 bool gemm_tensor_cores_supported(const Tensor& x, const Tensor& w);
 // out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands, fp32 accumulation; no bias.
 void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out);
+// How many of those GEMMs took a 16-bit operand made before them (context.h
+// GemmOperand) instead of rounding x themselves (for tests).
+uint64_t gemm_operand_reuses();
 
 }  // namespace corvid::ops::cuda

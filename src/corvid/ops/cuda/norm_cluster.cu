@@ -16,6 +16,7 @@
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/half_out.cuh"
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/pdl.cuh"
@@ -52,11 +53,12 @@ __device__ __forceinline__ float4 load_weight4(const void* w, DType t, int64_t i
 // j % (kClusterBlocks * kClusterThreads) == b * kClusterThreads + threadIdx.x.
 // kAdd: x += y first (x written back). out may alias x or y: every load comes before
 // the first store, and each thread rewrites only what it read. q8.q set: out also as
-// int8 activations (cols % 32 == 0: a 32-value block is 8 consecutive threads' float4s).
+// int8 activations (cols % 32 == 0: a 32-value block is 8 consecutive threads' float4s);
+// out16.p set: out also as a prompt GEMM's 16-bit operand.
 template <bool kAdd>
 __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kClusterThreads)
     rms_norm_cluster_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out, int64_t cols,
-                            Int8Out q8) {
+                            Int8Out q8, HalfOut out16) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   cg::cluster_group cluster = cg::this_cluster();
   const int64_t row = blockIdx.y;
@@ -116,6 +118,9 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
     const float4 r = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
                                  v[e].w * inv * wv[e].w);
     if (i < cols) o[i / 4] = r;
+    if (out16.p && i < cols)
+      *reinterpret_cast<uint2*>(out16.p + row * cols + i) =
+          make_uint2(half_bits2(r.x, r.y, out16.f16), half_bits2(r.z, r.w, out16.f16));
     // Uniform over the warp (the shuffles need every lane): its first value inside the row.
     // Lanes past the end help with the maximum but store nothing; cols % 32 == 0, so an
     // 8-lane block is all inside or all outside.
@@ -147,13 +152,15 @@ bool rms_norm_cluster(const Tensor& x, const Tensor* y, const Tensor& weight, fl
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
   const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
   const Int8Out q8{made.q, made.d};
+  // Rows of a short prompt: its GEMM may read out next as 16-bit operands.
+  const HalfOut out16 = half_output(out.data, rows, cols);
   if (y) {
     launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<true>, grid, dim3(kClusterThreads), ctx.stream,
-               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8);
+               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8, out16);
   } else {
     launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<false>, grid, dim3(kClusterThreads), ctx.stream,
                x.ptr<float>(), static_cast<const float*>(nullptr), weight.data, weight.dtype, eps, out.ptr<float>(),
-               cols, q8);
+               cols, q8, out16);
   }
   return true;
 }
