@@ -29,7 +29,9 @@ using testing::random_floats;
 using testing::to_gpu;
 using testing::to_host;
 
-enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention };
+// Attention over a 512-row cache (16 splits) and over a 200-row one (7 splits, some of
+// them without keys for the earlier queries).
+enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention, AttentionShortCache };
 
 const char* name(Producer p) {
   switch (p) {
@@ -37,6 +39,7 @@ const char* name(Producer p) {
     case Producer::AddRmsNorm: return "add_rms_norm";
     case Producer::SiluMul: return "silu_mul";
     case Producer::Attention: return "attention";
+    case Producer::AttentionShortCache: return "attention (short cache)";
   }
   return "?";
 }
@@ -67,6 +70,10 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
   OwnedTensor keys = f32_tensor({cache_rows, kv_heads, head_dim}, random_floats(cache_values, 506));
   OwnedTensor values = f32_tensor({cache_rows, kv_heads, head_dim}, random_floats(cache_values, 507));
   DeviceTensor g_keys = to_gpu(keys.tensor), g_values = to_gpu(values.tensor);
+  const int64_t short_rows = 200;
+  const size_t short_values = static_cast<size_t>(short_rows * kv_heads * head_dim);
+  DeviceTensor g_short_keys = to_gpu(f32_tensor({short_rows, kv_heads, head_dim}, random_floats(short_values, 515)).tensor);
+  DeviceTensor g_short_values = to_gpu(f32_tensor({short_rows, kv_heads, head_dim}, random_floats(short_values, 516)).tensor);
   for (DType wt : {DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
     OwnedTensor w = make_weight(wt, m, k, random_floats(static_cast<size_t>(m * k), 501));
     DeviceTensor raw = to_gpu(w.tensor);
@@ -82,9 +89,13 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
       OwnedTensor x = f32_tensor({n, k}, xv), y = f32_tensor({n, k}, yv);
       DeviceTensor gy = to_gpu(y.tensor);
       DeviceTensor g_out(Device::CUDA, DType::F32, {n, k}), g_res(Device::CUDA, DType::F32, {n, m});
-      std::vector<int32_t> positions;
-      for (int t = 0; t < n; ++t) positions.push_back(300 + 17 * t);
-      for (Producer p : {Producer::RmsNorm, Producer::AddRmsNorm, Producer::SiluMul, Producer::Attention}) {
+      std::vector<int32_t> positions, short_positions;
+      for (int t = 0; t < n; ++t) {
+        positions.push_back(300 + 17 * t);
+        short_positions.push_back(20 + 19 * t);  // some of the 7 splits have no keys
+      }
+      for (Producer p : {Producer::RmsNorm, Producer::AddRmsNorm, Producer::SiluMul, Producer::Attention,
+                         Producer::AttentionShortCache}) {
         std::vector<float> results[2];
         for (int unfused = 0; unfused < 2; ++unfused) {
           DeviceTensor gx = to_gpu(x.tensor);  // add_rms_norm adds into x: start from the same values
@@ -94,6 +105,10 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
           if (p == Producer::Attention) {
             ops::attention(gx.tensor.reshaped({n, heads, head_dim}), g_keys.tensor, g_values.tensor, positions,
                            0.088f, 0, g_out.tensor.reshaped({n, heads, head_dim}));
+          }
+          if (p == Producer::AttentionShortCache) {
+            ops::attention(gx.tensor.reshaped({n, heads, head_dim}), g_short_keys.tensor, g_short_values.tensor,
+                           short_positions, 0.088f, 0, g_out.tensor.reshaped({n, heads, head_dim}));
           }
           if (unfused) ops::add(g_spare_a.tensor, g_spare_b.tensor);
           const uint64_t before = ops::cuda::gemv_int8_reuses();

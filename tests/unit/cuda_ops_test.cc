@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -218,8 +219,11 @@ std::vector<float> cache_to_host(const Tensor& dev) {
 // within the 16-bit rounding (its rope differs from the CPU's by float rounding).
 TEST(CudaOps, RopeStoreKvMatchesCpu) {
   SKIP_WITHOUT_GPU();
-  const int64_t n = 4, heads = 8, kv_heads = 2, head_dim = 64, cache_rows = 10;
+  const int64_t n = 4, head_dim = 64, cache_rows = 10;
   const std::vector<int32_t> positions = {0, 7, 300, 4095}, rows = {9, 2, -1, 4};
+  // A thread rotates one pair of up to 8 heads (q, then k): 6 + 3 heads mix q and k in
+  // one group and leave the next one short.
+  for (const auto& [heads, kv_heads] : {std::pair<int64_t, int64_t>{8, 2}, {6, 3}})
   for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
     for (bool interleaved : {false, true}) {
       for (int rotary_dim : {64, 32}) {
@@ -240,7 +244,8 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
         DeviceTensor gkc = testing::kv_to_gpu(kc, cache_dtype), gvc = testing::kv_to_gpu(vc, cache_dtype);
         ops::rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
         ops::rope_store_kv(gq.tensor, gk.tensor, gv.tensor, positions, p, rows, gkc.tensor, gvc.tensor);
-        const std::string where = std::string(dtype_name(cache_dtype)) + " interleaved " +
+        const std::string where = std::to_string(heads) + "+" + std::to_string(kv_heads) + " heads " +
+                                  std::string(dtype_name(cache_dtype)) + " interleaved " +
                                   std::to_string(interleaved) + " rotary_dim " + std::to_string(rotary_dim);
         EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;
         EXPECT_LE(rel_err(to_host(gk.tensor), k.ptr<float>(), kv.size()), 1e-5) << where;

@@ -148,8 +148,12 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
 
 // rope of q and k and the store of k and v into the cache (elements E: F32, F16 or
 // BF16, rounded to nearest even), for token blockIdx.y. A thread takes one item of the
-// token: a q pair, a k pair (rotated, then stored), a k element past rotary_dim (stored
-// as is) or a v element (stored).
+// token: rotated pair i of up to kRopeHeads heads (q heads, then k heads, stored as
+// rotated), a k element past rotary_dim (stored as is) or a v element (stored). The
+// pair's cos and sin (in double, as on the CPU) are the costly part, so a thread
+// computes them once for all its heads.
+constexpr int kRopeHeads = 8;
+
 struct RopeStoreKvArgs {
   float* q;
   float* k;
@@ -173,23 +177,40 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   const int64_t kv_row = static_cast<int64_t>(a.kv_heads) * a.head_dim;
   const int32_t row = a.rows[t];
   E* k_dst = row >= 0 ? static_cast<E*>(a.k_cache) + row * kv_row : nullptr;
-  const int q_pairs = a.heads * a.half, k_pairs = a.kv_heads * a.half;
-  if (idx < q_pairs + k_pairs) {
-    const bool is_q = idx < q_pairs;
-    const int j = is_q ? idx : idx - q_pairs, h = j / a.half, i = j % a.half;
-    float* x = is_q ? a.q + (static_cast<int64_t>(t) * a.heads + h) * a.head_dim
-                    : a.k + (static_cast<int64_t>(t) * a.kv_heads + h) * a.head_dim;
+  const int all_heads = a.heads + a.kv_heads;
+  const int rope_items = (all_heads + kRopeHeads - 1) / kRopeHeads * a.half;
+  if (idx < rope_items) {
+    // Consecutive threads take consecutive pairs of the same heads: coalesced.
+    const int h0 = idx / a.half * kRopeHeads, i = idx % a.half;
     float c, s;
     rope_cos_sin(a.positions[t], a.inv_freq[i], a.attention_factor, c, s);
-    int ea, eb;
-    rope_pair(x, i, a.half, a.interleaved, c, s, ea, eb);
-    if (!is_q && k_dst != nullptr) {
-      k_dst[h * a.head_dim + ea] = kv_encode<E>(x[ea]);
-      k_dst[h * a.head_dim + eb] = kv_encode<E>(x[eb]);
+    const int ea = a.interleaved ? 2 * i : i, eb = a.interleaved ? 2 * i + 1 : i + a.half;
+    float* heads[kRopeHeads];
+    float x0[kRopeHeads], x1[kRopeHeads];
+#pragma unroll
+    for (int e = 0; e < kRopeHeads; ++e) {  // every load before the first store
+      const int h = h0 + e;
+      heads[e] = h >= all_heads ? nullptr
+                 : h < a.heads  ? a.q + (static_cast<int64_t>(t) * a.heads + h) * a.head_dim
+                                : a.k + (static_cast<int64_t>(t) * a.kv_heads + (h - a.heads)) * a.head_dim;
+      x0[e] = heads[e] ? heads[e][ea] : 0.0f;
+      x1[e] = heads[e] ? heads[e][eb] : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kRopeHeads; ++e) {
+      if (!heads[e]) continue;
+      const float r0 = x0[e] * c - x1[e] * s, r1 = x1[e] * c + x0[e] * s;
+      heads[e][ea] = r0;
+      heads[e][eb] = r1;
+      const int kh = h0 + e - a.heads;
+      if (kh >= 0 && k_dst != nullptr) {
+        k_dst[kh * a.head_dim + ea] = kv_encode<E>(r0);
+        k_dst[kh * a.head_dim + eb] = kv_encode<E>(r1);
+      }
     }
     return;
   }
-  idx -= q_pairs + k_pairs;
+  idx -= rope_items;
   const int pass = a.head_dim - 2 * a.half;  // dims past rotary_dim
   if (idx < a.kv_heads * pass) {
     const int h = idx / pass, d = 2 * a.half + idx % pass;
@@ -376,8 +397,8 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   if (n == 0) return;
   const int heads = static_cast<int>(q.dim(1)), kv_heads = static_cast<int>(k.dim(1));
   const int head_dim = static_cast<int>(q.dim(2)), half = params.rotary_dim / 2;
-  const int64_t items = static_cast<int64_t>(heads + kv_heads) * half + int64_t{kv_heads} * (head_dim - 2 * half) +
-                        int64_t{kv_heads} * head_dim;
+  const int64_t items = static_cast<int64_t>(heads + kv_heads + kRopeHeads - 1) / kRopeHeads * half +
+                        int64_t{kv_heads} * (head_dim - 2 * half) + int64_t{kv_heads} * head_dim;
   CORVID_CHECK(n <= 65535 && items < (int64_t{1} << 30), "CUDA rope_store_kv: ", n, " tokens of ", items,
                " items each is too many for one launch");
   const RopeStoreKvArgs args{q.ptr<float>(),
