@@ -117,7 +117,7 @@ TEST(CudaOps, RmsNormPerHeadAndWideRows) {
     int64_t rows, cols;
   };
   for (Shape shape : {Shape{96, 64}, Shape{40, 128}, Shape{9, 256}, Shape{1, 257}, Shape{1, 4096}, Shape{5, 4096},
-                      Shape{2, 10000}}) {
+                      Shape{2, 10000}, Shape{80, 4096}, Shape{70, 1000}, Shape{70, 10000}}) {
     const int64_t rows = shape.rows, cols = shape.cols;
     const size_t count = static_cast<size_t>(rows * cols);
     OwnedTensor x = f32_tensor({rows, cols}, random_floats(count, 17));
@@ -219,12 +219,17 @@ std::vector<float> cache_to_host(const Tensor& dev) {
 // within the 16-bit rounding (its rope differs from the CPU's by float rounding).
 TEST(CudaOps, RopeStoreKvMatchesCpu) {
   SKIP_WITHOUT_GPU();
-  const int64_t n = 4, head_dim = 64, cache_rows = 10;
-  const std::vector<int32_t> positions = {0, 7, 300, 4095}, rows = {9, 2, -1, 4};
-  // A thread rotates one pair of up to 8 heads (q, then k): 6 + 3 heads mix q and k in
-  // one group and leave the next one short.
+  const int64_t head_dim = 64, cache_rows = 24;
+  // 4 tokens (decode: one head a thread) and 20 (a prompt: a thread rotates one pair of
+  // 8 heads, q then k; 6 + 3 heads mix q and k in one group and leave the next short).
+  for (const int64_t n : {4, 20})
   for (const auto& [heads, kv_heads] : {std::pair<int64_t, int64_t>{8, 2}, {6, 3}})
   for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
+    std::vector<int32_t> positions, rows;
+    for (int64_t t = 0; t < n; ++t) {
+      positions.push_back(t == 3 ? 4095 : static_cast<int32_t>(t * 37));
+      rows.push_back(t == 2 ? -1 : static_cast<int32_t>(t * 7 % cache_rows));  // out of order, one padding row
+    }
     for (bool interleaved : {false, true}) {
       for (int rotary_dim : {64, 32}) {
         ops::RopeParams p;
@@ -244,7 +249,8 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
         DeviceTensor gkc = testing::kv_to_gpu(kc, cache_dtype), gvc = testing::kv_to_gpu(vc, cache_dtype);
         ops::rope_store_kv(q.tensor, k.tensor, v.tensor, positions, p, rows, kc.tensor, vc.tensor);
         ops::rope_store_kv(gq.tensor, gk.tensor, gv.tensor, positions, p, rows, gkc.tensor, gvc.tensor);
-        const std::string where = std::to_string(heads) + "+" + std::to_string(kv_heads) + " heads " +
+        const std::string where = std::to_string(n) + " tokens, " + std::to_string(heads) + "+" +
+                                  std::to_string(kv_heads) + " heads " +
                                   std::string(dtype_name(cache_dtype)) + " interleaved " +
                                   std::to_string(interleaved) + " rotary_dim " + std::to_string(rotary_dim);
         EXPECT_LE(rel_err(to_host(gq.tensor), q.ptr<float>(), qv.size()), 1e-5) << where;

@@ -190,7 +190,8 @@ TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
 
 // The fused residual add + norm of the decode step equals the CPU's add then rms_norm
 // (fp32, same formula): 1e-5 relative, for x and for the normed output. Decode rows run
-// on a cluster of blocks (norm_cluster.cu), prompts and odd widths one block a row;
+// on a cluster of blocks (norm_cluster.cu), prompts one block a row (float4 loads up to
+// 8192 wide, scalar past that and for odd widths);
 // out may be y (the model passes one buffer for both).
 TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
   SKIP_WITHOUT_GPU();
@@ -199,7 +200,7 @@ TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
   };
   uint32_t seed = 51;
   for (Shape s : {Shape{3, 4096}, Shape{1, 4096}, Shape{1, 576}, Shape{2, 8192}, Shape{1, 16384}, Shape{1, 258},
-                  Shape{100, 4096}, Shape{1, 20000}}) {
+                  Shape{100, 4096}, Shape{70, 8192}, Shape{70, 576}, Shape{70, 10000}, Shape{1, 20000}}) {
     const size_t count = static_cast<size_t>(s.rows * s.cols);
     for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
       for (bool out_is_y : {false, true}) {
