@@ -1,9 +1,9 @@
 // FlashAttention-2-style prefill attention on tensor cores (QuantizedMatmul::Fast).
 //
-// A block takes kBlockQ = 16 * kWarps queries of one head; each warp owns 16 of them
-// and keeps everything about them in registers: its Q fragments (loaded once), the
+// A block takes kBlockQ = 128 queries of one head; each warp owns 16 or 32 of them
+// (one or two 16-row tiles, below) and keeps everything about them in registers: the
 // scores of the current key tile, the running softmax max and sum, and the output
-// accumulator. The block walks the keys its queries can see in tiles of 64, double
+// accumulator (and with one row tile its Q fragments, loaded once). The block walks the keys its queries can see in tiles of 64, double
 // buffered in shared memory: while a tile is used, cp.async brings the next one (a BF16
 // cache is copied as is; F32 and F16 caches are rounded to bf16 through registers).
 // Per tile a warp computes S = Q K^T with mma.m16n8k16 (bf16 in, fp32 accumulate),
@@ -26,6 +26,7 @@
 #include <climits>
 #include <cmath>
 
+#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
@@ -37,13 +38,20 @@ namespace corvid::ops::cuda {
 
 namespace {
 
-// 8 warps (128 queries) share each K/V tile: measured on the H200 at 8192 tokens, 224
-// TFLOP/s against 222 with 4 warps; waiting for K and V separately was slower (178).
-constexpr int kWarps = 8;
-constexpr int kBlockQ = 16 * kWarps;
+// A block takes kBlockQ queries of one head. kRows = 2 (the default): 4 warps of 32
+// queries (two 16-row tiles), which use every K and V fragment they load from shared
+// memory twice, Q staged in shared memory (FlashAttention-2's shape for head size 128):
+// 255 registers, no spills, two blocks an SM. On the H200 at 8192 tokens 283 TFLOP/s
+// against 218 with kRows = 1: 8 warps of 16 queries, each keeping its Q fragments in
+// registers (there 4 warps gave 222, waiting for K and V separately 178).
+// CORVID_FLASH_ROWS=1 selects that one (A/B runs).
+constexpr int kBlockQ = 128;
 constexpr int kBlockK = 64;           // keys per tile
 constexpr int kKeyTiles = kBlockK / 8;
 constexpr float kLog2e = 1.4426950408889634f;
+
+template <int kRows>
+constexpr int warps_for() { return kBlockQ / (16 * kRows); }
 
 // 2^x (MUFU.EX2, flushing subnormal results to 0: they are below any weight that
 // matters next to the row's max, which contributes 1).
@@ -55,26 +63,28 @@ __device__ __forceinline__ float fast_exp2(float x) {
 
 // Shared memory: two stages of a K tile and a V tile, [kBlockK][D] bf16 each. The row
 // pitch is padded by 16 bytes so the 8 rows an ldmatrix reads fall in distinct banks.
-template <int D>
+template <int D, int kRows>
 struct Layout {
   static constexpr int kPitch = D + 8;  // bf16 elements
   static constexpr int kTile = kBlockK * kPitch;
-  static constexpr size_t kBytes = size_t{4} * kTile * sizeof(__nv_bfloat16);  // K, V x 2 stages
+  // K, V x 2 stages, then (kRows > 1) the block's Q, rows of the same pitch.
+  static constexpr int kQElems = kRows > 1 ? kBlockQ * kPitch : 0;
+  static constexpr size_t kBytes = (size_t{4} * kTile + kQElems) * sizeof(__nv_bfloat16);
 };
 
 // Copies cache rows j0 .. j0 + 63 of kv head kvh (wherever `kv` puts them) into a
 // bf16 tile; rows at or past `valid` are zero (V must be finite where P is 0).
-template <int D, class Kv, class E>
+template <int D, int kThreads, class Kv, class E>
 __device__ __forceinline__ void stage_tile(__nv_bfloat16* dst, const E* cache, int64_t stride, int kvh, const Kv& kv,
                                            int j0, int valid) {
-  constexpr int kThreads = kWarps * 32;
+  constexpr int kPitch = D + 8;
   if constexpr (__is_same(E, KvBf16)) {
     constexpr int kChunks = D / 8;  // 16-byte chunks per row
     for (int idx = threadIdx.x; idx < kBlockK * kChunks; idx += kThreads) {
       const int r = idx / kChunks, c = (idx % kChunks) * 8;
       const bool ok = r < valid;
       const E* src = ok ? cache + kv.row(0, j0 + r) * stride + kvh * D + c : cache;
-      cp_async16_zfill(smem_address(dst + r * Layout<D>::kPitch + c), src, ok ? 16 : 0);
+      cp_async16_zfill(smem_address(dst + r * kPitch + c), src, ok ? 16 : 0);
     }
   } else {
     constexpr int kVecs = D / 4;
@@ -83,23 +93,25 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* dst, const E* cache, i
       float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
       if (r < valid) v = kv_load4(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
       uint2 packed{pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w)};
-      *reinterpret_cast<uint2*>(dst + r * Layout<D>::kPitch + c) = packed;
+      *reinterpret_cast<uint2*>(dst + r * kPitch + c) = packed;
     }
   }
 }
 
 // Every query of a launch reads the same sequence's keys (Kv: ContiguousKv or SequenceKv).
-template <int D, class Kv, class E>
-__global__ void __launch_bounds__(kWarps * 32)
+template <int D, int kRows, class Kv, class E>
+__global__ void __launch_bounds__(warps_for<kRows>() * 32)
     flash_prefill_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
                          const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
                          float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads,
                          HalfOut out16) {
-  using L = Layout<D>;
+  using L = Layout<D, kRows>;
+  constexpr int kWarps = warps_for<kRows>(), kThreads = kWarps * 32;
   constexpr int kDimSteps = D / 16, kDimTiles = D / 8;
   extern __shared__ __align__(128) unsigned char smem[];
   __nv_bfloat16* k_tiles = reinterpret_cast<__nv_bfloat16*>(smem);  // stage s at + s * kTile
   __nv_bfloat16* v_tiles = k_tiles + 2 * L::kTile;
+  __nv_bfloat16* q_tile = k_tiles + 4 * L::kTile;  // kRows > 1 only
   __shared__ int warp_lo[kWarps], warp_hi[kWarps];
 
   const int h = blockIdx.x;
@@ -108,20 +120,27 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int kvh = h / (n_heads / n_kv_heads);
   const int64_t q_stride = static_cast<int64_t>(n_heads) * D, kv_stride = static_cast<int64_t>(n_kv_heads) * D;
 
-  // This thread's two query rows (accumulator rows lane/4 and lane/4 + 8 of the warp).
-  int pos[2], first[2];
-  bool live[2];
-  const int t0 = q0 + warp * 16 + lane / 4;
+  // This thread's query rows: accumulator rows lane/4 and lane/4 + 8 of each of the
+  // warp's kRows 16-row tiles (tile r: queries t0 + 16 r + {0, 8}).
+  int pos[kRows][2], first[kRows][2];
+  bool live[kRows][2];
+  const int t0 = q0 + warp * 16 * kRows + lane / 4;
+  int lo = INT_MAX, hi = -1, all_lo = -1, all_hi = INT_MAX;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int t = t0 + 8 * i;
-    live[i] = t < n;
-    pos[i] = live[i] ? positions[t] : -1;
-    first[i] = live[i] ? (window > 0 ? max(0, pos[i] - window + 1) : 0) : INT_MAX;
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int t = t0 + 16 * r + 8 * i;
+      live[r][i] = t < n;
+      pos[r][i] = live[r][i] ? positions[t] : -1;
+      first[r][i] = live[r][i] ? (window > 0 ? max(0, pos[r][i] - window + 1) : 0) : INT_MAX;
+      lo = min(lo, first[r][i]);
+      hi = max(hi, pos[r][i]);
+      all_lo = max(all_lo, first[r][i]);
+      all_hi = min(all_hi, pos[r][i]);
+    }
   }
   // The keys any query of the warp can see, and the part every query of it sees.
-  int lo = min(first[0], first[1]), hi = max(pos[0], pos[1]);
-  int all_lo = max(first[0], first[1]), all_hi = min(pos[0], pos[1]);
 #pragma unroll
   for (int o = 4; o < 32; o <<= 1) {
     lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
@@ -134,21 +153,33 @@ __global__ void __launch_bounds__(kWarps * 32)
     warp_hi[warp] = hi;
   }
 
-  // Q fragments, rounded to bf16 once (A operand of S = Q K^T).
-  uint32_t qf[kDimSteps][4];
+  // Q rounded to bf16 once (A operand of S = Q K^T): in registers with one row tile; in
+  // shared memory with two (their fragments would not fit beside two accumulators).
+  uint32_t qf[kRows == 1 ? kDimSteps : 1][4];
+  if constexpr (kRows == 1) {
 #pragma unroll
-  for (int ks = 0; ks < kDimSteps; ++ks) {
+    for (int ks = 0; ks < kDimSteps; ++ks) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float* row = q + static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D;
-      const int c = ks * 16 + 2 * (lane % 4);
-      float2 a = make_float2(0.f, 0.f), b = make_float2(0.f, 0.f);
-      if (live[i]) {
-        a = *reinterpret_cast<const float2*>(row + c);
-        b = *reinterpret_cast<const float2*>(row + c + 8);
+      for (int i = 0; i < 2; ++i) {
+        const float* row = q + static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D;
+        const int c = ks * 16 + 2 * (lane % 4);
+        float2 a = make_float2(0.f, 0.f), b = make_float2(0.f, 0.f);
+        if (live[0][i]) {
+          a = *reinterpret_cast<const float2*>(row + c);
+          b = *reinterpret_cast<const float2*>(row + c + 8);
+        }
+        qf[ks][i] = pack_bf16x2(a.x, a.y);
+        qf[ks][2 + i] = pack_bf16x2(b.x, b.y);
       }
-      qf[ks][i] = pack_bf16x2(a.x, a.y);
-      qf[ks][2 + i] = pack_bf16x2(b.x, b.y);
+    }
+  } else {
+    // The warp stages its own 16 kRows rows (zero past n).
+    for (int idx = lane; idx < 16 * kRows * (D / 4); idx += 32) {
+      const int r = idx / (D / 4), c = (idx % (D / 4)) * 4, t = q0 + warp * 16 * kRows + r;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (t < n) v = *reinterpret_cast<const float4*>(q + static_cast<int64_t>(t) * q_stride + static_cast<int64_t>(h) * D + c);
+      *reinterpret_cast<uint2*>(q_tile + (warp * 16 * kRows + r) * L::kPitch + c) =
+          uint2{pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w)};
     }
   }
   __syncthreads();
@@ -159,31 +190,38 @@ __global__ void __launch_bounds__(kWarps * 32)
     block_hi = max(block_hi, warp_hi[w]);
   }
 
-  float o[kDimTiles][4];
+  float o[kRows][kDimTiles][4];
 #pragma unroll
-  for (int dt = 0; dt < kDimTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int dt = 0; dt < kDimTiles; ++dt) o[r][dt][0] = o[r][dt][1] = o[r][dt][2] = o[r][dt][3] = 0.0f;
+  float m[kRows][2], l[kRows][2];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) m[r][0] = m[r][1] = -INFINITY, l[r][0] = l[r][1] = 0.0f;
 
   // ldmatrix row addresses, relative to a tile: K rows for S (keys 8 * (lane / 16) +
   // lane % 8, dims 8 * ((lane / 8) % 2)), V rows for O (keys 8 * ((lane / 8) % 2) +
-  // lane % 8, dims 8 * (lane / 16)).
+  // lane % 8, dims 8 * (lane / 16)), Q rows for the A operand (rows lane % 8 + 8 *
+  // ((lane / 8) % 2) of the row tile, dims 8 * (lane / 16)).
   const uint32_t k_lane = static_cast<uint32_t>(((lane / 16) * 8 + lane % 8) * L::kPitch + ((lane / 8) % 2) * 8) * 2;
   const uint32_t v_lane = static_cast<uint32_t>((((lane / 8) % 2) * 8 + lane % 8) * L::kPitch + (lane / 16) * 8) * 2;
-  const uint32_t k_base = smem_address(k_tiles), v_base = smem_address(v_tiles);
+  const uint32_t q_lane = static_cast<uint32_t>((warp * 16 * kRows + ((lane / 8) % 2) * 8 + lane % 8) * L::kPitch +
+                                                (lane / 16) * 8) * 2;
+  const uint32_t k_base = smem_address(k_tiles), v_base = smem_address(v_tiles), q_base = smem_address(q_tile) + q_lane;
 
   const int tiles = block_hi < block_lo ? 0 : (block_hi - block_lo) / kBlockK + 1;
   if (tiles > 0) {
     const int valid = min(kBlockK, block_hi - block_lo + 1);
-    stage_tile<D>(k_tiles, k_cache, kv_stride, kvh, kv, block_lo, valid);
-    stage_tile<D>(v_tiles, v_cache, kv_stride, kvh, kv, block_lo, valid);
+    stage_tile<D, kThreads>(k_tiles, k_cache, kv_stride, kvh, kv, block_lo, valid);
+    stage_tile<D, kThreads>(v_tiles, v_cache, kv_stride, kvh, kv, block_lo, valid);
   }
   cp_async_commit();
   for (int it = 0; it < tiles; ++it) {
     const int j0 = block_lo + it * kBlockK, stage = it % 2;
     const int next = j0 + kBlockK, valid = min(kBlockK, block_hi - next + 1);
     if (it + 1 < tiles) {
-      stage_tile<D>(k_tiles + (1 - stage) * L::kTile, k_cache, kv_stride, kvh, kv, next, valid);
-      stage_tile<D>(v_tiles + (1 - stage) * L::kTile, v_cache, kv_stride, kvh, kv, next, valid);
+      stage_tile<D, kThreads>(k_tiles + (1 - stage) * L::kTile, k_cache, kv_stride, kvh, kv, next, valid);
+      stage_tile<D, kThreads>(v_tiles + (1 - stage) * L::kTile, v_cache, kv_stride, kvh, kv, next, valid);
     }
     cp_async_commit();
     cp_async_wait<1>();  // this tile's copies are done (the next tile's may be in flight)
@@ -192,18 +230,34 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (j0 <= hi && j0 + kBlockK - 1 >= lo) {  // some query of this warp sees a key of the tile
       const uint32_t k_tile = k_base + stage * L::kTile * 2 + k_lane;
 
-      // S = Q K^T: 16 rows x 64 keys, as 8 accumulator tiles of 16 x 8.
-      float s[kKeyTiles][4];
+      // S = Q K^T: per row tile 16 rows x 64 keys, as 8 accumulator tiles of 16 x 8; each
+      // K fragment serves all kRows row tiles.
+      float s[kRows][kKeyTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < kKeyTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt) s[r][nt][0] = s[r][nt][1] = s[r][nt][2] = s[r][nt][3] = 0.0f;
 #pragma unroll
       for (int ks = 0; ks < kDimSteps; ++ks) {
+        uint32_t a[kRows][4];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if constexpr (kRows == 1) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) a[r][e] = qf[ks][e];
+          } else {
+            ldmatrix_x4(a[r], q_base + (r * 16 * L::kPitch + ks * 16) * 2);
+          }
+        }
 #pragma unroll
         for (int np = 0; np < kKeyTiles / 2; ++np) {
           uint32_t b[4];  // keys 16np .. 16np + 15, dims 16ks .. 16ks + 15
           ldmatrix_x4(b, k_tile + (np * 16 * L::kPitch + ks * 16) * 2);
-          mma_bf16_16816(s[2 * np], qf[ks], b[0], b[1]);
-          mma_bf16_16816(s[2 * np + 1], qf[ks], b[2], b[3]);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            mma_bf16_16816(s[r][2 * np], a[r], b[0], b[1]);
+            mma_bf16_16816(s[r][2 * np + 1], a[r], b[2], b[3]);
+          }
         }
       }
 
@@ -212,56 +266,67 @@ __global__ void __launch_bounds__(kWarps * 32)
       // the exponent, where the scale folds into one FFMA: exp(scale (s - m)) =
       // exp2(s * scale_log2 - m * scale_log2).
       const bool masked = j0 < all_lo || j0 + kBlockK - 1 > all_hi;
-      float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int nt = 0; nt < kKeyTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = e / 2, j = j0 + nt * 8 + 2 * (lane % 4) + e % 2;
-          if (masked && (j < first[i] || j > pos[i])) s[nt][e] = -INFINITY;
-          tile_max[i] = fmaxf(tile_max[i], s[nt][e]);
-        }
-      }
-      float correction[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
-        tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
-        const float m_new = fmaxf(m[i], tile_max[i]);
-        // A row that has seen no key yet keeps max -inf; subtract 0 then, so exp2 is 0, not NaN.
-        const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
-        correction[i] = fast_exp2(fmaf(m[i], scale_log2, -m_scaled));
-        m[i] = m_new;
-        l[i] *= correction[i];
+      for (int r = 0; r < kRows; ++r) {
+        float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int nt = 0; nt < kKeyTiles; ++nt) {
-          s[nt][2 * i] = fast_exp2(fmaf(s[nt][2 * i], scale_log2, -m_scaled));
-          s[nt][2 * i + 1] = fast_exp2(fmaf(s[nt][2 * i + 1], scale_log2, -m_scaled));
-          l[i] += s[nt][2 * i] + s[nt][2 * i + 1];  // this lane's part; the 4 lanes are summed at the end
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int i = e / 2, j = j0 + nt * 8 + 2 * (lane % 4) + e % 2;
+            if (masked && (j < first[r][i] || j > pos[r][i])) s[r][nt][e] = -INFINITY;
+            tile_max[i] = fmaxf(tile_max[i], s[r][nt][e]);
+          }
+        }
+        float correction[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+          tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+          const float m_new = fmaxf(m[r][i], tile_max[i]);
+          // A row that has seen no key yet keeps max -inf; subtract 0 then, so exp2 is 0, not NaN.
+          const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
+          correction[i] = fast_exp2(fmaf(m[r][i], scale_log2, -m_scaled));
+          m[r][i] = m_new;
+          l[r][i] *= correction[i];
+#pragma unroll
+          for (int nt = 0; nt < kKeyTiles; ++nt) {
+            s[r][nt][2 * i] = fast_exp2(fmaf(s[r][nt][2 * i], scale_log2, -m_scaled));
+            s[r][nt][2 * i + 1] = fast_exp2(fmaf(s[r][nt][2 * i + 1], scale_log2, -m_scaled));
+            l[r][i] += s[r][nt][2 * i] + s[r][nt][2 * i + 1];  // this lane's part; the 4 lanes are summed at the end
+          }
+        }
+#pragma unroll
+        for (int dt = 0; dt < kDimTiles; ++dt) {
+          o[r][dt][0] *= correction[0];
+          o[r][dt][1] *= correction[0];
+          o[r][dt][2] *= correction[1];
+          o[r][dt][3] *= correction[1];
         }
       }
-#pragma unroll
-      for (int dt = 0; dt < kDimTiles; ++dt) {
-        o[dt][0] *= correction[0];
-        o[dt][1] *= correction[0];
-        o[dt][2] *= correction[1];
-        o[dt][3] *= correction[1];
-      }
-
 
       const uint32_t v_tile = v_base + stage * L::kTile * 2 + v_lane;
-      // O += P V: P's accumulator tiles 2kk and 2kk + 1 are the A operand for keys 16kk .. 16kk + 15.
+      // O += P V: P's accumulator tiles 2kk and 2kk + 1 are the A operand for keys 16kk ..
+      // 16kk + 15; each V fragment serves all kRows row tiles.
 #pragma unroll
       for (int kk = 0; kk < kKeyTiles / 2; ++kk) {
-        const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                               pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                               pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        uint32_t a[kRows][4];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          a[r][0] = pack_bf16x2(s[r][2 * kk][0], s[r][2 * kk][1]);
+          a[r][1] = pack_bf16x2(s[r][2 * kk][2], s[r][2 * kk][3]);
+          a[r][2] = pack_bf16x2(s[r][2 * kk + 1][0], s[r][2 * kk + 1][1]);
+          a[r][3] = pack_bf16x2(s[r][2 * kk + 1][2], s[r][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < kDimTiles / 2; ++dp) {
           uint32_t b[4];  // keys 16kk .. 16kk + 15, dims 16dp .. 16dp + 15
           ldmatrix_x4_trans(b, v_tile + (kk * 16 * L::kPitch + dp * 16) * 2);
-          mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
-          mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            mma_bf16_16816(o[r][2 * dp], a[r], b[0], b[1]);
+            mma_bf16_16816(o[r][2 * dp + 1], a[r], b[2], b[3]);
+          }
         }
       }
     }
@@ -269,41 +334,46 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    if (!live[i]) continue;
-    // The query's own key is always visible, so l > 0.
-    const float inv = 1.0f / l[i];
-    const int64_t first = static_cast<int64_t>(t0 + 8 * i) * q_stride + static_cast<int64_t>(h) * D + 2 * (lane % 4);
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-    for (int dt = 0; dt < kDimTiles; ++dt) {
-      const float a = o[dt][2 * i] * inv, b = o[dt][2 * i + 1] * inv;
-      *reinterpret_cast<float2*>(out + first + dt * 8) = make_float2(a, b);
-      if (out16.p) *reinterpret_cast<uint32_t*>(out16.p + first + dt * 8) = half_bits2(a, b, out16.f16);
+    for (int i = 0; i < 2; ++i) {
+      float sum = l[r][i];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (!live[r][i]) continue;
+      // The query's own key is always visible, so the sum is > 0.
+      const float inv = 1.0f / sum;
+      const int64_t at =
+          static_cast<int64_t>(t0 + 16 * r + 8 * i) * q_stride + static_cast<int64_t>(h) * D + 2 * (lane % 4);
+#pragma unroll
+      for (int dt = 0; dt < kDimTiles; ++dt) {
+        const float x = o[r][dt][2 * i] * inv, y = o[r][dt][2 * i + 1] * inv;
+        *reinterpret_cast<float2*>(out + at + dt * 8) = make_float2(x, y);
+        if (out16.p) *reinterpret_cast<uint32_t*>(out16.p + at + dt * 8) = half_bits2(x, y, out16.f16);
+      }
     }
   }
 }
 
-template <int D, class Kv>
-void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
-            float scale, int64_t window, const Tensor& out, HalfOut out16) {
-  // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
-  CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
+int g_rows = env_int("CORVID_FLASH_ROWS", 2) == 1 ? 1 : 2;
+
+template <int D, int kRows, class Kv>
+void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                 const int32_t* positions, float scale, int64_t window, const Tensor& out, HalfOut out16) {
   Context& ctx = context();
   dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
-    static const bool configured = [] {
-      CORVID_CUDA_CHECK(cudaFuncSetAttribute(flash_prefill_kernel<D, Kv, E>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(Layout<D>::kBytes)));
+    auto* kernel = flash_prefill_kernel<D, kRows, Kv, E>;
+    static const bool configured = [kernel] {
+      CORVID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(Layout<D, kRows>::kBytes)));
       return true;
     }();
     (void)configured;
     const int n = static_cast<int>(q.dim(0)), n_heads = static_cast<int>(q.dim(1));
     // Heads on x, so the heads of a GQA group (and all heads of the longest queries) run together.
     const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>((n + kBlockQ - 1) / kBlockQ));
-    flash_prefill_kernel<D, Kv, E><<<grid, kWarps * 32, Layout<D>::kBytes, ctx.stream>>>(
+    kernel<<<grid, warps_for<kRows>() * 32, Layout<D, kRows>::kBytes, ctx.stream>>>(
         q.ptr<float>(), static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, positions, n,
         scale * kLog2e, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
         static_cast<int>(k_cache.dim(1)), out16);
@@ -311,7 +381,22 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
   });
 }
 
+template <int D, class Kv>
+void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
+            float scale, int64_t window, const Tensor& out, HalfOut out16) {
+  // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
+  CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
+  if (g_rows == 2) {
+    launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+  } else {
+    launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+  }
+}
+
 }  // namespace
+
+void set_attention_prefill_rows(int rows) { g_rows = rows == 2 ? 2 : 1; }
+int attention_prefill_rows() { return g_rows; }
 
 bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache) {
   const int64_t head_dim = q.dim(2);

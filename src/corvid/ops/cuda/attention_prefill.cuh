@@ -9,6 +9,11 @@
 
 namespace corvid::ops::cuda {
 
+// The 16-row query tiles a warp takes, 1 or 2 (attention_prefill.cu); 2 unless
+// CORVID_FLASH_ROWS=1 (A/B runs); settable for tests.
+void set_attention_prefill_rows(int rows);
+int attention_prefill_rows();
+
 // Head sizes and extents the kernel handles (else the fp32 kernel runs).
 bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache);
 // Same contract as ops::attention; positions is the device copy. out16: where the
