@@ -133,5 +133,53 @@ TEST(CudaFusedOperand, ProducerOperandEqualsTheGemmRounding) {
   EXPECT_EQ(mismatches(mixed, to_host(g_res.tensor)), 0u);
 }
 
+// Paged attention over a batch: every run of queries of one sequence takes the
+// tensor-core kernel (runs of 20 and 33 queries, odd counts), so together they write the
+// whole output's operand, each run at its own rows; with a decode row in the batch (an
+// fp32 kernel's run) none is written. Head sizes 64 and 128.
+TEST(CudaFusedOperand, PagedPromptRunsWriteTheOperandAtTheirRows) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope scope(ops::QuantizedMatmul::Fast);
+  if (env_flag("CORVID_NO_FUSED_OPERAND")) GTEST_SKIP() << "CORVID_NO_FUSED_OPERAND is set";
+  const int64_t heads = 8, kv_heads = 2, block = 16, pool_rows = 16 * block, m = 136;
+  const std::vector<int32_t> tables = {3, 7, 0, 1, 5, 9, 12, 0, 0};  // 3 sequences x 3 blocks
+  OwnedTensor spare = f32_tensor({64}, random_floats(64, 620));
+  DeviceTensor g_spare_a = to_gpu(spare.tensor), g_spare_b = to_gpu(spare.tensor);
+  for (int64_t head_dim : {64, 128}) {
+    const int64_t k = heads * head_dim;
+    const size_t pool_values = static_cast<size_t>(pool_rows * kv_heads * head_dim);
+    DeviceTensor g_k = to_gpu(f32_tensor({pool_rows, kv_heads, head_dim}, random_floats(pool_values, 621)).tensor);
+    DeviceTensor g_v = to_gpu(f32_tensor({pool_rows, kv_heads, head_dim}, random_floats(pool_values, 622)).tensor);
+    DeviceTensor gw = gpu_weight(DType::BF16, m, k, 623);
+    for (bool with_decode_row : {false, true}) {
+      std::vector<int32_t> positions, query_seq;
+      for (int32_t p = 0; p < 20; ++p) positions.push_back(p), query_seq.push_back(0);
+      for (int32_t p = 10; p < 43; ++p) positions.push_back(p), query_seq.push_back(1);
+      if (with_decode_row) positions.push_back(30), query_seq.push_back(2);
+      const int64_t n = static_cast<int64_t>(positions.size());
+      ops::PagedKV paged;
+      paged.block_size = block;
+      paged.block_tables = tables;
+      paged.max_blocks = 3;
+      paged.query_seq = query_seq;
+      DeviceTensor gq = to_gpu(f32_tensor({n, heads, head_dim}, random_floats(static_cast<size_t>(n * k), 624)).tensor);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, heads, head_dim}), g_res(Device::CUDA, DType::F32, {n, m});
+      std::vector<float> results[2];
+      for (int unfused = 0; unfused < 2; ++unfused) {
+        ops::matmul(gq.tensor.reshaped({n, k}), gw.tensor, g_res.tensor);  // producers now write bf16
+        ops::paged_attention(gq.tensor, g_k.tensor, g_v.tensor, paged, positions, 0.1f, 0, g_out.tensor);
+        if (unfused) ops::add(g_spare_a.tensor, g_spare_b.tensor);
+        const uint64_t before = ops::cuda::gemm_operand_reuses();
+        ops::matmul(g_out.tensor.reshaped({n, k}), gw.tensor, g_res.tensor);
+        EXPECT_EQ(ops::cuda::gemm_operand_reuses() - before, unfused || with_decode_row ? 0u : 1u)
+            << "head_dim " << head_dim << (with_decode_row ? " with a decode row" : "");
+        results[unfused] = to_host(g_res.tensor);
+      }
+      EXPECT_EQ(mismatches(results[0], results[1]), 0u)
+          << "head_dim " << head_dim << (with_decode_row ? " with a decode row" : "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace corvid

@@ -103,6 +103,18 @@ std::vector<int32_t> range(int32_t first, int32_t count) {
   return v;
 }
 
+// Sets the prefill attention's row tiles a warp for one scope (restored even when a
+// check throws).
+struct RowsScope {
+  explicit RowsScope(int rows) : before(ops::cuda::attention_prefill_rows()) {
+    ops::cuda::set_attention_prefill_rows(rows);
+  }
+  ~RowsScope() { ops::cuda::set_attention_prefill_rows(before); }
+  RowsScope(const RowsScope&) = delete;
+  RowsScope& operator=(const RowsScope&) = delete;
+  int before;
+};
+
 TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
   SKIP_WITHOUT_GPU();
   std::vector<AttentionCase> cases = {
@@ -133,10 +145,8 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
         // MMAs and softmax per row, so the two agree to float rounding.
         std::vector<float> got[2];
         for (int rows : {1, 2}) {
-          const int before = ops::cuda::attention_prefill_rows();
-          ops::cuda::set_attention_prefill_rows(rows);
+          const RowsScope tiles(rows);
           ops::attention(gq.tensor, gk.tensor, gv.tensor, c.positions, scale, window, fast_out.tensor);
-          ops::cuda::set_attention_prefill_rows(before);
           got[rows - 1] = to_host(fast_out.tensor);
           const double err = rel_err(got[rows - 1], ref.data(), ref.size());  // infinite on a non-finite output
           std::printf("cuda prefill attention d=%lld window=%lld rows=%d %-38s rel err %.3g\n",

@@ -337,9 +337,9 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   });
 }
 
-bool use_prefill_kernel(const Tensor& q, const Tensor& k_cache, int64_t queries) {
+bool use_prefill_kernel(const Tensor& q, const Tensor& k_cache, const Tensor& out, int64_t queries) {
   return queries >= kPrefillMinQueries && quantized_matmul() == QuantizedMatmul::Fast &&
-         attention_prefill_supported(q, k_cache);
+         attention_prefill_supported(q, k_cache, out);
 }
 
 // Rows [begin, end) of a [n, heads, head_dim] tensor.
@@ -379,7 +379,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   check_grid(q);
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
   // Prompts take the tensor-core kernel unless the user asked for exact numerics.
-  if (use_prefill_kernel(q, k_cache, q.dim(0))) {
+  if (use_prefill_kernel(q, k_cache, out, q.dim(0))) {
     // The output projection reads out next: write its 16-bit operand too.
     attention_prefill(q, k_cache, v_cache, pos, scale, window, out,
                       half_output(out.data, out.dim(0), out.dim(1) * out.dim(2)));
@@ -414,7 +414,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   // When every run takes the tensor-core kernel, they also write the output projection's
   // 16-bit operand (the fp32 kernels do not, so a batch with decode rows makes none).
   const bool all_prefill = std::all_of(runs.begin(), runs.end(), [&](const auto& r) {
-    return use_prefill_kernel(q, k_pool, r.second - r.first);
+    return use_prefill_kernel(q, k_pool, out, r.second - r.first);
   });
   const int64_t row_elems = q.dim(1) * q.dim(2);
   const HalfOut out16 = all_prefill ? half_output(out.data, n, row_elems) : HalfOut{};
@@ -426,7 +426,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
                    query_rows(out, pending, end));
   };
   for (const auto& [begin, end] : runs) {
-    if (!use_prefill_kernel(q, k_pool, end - begin)) continue;
+    if (!use_prefill_kernel(q, k_pool, out, end - begin)) continue;
     flush_fp32(begin);
     const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
     const HalfOut run16 = out16.p ? HalfOut{out16.p + begin * row_elems, out16.f16} : HalfOut{};

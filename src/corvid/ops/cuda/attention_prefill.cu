@@ -3,9 +3,10 @@
 // A block takes kBlockQ = 128 queries of one head; each warp owns 16 or 32 of them
 // (one or two 16-row tiles, below) and keeps everything about them in registers: the
 // scores of the current key tile, the running softmax max and sum, and the output
-// accumulator (and with one row tile its Q fragments, loaded once). The block walks the keys its queries can see in tiles of 64, double
-// buffered in shared memory: while a tile is used, cp.async brings the next one (a BF16
-// cache is copied as is; F32 and F16 caches are rounded to bf16 through registers).
+// accumulator (and with one row tile its Q fragments, loaded once). The block walks
+// the keys its queries can see in tiles of 64, double buffered in shared memory: while
+// a tile is used, cp.async brings the next one (a BF16 cache is copied as is; F32 and
+// F16 caches are rounded to bf16 through registers).
 // Per tile a warp computes S = Q K^T with mma.m16n8k16 (bf16 in, fp32 accumulate),
 // folds S into the online softmax, turns the probabilities into the A operand of the
 // next MMA without leaving registers, and accumulates O += P V (V read transposed by
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cmath>
 
 #include "corvid/core/env.h"
@@ -177,7 +179,9 @@ __global__ void __launch_bounds__(warps_for<kRows>() * 32)
     for (int idx = lane; idx < 16 * kRows * (D / 4); idx += 32) {
       const int r = idx / (D / 4), c = (idx % (D / 4)) * 4, t = q0 + warp * 16 * kRows + r;
       float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (t < n) v = *reinterpret_cast<const float4*>(q + static_cast<int64_t>(t) * q_stride + static_cast<int64_t>(h) * D + c);
+      if (t < n) {
+        v = *reinterpret_cast<const float4*>(q + static_cast<int64_t>(t) * q_stride + static_cast<int64_t>(h) * D + c);
+      }
       *reinterpret_cast<uint2*>(q_tile + (warp * 16 * kRows + r) * L::kPitch + c) =
           uint2{pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w)};
     }
@@ -355,7 +359,26 @@ __global__ void __launch_bounds__(warps_for<kRows>() * 32)
   }
 }
 
-int g_rows = env_int("CORVID_FLASH_ROWS", 2) == 1 ? 1 : 2;
+// 16-row query tiles a warp takes: 2 unless CORVID_FLASH_ROWS=1 (read once, at load).
+int initial_rows() {
+  const int rows = env_int("CORVID_FLASH_ROWS", 2);
+  if (rows == 1 || rows == 2) return rows;
+  std::fprintf(stderr, "corvid: CORVID_FLASH_ROWS=%d: only 1 or 2; using 2\n", rows);
+  return 2;
+}
+int g_rows = initial_rows();
+
+// Whether the GPU gives a block the shared memory of kRows = 2 (e.g. sm_120 cards, which
+// run the compute_90 PTX, allow 99 KiB against the 102 KiB of head size 128).
+template <int D>
+bool two_rows_fit() {
+  static const bool fits = [] {
+    int most = 0;
+    CORVID_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, context().device));
+    return static_cast<size_t>(most) >= Layout<D, 2>::kBytes;
+  }();
+  return fits;
+}
 
 template <int D, int kRows, class Kv>
 void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
@@ -385,22 +408,32 @@ template <int D, class Kv>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
             float scale, int64_t window, const Tensor& out, HalfOut out16) {
   // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
-  CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
-  if (g_rows == 2) {
-    launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
-  } else {
-    launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+  try {
+    CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
+    if (g_rows == 2 && two_rows_fit<D>()) {
+      launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+    } else {
+      launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+    }
+  } catch (...) {
+    context().gemm_operand = {};  // the caller recorded an operand this launch never wrote
+    throw;
   }
 }
 
 }  // namespace
 
-void set_attention_prefill_rows(int rows) { g_rows = rows == 2 ? 2 : 1; }
+void set_attention_prefill_rows(int rows) {
+  CORVID_CHECK(rows == 1 || rows == 2, "attention_prefill: 1 or 2 row tiles a warp, not ", rows);
+  g_rows = rows;
+}
 int attention_prefill_rows() { return g_rows; }
 
-bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache) {
+bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache, const Tensor& out) {
   const int64_t head_dim = q.dim(2);
-  return (head_dim == 64 || head_dim == 128) && q.dim(0) <= INT32_MAX / 2 && k_cache.dim(0) <= INT32_MAX / 2 &&
+  // Q is staged with float4 loads, the output stored as float2s.
+  return (head_dim == 64 || head_dim == 128) && aligned16(q.data) && reinterpret_cast<uintptr_t>(out.data) % 8 == 0 &&
+         q.dim(0) <= INT32_MAX / 2 && k_cache.dim(0) <= INT32_MAX / 2 &&
          (q.dim(0) + kBlockQ - 1) / kBlockQ <= 65535;
 }
 

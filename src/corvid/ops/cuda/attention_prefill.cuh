@@ -15,7 +15,7 @@ void set_attention_prefill_rows(int rows);
 int attention_prefill_rows();
 
 // Head sizes and extents the kernel handles (else the fp32 kernel runs).
-bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache);
+bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache, const Tensor& out);
 // Same contract as ops::attention; positions is the device copy. out16: where the
 // output is also written as the next GEMM's 16-bit operand (half_out.cuh), or nowhere.
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,

@@ -100,9 +100,9 @@ struct Context {
   // (gemm_tensor_cores: Fast numerics, more than kGemvMaxCols rows) for its F32 input x,
   // in a buffer of its own. Made by the op that produced x (RMSNorm, silu_mul, prefill
   // attention write it along with their F32 output: half_out.cuh) or by a GEMM that
-  // rounded x itself. A GEMM takes it when it runs as the next op (ops_run == op + 1);
-  // when its own output does not overlap x it passes it on (op = its own), so q, k and
-  // v of one x round x once, or not at all.
+  // rounded x itself. A GEMM takes it when it runs as the next op (ops_run == op + 1)
+  // and passes it on (op = its own; ops::matmul refuses an out that overlaps x, so x is
+  // unchanged), so q, k and v of one x round x once, or not at all.
   struct GemmOperand {
     const void* x = nullptr;
     int64_t rows = 0, cols = 0;
@@ -146,6 +146,8 @@ struct Context {
 
 // The process's context on device 0, created on first use (throws without a GPU).
 Context& context();
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 inline unsigned blocks_for(int64_t work, int threads) {
   return static_cast<unsigned>((work + threads - 1) / threads);

@@ -21,7 +21,7 @@ bool available();         // a GPU is usable (never throws)
 // Called before every CUDA op (ops.cc) and backend copy: the ops run so far, so that an
 // op can tell whether it directly follows another (context.h Int8Rows).
 void count_op();
-DeviceBackend& backend();
+DeviceBackend& backend();  // the CUDA DeviceBackend; throws corvid::Error without a GPU
 
 // CORVID_OP_TIMES=1 (profiling): GPU time of what runs on the stream between this
 // object's construction and destruction, summed per name and printed at exit
@@ -39,7 +39,7 @@ class OpTimer {
   void* start_ = nullptr;  // cudaEvent_t, kept opaque: this header has no CUDA includes
   void* end_ = nullptr;
 };
-void reset_op_times();  // ops::reset_op_times  // the CUDA DeviceBackend; throws corvid::Error without a GPU
+void reset_op_times();  // ops::reset_op_times
 
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);

@@ -121,14 +121,17 @@ __device__ __forceinline__ void rope_cos_sin(int32_t pos, float inv_freq, float 
   s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
 }
 
-// Rotates pair i of one head in place; returns the two rotated elements' indices.
-__device__ __forceinline__ void rope_pair(float* v, int i, int half, bool interleaved, float c, float s, int& a,
-                                          int& b) {
-  a = interleaved ? 2 * i : i;
-  b = interleaved ? 2 * i + 1 : i + half;
-  const float x0 = v[a], x1 = v[b];
-  v[a] = x0 * c - x1 * s;
-  v[b] = x1 * c + x0 * s;
+// The pair (x0, x1) rotated by the angle whose cosine and sine are c and s.
+__device__ __forceinline__ float2 rotate(float x0, float x1, float c, float s) {
+  return make_float2(x0 * c - x1 * s, x1 * c + x0 * s);
+}
+
+// Rotates pair i of one head in place.
+__device__ __forceinline__ void rope_pair(float* v, int i, int half, bool interleaved, float c, float s) {
+  const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+  const float2 r = rotate(v[a], v[b], c, s);
+  v[a] = r.x;
+  v[b] = r.y;
 }
 
 // One thread per (token, head, rotated pair).
@@ -142,8 +145,7 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
   const int64_t th = idx / half, t = th / heads;
   float c, s;
   rope_cos_sin(positions[t], inv_freq[i], attention_factor, c, s);
-  int a, b;
-  rope_pair(x + th * head_dim, i, half, interleaved, c, s, a, b);
+  rope_pair(x + th * head_dim, i, half, interleaved, c, s);
 }
 
 // rope of q and k and the store of k and v into the cache (elements E: F32, F16 or
@@ -152,8 +154,8 @@ __global__ void rope_kernel(float* x, const int32_t* positions, const float* inv
 // rotated), a k element past rotary_dim (stored as is) or a v element (stored). The
 // pair's cos and sin (in double, as on the CPU) are the costly part of a prompt, so
 // there a thread computes them once for 8 heads (at 8192 tokens 234 -> 194 us a layer,
-// H200); a decode step's few tokens keep one head a thread, for the most threads
-// (Q4_0 decode lost 1.2% with 8).
+// H200); calls of fewer than 16 tokens (a decode step) keep one head a thread, for the
+// most threads (Q4_0 decode lost 1.2% with 8).
 constexpr int kPromptRopeHeads = 8;
 constexpr int kPromptRopeMinTokens = 16;
 
@@ -202,13 +204,13 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
 #pragma unroll
     for (int e = 0; e < kHeads; ++e) {
       if (!heads[e]) continue;
-      const float r0 = x0[e] * c - x1[e] * s, r1 = x1[e] * c + x0[e] * s;
-      heads[e][ea] = r0;
-      heads[e][eb] = r1;
+      const float2 r = rotate(x0[e], x1[e], c, s);
+      heads[e][ea] = r.x;
+      heads[e][eb] = r.y;
       const int kh = h0 + e - a.heads;
       if (kh >= 0 && k_dst != nullptr) {
-        k_dst[kh * a.head_dim + ea] = kv_encode<E>(r0);
-        k_dst[kh * a.head_dim + eb] = kv_encode<E>(r1);
+        k_dst[kh * a.head_dim + ea] = kv_encode<E>(r.x);
+        k_dst[kh * a.head_dim + eb] = kv_encode<E>(r.y);
       }
     }
     return;
@@ -345,8 +347,6 @@ __global__ void softmax_kernel(float* x, int64_t cols) {
   for (int64_t i = threadIdx.x; i < cols; i += kThreads) v[i] *= inv;
 }
 
-bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data) % 16 == 0; }
-
 
 }  // namespace
 
@@ -439,7 +439,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const int64_t count = gate.numel();
   if (count == 0) return;
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
-  const bool vectors = count % 32 == 0 && aligned16(gate) && aligned16(up) && aligned16(out);
+  const bool vectors = count % 32 == 0 && aligned16(gate.data) && aligned16(up.data) && aligned16(out.data);
   const Context::Int8Rows made = vectors ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
   if (made.q != nullptr) {
     launch_pdl("silu_mul_int8_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
@@ -447,7 +447,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
                reinterpret_cast<float4*>(out.data), count / 4, Int8Out{made.q, made.d});
     return;
   }
-  if (count % 4 == 0 && aligned16(gate) && aligned16(up) && aligned16(out)) {
+  if (count % 4 == 0 && aligned16(gate.data) && aligned16(up.data) && aligned16(out.data)) {
     launch_pdl("silu_mul_vec4_kernel", silu_mul_vec4_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
                ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
                reinterpret_cast<float4*>(out.data), count / 4, half_output(out.data, out.rows(), out.cols()));

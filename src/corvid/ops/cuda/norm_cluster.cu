@@ -50,6 +50,60 @@ __device__ __forceinline__ float4 load_weight4(const void* w, DType t, int64_t i
   return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// A thread of either kernel below holds kVecs float4s of a row: values first + e * stride
+// .. + 3 for e < kVecs (those at or past cols are zeros and never stored).
+template <int kVecs>
+__device__ __forceinline__ void load_weights(const void* w, DType wt, int64_t cols, int64_t first, int64_t stride,
+                                             float4 (&wv)[kVecs]) {
+#pragma unroll
+  for (int e = 0; e < kVecs; ++e) {
+    const int64_t i = first + e * stride;
+    wv[e] = i < cols ? load_weight4(w, wt, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+// The thread's values of row `row` of x (x + y, written back to x, when kAdd) and the
+// sum of their squares. out may alias x or y in the callers: every load here comes
+// before the first store, and each thread rewrites only what it read.
+template <bool kAdd, int kVecs>
+__device__ __forceinline__ float load_row(float* x, const float* y, int64_t row, int64_t cols, int64_t first,
+                                          int64_t stride, float4 (&v)[kVecs]) {
+  float4* xr = reinterpret_cast<float4*>(x + row * cols);
+  float ss = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kVecs; ++e) {
+    const int64_t i = first + e * stride;
+    v[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < cols) {
+      v[e] = xr[i / 4];
+      if constexpr (kAdd) {
+        const float4 b = reinterpret_cast<const float4*>(y + row * cols)[i / 4];
+        v[e] = make_float4(v[e].x + b.x, v[e].y + b.y, v[e].z + b.z, v[e].w + b.w);
+      }
+    }
+    ss += v[e].x * v[e].x + v[e].y * v[e].y + v[e].z * v[e].z + v[e].w * v[e].w;
+  }
+  if constexpr (kAdd) {
+#pragma unroll
+    for (int e = 0; e < kVecs; ++e)
+      if (first + e * stride < cols) xr[(first + e * stride) / 4] = v[e];
+  }
+  return ss;
+}
+
+// v * inv * w for one float4; stored (when `store`) at value i of row `row` of out, and
+// as the prompt GEMM's 16-bit operand when out16.p is set.
+__device__ __forceinline__ float4 store_normed(float* out, HalfOut out16, int64_t row, int64_t cols, int64_t i,
+                                               float4 v, float4 w, float inv, bool store) {
+  const float4 r = make_float4(v.x * inv * w.x, v.y * inv * w.y, v.z * inv * w.z, v.w * inv * w.w);
+  if (!store) return r;
+  reinterpret_cast<float4*>(out + row * cols)[i / 4] = r;
+  if (out16.p)
+    *reinterpret_cast<uint2*>(out16.p + row * cols + i) =
+        make_uint2(half_bits2(r.x, r.y, out16.f16), half_bits2(r.z, r.w, out16.f16));
+  return r;
+}
+
 // Row blockIdx.y; block rank b of the cluster takes float4 j of the row where
 // j % (kClusterBlocks * kClusterThreads) == b * kClusterThreads + threadIdx.x.
 // kAdd: x += y first (x written back). out may alias x or y: every load comes before
@@ -66,33 +120,10 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   const int64_t first = (static_cast<int64_t>(cluster.block_rank()) * kClusterThreads + threadIdx.x) * 4;
   // The weights depend on no earlier kernel: requested before waiting for x.
   float4 wv[kVecsPerThread];
-#pragma unroll
-  for (int e = 0; e < kVecsPerThread; ++e) {
-    const int64_t i = first + e * kSliceStride;
-    wv[e] = i < cols ? load_weight4(w, wt, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
+  load_weights(w, wt, cols, first, kSliceStride, wv);
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
-  float4* xr = reinterpret_cast<float4*>(x + row * cols);
   float4 v[kVecsPerThread];
-  float ss = 0.0f;
-#pragma unroll
-  for (int e = 0; e < kVecsPerThread; ++e) {
-    const int64_t i = first + e * kSliceStride;
-    v[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (i < cols) {
-      v[e] = xr[i / 4];
-      if constexpr (kAdd) {
-        const float4 b = reinterpret_cast<const float4*>(y + row * cols)[i / 4];
-        v[e] = make_float4(v[e].x + b.x, v[e].y + b.y, v[e].z + b.z, v[e].w + b.w);
-      }
-    }
-    ss += v[e].x * v[e].x + v[e].y * v[e].y + v[e].z * v[e].z + v[e].w * v[e].w;
-  }
-  if constexpr (kAdd) {
-#pragma unroll
-    for (int e = 0; e < kVecsPerThread; ++e)
-      if (first + e * kSliceStride < cols) xr[(first + e * kSliceStride) / 4] = v[e];
-  }
+  float ss = load_row<kAdd>(x, y, row, cols, first, kSliceStride, v);
   __shared__ float warp_sums[kClusterThreads / 32];
   __shared__ float block_sum;
   ss = warp_sum(ss);
@@ -112,16 +143,10 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   // have read it, but the stores need not wait for that.
   cluster.barrier_arrive();
   const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
-  float4* o = reinterpret_cast<float4*>(out + row * cols);
 #pragma unroll
   for (int e = 0; e < kVecsPerThread; ++e) {
     const int64_t i = first + e * kSliceStride;
-    const float4 r = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
-                                 v[e].w * inv * wv[e].w);
-    if (i < cols) o[i / 4] = r;
-    if (out16.p && i < cols)
-      *reinterpret_cast<uint2*>(out16.p + row * cols + i) =
-          make_uint2(half_bits2(r.x, r.y, out16.f16), half_bits2(r.z, r.w, out16.f16));
+    const float4 r = store_normed(out, out16, row, cols, i, v[e], wv[e], inv, i < cols);
     // Uniform over the warp (the shuffles need every lane): its first value inside the row.
     // Lanes past the end help with the maximum but store nothing; cols % 32 == 0, so an
     // 8-lane block is all inside or all outside.
@@ -130,8 +155,6 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   }
   cluster.barrier_wait();
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Prompt rows: one 256-thread block a row, a thread's float4s kRowVecs apart by the
 // block's width (rows up to 8192 wide), loads all issued before the reduction. The
@@ -146,36 +169,12 @@ __global__ void __launch_bounds__(kRowThreads)
                          HalfOut out16) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   const int64_t row = blockIdx.x;
+  const int64_t first = int64_t{threadIdx.x} * 4, stride = int64_t{kRowThreads} * 4;
   float4 wv[kRowVecs];  // the weights depend on no earlier kernel: requested before waiting
-#pragma unroll
-  for (int e = 0; e < kRowVecs; ++e) {
-    const int64_t i = (threadIdx.x + static_cast<int64_t>(e) * kRowThreads) * 4;
-    wv[e] = i < cols ? load_weight4(w, wt, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
+  load_weights(w, wt, cols, first, stride, wv);
   pdl_wait();  // launched with launch_pdl: the previous kernel's output first
-  float4* xr = reinterpret_cast<float4*>(x + row * cols);
   float4 v[kRowVecs];
-  float ss = 0.0f;
-#pragma unroll
-  for (int e = 0; e < kRowVecs; ++e) {
-    const int64_t i = (threadIdx.x + static_cast<int64_t>(e) * kRowThreads) * 4;
-    v[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (i < cols) {
-      v[e] = xr[i / 4];
-      if constexpr (kAdd) {
-        const float4 b = reinterpret_cast<const float4*>(y + row * cols)[i / 4];
-        v[e] = make_float4(v[e].x + b.x, v[e].y + b.y, v[e].z + b.z, v[e].w + b.w);
-      }
-    }
-    ss += v[e].x * v[e].x + v[e].y * v[e].y + v[e].z * v[e].z + v[e].w * v[e].w;
-  }
-  // out may alias x or y: every load above comes before the first store, and each
-  // thread rewrites only what it read.
-  if constexpr (kAdd) {
-#pragma unroll
-    for (int e = 0; e < kRowVecs; ++e)
-      if ((threadIdx.x + static_cast<int64_t>(e) * kRowThreads) * 4 < cols) xr[threadIdx.x + e * kRowThreads] = v[e];
-  }
+  float ss = load_row<kAdd>(x, y, row, cols, first, stride, v);
   __shared__ float warp_sums[kRowThreads / 32];
   ss = warp_sum(ss);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
@@ -184,18 +183,9 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
   for (int i = 0; i < kRowThreads / 32; ++i) total += warp_sums[i];
   const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
-  float4* o = reinterpret_cast<float4*>(out + row * cols);
 #pragma unroll
-  for (int e = 0; e < kRowVecs; ++e) {
-    const int64_t i = (threadIdx.x + static_cast<int64_t>(e) * kRowThreads) * 4;
-    if (i >= cols) continue;
-    const float4 r = make_float4(v[e].x * inv * wv[e].x, v[e].y * inv * wv[e].y, v[e].z * inv * wv[e].z,
-                                 v[e].w * inv * wv[e].w);
-    o[i / 4] = r;
-    if (out16.p)
-      *reinterpret_cast<uint2*>(out16.p + row * cols + i) =
-          make_uint2(half_bits2(r.x, r.y, out16.f16), half_bits2(r.z, r.w, out16.f16));
-  }
+  for (int e = 0; e < kRowVecs; ++e)
+    store_normed(out, out16, row, cols, first + e * stride, v[e], wv[e], inv, first + e * stride < cols);
 }
 
 // CORVID_NO_CLUSTER_NORM=1 keeps the one-block-per-row kernels (A/B runs).

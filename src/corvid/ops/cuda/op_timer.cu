@@ -1,7 +1,9 @@
 // CORVID_OP_TIMES=1: GPU time per op, for finding where a prefill or an unrecorded step
 // goes (the device has no timeline profiler). Each timed op records a CUDA event pair on
 // the stream; the pairs are read in batches and summed per name; the table goes to
-// stderr at exit. Ops inside a graph recording are not timed (a replay is one op).
+// stderr at exit. Ops inside a graph recording are not timed, nor are graph replays
+// (recorded decode steps), sample_tokens and rearrange_weight: this is for prompts and
+// unrecorded steps.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -53,8 +55,10 @@ class OpTimes {
   }
   void drain() {
     if (pending_.empty()) return;
+    std::vector<Pending> done;
+    done.swap(pending_);  // a failure below must not leave them to be counted again
     CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream));
-    for (const Pending& p : pending_) {
+    for (const Pending& p : done) {
       float ms = 0;
       CORVID_CUDA_CHECK(cudaEventElapsedTime(&ms, p.start, p.end));
       Total& t = totals_[p.name];
@@ -63,7 +67,6 @@ class OpTimes {
       free_.push_back(p.start);
       free_.push_back(p.end);
     }
-    pending_.clear();
   }
   void reset() {
     drain();
@@ -108,10 +111,10 @@ void reset_op_times() {
 OpTimer::OpTimer(const char* name) {
   if (!op_times_enabled() || context().capturing) return;
   OpTimes& t = OpTimes::get();
-  name_ = name;
   start_ = t.event();
   end_ = t.event();
   CORVID_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), context().stream));
+  name_ = name;  // timed from here on
 }
 
 OpTimer::~OpTimer() {
@@ -120,7 +123,7 @@ OpTimer::~OpTimer() {
   if (cudaEventRecord(static_cast<cudaEvent_t>(end_), context().stream) != cudaSuccess) return;
   try {
     OpTimes::get().add(name_, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(end_));
-  } catch (const Error&) {
+  } catch (...) {  // profiling must never take the process down
   }
 }
 
