@@ -87,8 +87,9 @@ for dt in $DUMMY_DTYPES; do
   echo "== Llama-3.1-8B shape, dummy $dt weights, batch-1 decode and 2048-token prefill"
   timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda -p 0 -n 128 -r 3 \
     2>&1 | tee "$LOGS/bench_8b_$dt.log"
-  timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda -p 2048 -n 0 -r 2 \
-    2>&1 | tee -a "$LOGS/bench_8b_$dt.log"
+  # CORVID_OP_TIMES: the prompt's GPU time per op (matmul, attention, norms ...) goes to the log.
+  CORVID_OP_TIMES=1 timeout 300 "$BUILD/corvid" bench -m configs/llama-3.1-8b.json --dummy-weights "$dt" --device cuda \
+    -p 2048 -n 0 -r 2 2>&1 | tee -a "$LOGS/bench_8b_$dt.log"
 done
 
 serve_line=""
@@ -114,6 +115,9 @@ grep -h -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/cuda_tests.log" || true
 [ -f "$LOGS/attention_bench.log" ] && grep -E "^flash .*BF16" "$LOGS/attention_bench.log"
 for dt in $DUMMY_DTYPES; do
   [ -f "$LOGS/bench_8b_$dt.log" ] && echo "8B $dt: $(grep -hE "^tg|^pp|rror" "$LOGS/bench_8b_$dt.log" | tr '\n' ' ')"
+  [ -f "$LOGS/bench_8b_$dt.log" ] &&
+    echo "   pp2048 by op: $(grep -hE "^(matmul|attention|silu_mul|add_rms_norm|rope_store_kv) " "$LOGS/bench_8b_$dt.log" |
+      awk '{printf "%s %s ", $1, $NF}')"
 done
 echo "CUDA tests exit code: $tests_rc"
 exit "$tests_rc"
