@@ -73,7 +73,8 @@ TEST(CudaFusedOperand, ProducerOperandEqualsTheGemmRounding) {
     DeviceTensor gw = gpu_weight(wt, m, k, 601), gw2 = gpu_weight(wt, m2, k, 608);
     // 40 rows: the cluster RMSNorm; 200: the row-per-block kernels and prefill attention.
     for (int n : {40, 200}) {
-      const auto xv = random_floats(static_cast<size_t>(n * k), 604), yv = random_floats(static_cast<size_t>(n * k), 605);
+      const size_t count = static_cast<size_t>(n * k);
+      const auto xv = random_floats(count, 604), yv = random_floats(count, 605);
       OwnedTensor x = f32_tensor({n, k}, xv), y = f32_tensor({n, k}, yv);
       DeviceTensor gy = to_gpu(y.tensor), g_out(Device::CUDA, DType::F32, {n, k});
       DeviceTensor g_res(Device::CUDA, DType::F32, {n, m}), g_res2(Device::CUDA, DType::F32, {n, m2});
