@@ -24,21 +24,11 @@ namespace {
 using testing::f32_tensor;
 using testing::make_weight;
 using testing::NumericsScope;
+using testing::Producer;
+using testing::producer_name;
 using testing::random_floats;
 using testing::to_gpu;
 using testing::to_host;
-
-enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention };
-
-const char* name(Producer p) {
-  switch (p) {
-    case Producer::RmsNorm: return "rms_norm";
-    case Producer::AddRmsNorm: return "add_rms_norm";
-    case Producer::SiluMul: return "silu_mul";
-    case Producer::Attention: return "attention";
-  }
-  return "?";
-}
 
 size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
   size_t bad = a.size() == b.size() ? 0 : 1;
@@ -98,12 +88,12 @@ TEST(CudaFusedOperand, ProducerOperandEqualsTheGemmRounding) {
           ops::matmul(g_out.tensor, gw.tensor, g_res.tensor);
           ops::matmul(g_out.tensor, gw2.tensor, g_res2.tensor);  // the same x again: passed on
           EXPECT_EQ(ops::cuda::gemm_operand_reuses() - before, unfused ? 1u : 2u)
-              << name(p) << " " << dtype_name(wt) << " n=" << n;
+              << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
           results[unfused] = to_host(g_res.tensor);
           second[unfused] = to_host(g_res2.tensor);
         }
-        EXPECT_EQ(mismatches(results[0], results[1]), 0u) << name(p) << " " << dtype_name(wt) << " n=" << n;
-        EXPECT_EQ(mismatches(second[0], second[1]), 0u) << name(p) << " " << dtype_name(wt) << " n=" << n;
+        EXPECT_EQ(mismatches(results[0], results[1]), 0u) << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
+        EXPECT_EQ(mismatches(second[0], second[1]), 0u) << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
       }
       // The producer's output overwritten by a copy before the GEMM: the operand is stale
       // now, and the GEMM must round the new values (as it does for y uploaded afresh).

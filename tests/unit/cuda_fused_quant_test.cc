@@ -25,24 +25,11 @@ namespace {
 using testing::f32_tensor;
 using testing::make_weight;
 using testing::NumericsScope;
+using testing::Producer;
+using testing::producer_name;
 using testing::random_floats;
 using testing::to_gpu;
 using testing::to_host;
-
-// Attention over a 512-row cache (16 splits) and over a 200-row one (7 splits, some of
-// them without keys for the earlier queries).
-enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention, AttentionShortCache };
-
-const char* name(Producer p) {
-  switch (p) {
-    case Producer::RmsNorm: return "rms_norm";
-    case Producer::AddRmsNorm: return "add_rms_norm";
-    case Producer::SiluMul: return "silu_mul";
-    case Producer::Attention: return "attention";
-    case Producer::AttentionShortCache: return "attention (short cache)";
-  }
-  return "?";
-}
 
 bool fused_quant_off() {
   return env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A") || env_flag("CORVID_NO_CLUSTER_NORM");
@@ -94,6 +81,8 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
         positions.push_back(300 + 17 * t);
         short_positions.push_back(20 + 19 * t);  // some of the 7 splits have no keys
       }
+      // Attention over a 512-row cache (16 splits) and over a 200-row one (7 splits, some
+      // of them without keys for the earlier queries).
       for (Producer p : {Producer::RmsNorm, Producer::AddRmsNorm, Producer::SiluMul, Producer::Attention,
                          Producer::AttentionShortCache}) {
         std::vector<float> results[2];
@@ -114,12 +103,12 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
           const uint64_t before = ops::cuda::gemv_int8_reuses();
           ops::matmul(g_out.tensor, gw.tensor, g_res.tensor);
           EXPECT_EQ(ops::cuda::gemv_int8_reuses() - before, unfused ? 0u : 1u)
-              << name(p) << " " << dtype_name(wt) << " n=" << n;
+              << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
           results[unfused] = to_host(g_res.tensor);
         }
         size_t mismatches = 0;
         for (size_t i = 0; i < results[0].size(); ++i) mismatches += !(results[0][i] == results[1][i]);
-        EXPECT_EQ(mismatches, 0u) << name(p) << " " << dtype_name(wt) << " n=" << n;
+        EXPECT_EQ(mismatches, 0u) << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
       }
       // The producer's output overwritten by a copy before the GEMV: its int8 are stale now,
       // and the GEMV must quantize the new values (as it does for y uploaded afresh).
@@ -172,7 +161,7 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheQuantizerOnRowsEndingInsideAWarp) {
         if (p == Producer::AddRmsNorm) ops::add_rms_norm(gx.tensor, gy.tensor, g_norm_w.tensor, 1e-5f, g_out.tensor);
         if (p == Producer::SiluMul) ops::silu_mul(gx.tensor, gy.tensor, g_out.tensor);
         const ops::cuda::Context::Int8Rows made = ctx.int8_rows;
-        ASSERT_EQ(made.x, g_out.tensor.data) << name(p) << " wrote no int8, cols=" << cols << " n=" << n;
+        ASSERT_EQ(made.x, g_out.tensor.data) << producer_name(p) << " wrote no int8, cols=" << cols << " n=" << n;
         ASSERT_TRUE(made.q != nullptr && made.rows == n && made.cols == cols);
         std::vector<int8_t> q(count), q_ref(count);
         std::vector<float> d(count / 32), d_ref(count / 32);
@@ -181,8 +170,8 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheQuantizerOnRowsEndingInsideAWarp) {
         const ops::cuda::Int8Activations ref = ops::cuda::quantize_activations(g_out.tensor.ptr<float>(), n, cols, ctx.stream);
         copy_bytes(q_ref.data(), Device::CPU, ref.q, Device::CUDA, q_ref.size());
         copy_bytes(d_ref.data(), Device::CPU, ref.d, Device::CUDA, d_ref.size() * sizeof(float));
-        EXPECT_EQ(q, q_ref) << name(p) << " cols=" << cols << " n=" << n;
-        EXPECT_EQ(d, d_ref) << name(p) << " cols=" << cols << " n=" << n;
+        EXPECT_EQ(q, q_ref) << producer_name(p) << " cols=" << cols << " n=" << n;
+        EXPECT_EQ(d, d_ref) << producer_name(p) << " cols=" << cols << " n=" << n;
       }
     }
   }

@@ -102,4 +102,20 @@ inline double attention_gpu_vs_cpu(int64_t n_heads, int64_t n_kv, int64_t head_d
   return rel_err(got, cpu_out.ptr<float>(), got.size());
 }
 
+// The ops that produce a GEMM's input and may write it in the GEMM's form too (int8
+// for a decode GEMV, the 16-bit operand for a prompt GEMM): cuda_fused_*_test.cc.
+// AttentionShortCache: attention over a cache short enough for few splits.
+enum class Producer { RmsNorm, AddRmsNorm, SiluMul, Attention, AttentionShortCache };
+
+inline const char* producer_name(Producer p) {
+  switch (p) {
+    case Producer::RmsNorm: return "rms_norm";
+    case Producer::AddRmsNorm: return "add_rms_norm";
+    case Producer::SiluMul: return "silu_mul";
+    case Producer::Attention: return "attention";
+    case Producer::AttentionShortCache: return "attention (short cache)";
+  }
+  return "?";
+}
+
 }  // namespace corvid::testing
