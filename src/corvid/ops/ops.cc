@@ -61,8 +61,7 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
 #define CORVID_DISPATCH(device, op, ...)  \
   do {                                    \
     if ((device) == Device::CUDA) {       \
-      cuda::count_op();                   \
-      cuda::OpTimer timer_(#op);          \
+      cuda::OpScope op_scope_(#op);       \
       cuda::op(__VA_ARGS__);              \
       return;                             \
     }                                     \
@@ -197,8 +196,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   check_rope_args("rope_store_kv", q, positions, params);
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
-    cuda::count_op();
-    cuda::OpTimer timer("rope_store_kv");
+    cuda::OpScope scope("rope_store_kv");
     cuda::rope_store_kv(q, k, v, positions, params, rows, k_cache, v_cache);
     return;
   }
@@ -245,8 +243,7 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
                weight.shape_str(), " ", dtype_name(weight.dtype), " must be [", x.cols(), "] F32/F16/BF16");
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
-    cuda::count_op();
-    cuda::OpTimer timer("add_rms_norm");
+    cuda::OpScope scope("add_rms_norm");
     cuda::add_rms_norm(x, y, weight, eps, out);
     return;
   }

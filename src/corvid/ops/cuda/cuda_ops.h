@@ -41,6 +41,12 @@ class OpTimer {
 };
 void reset_op_times();  // ops::reset_op_times
 
+// What ops.cc opens around each CUDA op: counts it (count_op) and times it (OpTimer).
+struct OpScope {
+  explicit OpScope(const char* name) : timer(name) { count_op(); }
+  OpTimer timer;
+};
+
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
