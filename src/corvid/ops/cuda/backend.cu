@@ -219,7 +219,7 @@ const Context::Int8Rows& Context::int8_output(const void* x, int64_t rows, int64
     return int8_rows;
   }
   auto* base = static_cast<uint8_t*>(grow_buffer(*this, int8_, int8_bytes_, bytes, "the int8 activation buffer"));
-  int8_rows = {x, rows, cols, ops_run, reinterpret_cast<int8_t*>(base),
+  int8_rows = {{x, rows, cols, ops_run}, reinterpret_cast<int8_t*>(base),
                reinterpret_cast<float*>(base + int8_scales_offset(values))};
   return int8_rows;
 }
@@ -235,7 +235,7 @@ const Context::GemmOperand& Context::gemm_operand_output(const void* x, int64_t 
     gemm_operand = {};
     return gemm_operand;
   }
-  gemm_operand = {x, rows, cols, ops_run, gemm_operand_f16, gemm_operand_buffer(rows * cols)};
+  gemm_operand = {{x, rows, cols, ops_run}, gemm_operand_f16, gemm_operand_buffer(rows * cols)};
   return gemm_operand;
 }
 

@@ -71,14 +71,21 @@ struct Context {
 
   // Ops (and backend copies) run so far: count_op() bumps it before each one.
   uint64_t ops_run = 0;
-  // Int8 activations (gemv.h Int8Activations) that the op producing x (an RMSNorm of a
-  // decode row, silu_mul, decode attention) wrote along with it, for a decode GEMV that
-  // reads x as the very next op (ops_run == op + 1): it then skips its quantizer launch.
-  // Any op in between may have changed x, so the GEMV ignores them then.
-  struct Int8Rows {
+  // What op number `op` wrote along with its output x ([rows, cols]) for the op that
+  // reads x next. Only the very next op may use it (ops_run == op + 1): any op in
+  // between may have changed x.
+  struct MadeAlongside {
     const void* x = nullptr;
     int64_t rows = 0, cols = 0;
     uint64_t op = 0;
+    bool describes(const void* x_now, int64_t rows_now, int64_t cols_now, uint64_t ops_run_now) const {
+      return x == x_now && rows == rows_now && cols == cols_now && op + 1 == ops_run_now;
+    }
+  };
+  // Int8 activations (gemv.h Int8Activations) that the op producing x (an RMSNorm of a
+  // decode row, silu_mul, decode attention) wrote along with it, for a decode GEMV that
+  // reads x next: it then skips its quantizer launch.
+  struct Int8Rows : MadeAlongside {
     int8_t* q = nullptr;
     float* d = nullptr;
   };
@@ -100,13 +107,10 @@ struct Context {
   // (gemm_tensor_cores: Fast numerics, more than kGemvMaxCols rows) for its F32 input x,
   // in a buffer of its own. Made by the op that produced x (RMSNorm, silu_mul, prefill
   // attention write it along with their F32 output: half_out.cuh) or by a GEMM that
-  // rounded x itself. A GEMM takes it when it runs as the next op (ops_run == op + 1)
-  // and passes it on (op = its own; ops::matmul refuses an out that overlaps x, so x is
-  // unchanged), so q, k and v of one x round x once, or not at all.
-  struct GemmOperand {
-    const void* x = nullptr;
-    int64_t rows = 0, cols = 0;
-    uint64_t op = 0;
+  // rounded x itself. A GEMM takes it when it runs as the next op and passes it on
+  // (op = its own; ops::matmul refuses an out that overlaps x, so x is unchanged), so q,
+  // k and v of one x round x once, or not at all.
+  struct GemmOperand : MadeAlongside {
     bool f16 = false;
     uint16_t* data = nullptr;
   };

@@ -160,8 +160,7 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
   // x as 16-bit operands: made by x's producer or the GEMM before (Context::GemmOperand),
   // else rounded here.
   Context::GemmOperand& made = ctx.gemm_operand;
-  const bool ready = made.data != nullptr && made.x == x.data && made.rows == n && made.cols == k &&
-                     made.f16 == f16 && ctx.ops_run == made.op + 1;
+  const bool ready = made.data != nullptr && made.describes(x.data, n, k, ctx.ops_run) && made.f16 == f16;
   uint16_t* xr = ready ? made.data : ctx.gemm_operand_buffer(n * k);
   g_operand_reuses += ready;
   ctx.gemm_operand_f16 = f16;
@@ -203,7 +202,7 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
   }
   // The next GEMM may read the same x (q, k and v): pass the operand on. x is unchanged,
   // since ops::matmul refuses an out that overlaps it.
-  made = gemm_operand_fusion() ? Context::GemmOperand{x.data, n, k, ctx.ops_run, f16, xr} : Context::GemmOperand{};
+  made = gemm_operand_fusion() ? Context::GemmOperand{{x.data, n, k, ctx.ops_run}, f16, xr} : Context::GemmOperand{};
 }
 
 }  // namespace corvid::ops::cuda

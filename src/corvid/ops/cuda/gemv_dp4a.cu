@@ -241,7 +241,7 @@ bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
   Context& ctx = context();
   ctx.int8_wanted = true;
   const Context::Int8Rows& made = ctx.int8_rows;
-  const bool reuse = made.x == a.x && made.rows == a.n && made.cols == a.k && made.op + 1 == ctx.ops_run;
+  const bool reuse = made.describes(a.x, a.n, a.k, ctx.ops_run);
   g_int8_reuses += reuse;
   const Int8Activations x = reuse ? Int8Activations{made.q, made.d} : quantize_activations(a.x, a.n, a.k, stream);
   if (direct) {
