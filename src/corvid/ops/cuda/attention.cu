@@ -7,7 +7,6 @@
 // tensor-core kernel in attention_prefill.cu.
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "corvid/ops/cuda/attention_decode.cuh"
@@ -403,19 +402,22 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   const int32_t* query_seq = ctx.upload(UploadSlot::QuerySeq, paged.query_seq);
   const int bs = static_cast<int>(paged.block_size), max_blocks = static_cast<int>(paged.max_blocks);
   const int64_t extent = paged.max_blocks * paged.block_size, n = q.dim(0);
-  // Runs of consecutive queries of one sequence: [begin, end) pairs.
-  std::vector<std::pair<int64_t, int64_t>> runs;
+  // Runs [begin, end) of consecutive queries of one sequence, and whether the run is long
+  // enough for the tensor-core kernel.
+  struct Run {
+    int64_t begin, end;
+    bool prefill;
+  };
+  std::vector<Run> runs;
   for (int64_t begin = 0; begin < n;) {
     int64_t end = begin + 1;
     while (end < n && paged.query_seq[static_cast<size_t>(end)] == paged.query_seq[static_cast<size_t>(begin)]) ++end;
-    runs.emplace_back(begin, end);
+    runs.push_back({begin, end, use_prefill_kernel(q, k_pool, out, end - begin)});
     begin = end;
   }
   // When every run takes the tensor-core kernel, they also write the output projection's
   // 16-bit operand (the fp32 kernels do not, so a batch with decode rows makes none).
-  const bool all_prefill = std::all_of(runs.begin(), runs.end(), [&](const auto& r) {
-    return use_prefill_kernel(q, k_pool, out, r.second - r.first);
-  });
+  const bool all_prefill = std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.prefill; });
   const int64_t row_elems = q.dim(1) * q.dim(2);
   const HalfOut out16 = all_prefill ? half_output(out.data, n, row_elems) : HalfOut{};
   int64_t pending = 0;  // first query not yet handed to a kernel
@@ -425,8 +427,8 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
     fp32_attention(ctx, query_rows(q, pending, end), k_pool, v_pool, kv, pos + pending, extent, scale, window,
                    query_rows(out, pending, end));
   };
-  for (const auto& [begin, end] : runs) {
-    if (!use_prefill_kernel(q, k_pool, out, end - begin)) continue;
+  for (const auto& [begin, end, prefill] : runs) {
+    if (!prefill) continue;
     flush_fp32(begin);
     const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
     const HalfOut run16 = out16.p ? HalfOut{out16.p + begin * row_elems, out16.f16} : HalfOut{};
