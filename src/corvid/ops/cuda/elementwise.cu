@@ -439,7 +439,8 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const int64_t count = gate.numel();
   if (count == 0) return;
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
-  const bool vectors = count % 32 == 0 && aligned16(gate.data) && aligned16(up.data) && aligned16(out.data);
+  const bool aligned = aligned16(gate.data) && aligned16(up.data) && aligned16(out.data);
+  const bool vectors = count % 32 == 0 && aligned;
   const Context::Int8Rows made = vectors ? ctx.int8_output(out.data, out.rows(), out.cols()) : Context::Int8Rows{};
   if (made.q != nullptr) {
     launch_pdl("silu_mul_int8_kernel", silu_mul_int8_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
@@ -447,7 +448,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
                reinterpret_cast<float4*>(out.data), count / 4, Int8Out{made.q, made.d});
     return;
   }
-  if (count % 4 == 0 && aligned16(gate.data) && aligned16(up.data) && aligned16(out.data)) {
+  if (count % 4 == 0 && aligned) {
     launch_pdl("silu_mul_vec4_kernel", silu_mul_vec4_kernel, dim3(blocks_for(count / 4, kThreads)), dim3(kThreads),
                ctx.stream, reinterpret_cast<const float4*>(gate.data), reinterpret_cast<const float4*>(up.data),
                reinterpret_cast<float4*>(out.data), count / 4, half_output(out.data, out.rows(), out.cols()));
