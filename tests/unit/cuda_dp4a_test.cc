@@ -170,9 +170,7 @@ void check_format(DType t) {
       const auto prompt_x = random_floats(static_cast<size_t>(kPrompt * k), seed++);
       const auto pre = gpu_matmul(gw, prompt_x, gb, m, k, kPrompt);
       const auto pre_stored = gpu_matmul(g_stored, prompt_x, gb, m, k, kPrompt);
-      size_t mismatches = 0;
-      for (size_t i = 0; i < pre.size(); ++i) mismatches += !(pre[i] == pre_stored[i]);
-      EXPECT_EQ(mismatches, 0u) << dtype_name(t) << " prefill, m=" << m << " k=" << k;
+      EXPECT_EQ(testing::mismatches(pre, pre_stored), 0u) << dtype_name(t) << " prefill, m=" << m << " k=" << k;
     }
     for (int n = 1; n <= kMaxCols; ++n) {
       NumericsScope scope(ops::QuantizedMatmul::Fast);

@@ -23,18 +23,13 @@ namespace {
 
 using testing::f32_tensor;
 using testing::make_weight;
+using testing::mismatches;
 using testing::NumericsScope;
 using testing::Producer;
 using testing::producer_name;
 using testing::random_floats;
 using testing::to_gpu;
 using testing::to_host;
-
-size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
-  size_t bad = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) bad += !(a[i] == b[i]);
-  return bad;
-}
 
 DeviceTensor gpu_weight(DType t, int64_t m, int64_t k, uint32_t seed) {
   OwnedTensor w = make_weight(t, m, k, random_floats(static_cast<size_t>(m * k), seed));

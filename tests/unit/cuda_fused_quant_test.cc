@@ -24,6 +24,7 @@ namespace {
 
 using testing::f32_tensor;
 using testing::make_weight;
+using testing::mismatches;
 using testing::NumericsScope;
 using testing::Producer;
 using testing::producer_name;
@@ -106,9 +107,7 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
               << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
           results[unfused] = to_host(g_res.tensor);
         }
-        size_t mismatches = 0;
-        for (size_t i = 0; i < results[0].size(); ++i) mismatches += !(results[0][i] == results[1][i]);
-        EXPECT_EQ(mismatches, 0u) << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
+        EXPECT_EQ(mismatches(results[0], results[1]), 0u) << producer_name(p) << " " << dtype_name(wt) << " n=" << n;
       }
       // The producer's output overwritten by a copy before the GEMV: its int8 are stale now,
       // and the GEMV must quantize the new values (as it does for y uploaded afresh).
@@ -118,9 +117,7 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
       const auto after_copy = to_host(g_res.tensor);
       ops::matmul(gy.tensor, gw.tensor, g_res.tensor);
       const auto fresh = to_host(g_res.tensor);
-      size_t mismatches = 0;
-      for (size_t i = 0; i < fresh.size(); ++i) mismatches += !(after_copy[i] == fresh[i]);
-      EXPECT_EQ(mismatches, 0u) << "output overwritten after silu_mul, " << dtype_name(wt) << " n=" << n;
+      EXPECT_EQ(mismatches(after_copy, fresh), 0u) << "output overwritten after silu_mul, " << dtype_name(wt) << " n=" << n;
     }
   }
   // After a BF16 GEMV the producers stop writing int8: the next quantized GEMV quantizes x itself.

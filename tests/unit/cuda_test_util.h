@@ -102,6 +102,13 @@ inline double attention_gpu_vs_cpu(int64_t n_heads, int64_t n_kv, int64_t head_d
   return rel_err(got, cpu_out.ptr<float>(), got.size());
 }
 
+// Values of a and b that are not bit-for-bit equal (+1 when the sizes differ).
+inline size_t mismatches(const std::vector<float>& a, const std::vector<float>& b) {
+  size_t bad = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) bad += !(a[i] == b[i]);
+  return bad;
+}
+
 // The ops that produce a GEMM's input and may write it in the GEMM's form too (int8
 // for a decode GEMV, the 16-bit operand for a prompt GEMM): cuda_fused_*_test.cc.
 // AttentionShortCache: attention over a cache short enough for few splits.
