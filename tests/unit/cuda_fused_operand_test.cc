@@ -101,10 +101,10 @@ TEST(CudaFusedOperand, ProducerOperandEqualsTheGemmRounding) {
           << "output overwritten after silu_mul, " << dtype_name(wt) << " n=" << n;
     }
   }
-  // An operand of the other type: bf16 written after a Q4_0 GEMM, then read by an F16
+  // An operand of the other type: bf16 written after a BF16 GEMM, then read by an F16
   // GEMM, which must round x to f16 itself.
   const int n = 64;
-  DeviceTensor g16 = gpu_weight(DType::F16, m, k, 609), gq = gpu_weight(DType::Q4_0, m2, k, 610);
+  DeviceTensor g16 = gpu_weight(DType::F16, m, k, 609), gq = gpu_weight(DType::BF16, m2, k, 610);
   DeviceTensor gx = to_gpu(f32_tensor({n, k}, random_floats(static_cast<size_t>(n * k), 611)).tensor);
   DeviceTensor g_out(Device::CUDA, DType::F32, {n, k}), g_res(Device::CUDA, DType::F32, {n, m});
   DeviceTensor g_res2(Device::CUDA, DType::F32, {n, m2});

@@ -4,7 +4,7 @@
 //
 // Tolerances:
 // - GEMM: the only intended difference from the exact product is rounding x and the
-//   decoded weights to 16 bits (bf16; f16 for f16 weights). The result must equal a
+//   decoded weights to 16 bits (f16 for f16 weights and the block formats, else bf16). The result must equal a
 //   float64 product of the rounded operands within 1e-5 x sum|x_i w_i| (fp32
 //   accumulation order), so a wrong tile, row or operand type fails.
 // - attention: q, k, v and the probabilities are rounded to bf16. The result must be
@@ -68,7 +68,7 @@ TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
       DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
       ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
       const auto got = to_host(g_out.tensor);
-      const bool f16 = t == DType::F16;
+      const bool f16 = t == DType::F16 || is_quantized(t);  // the GEMM's operand type (gemm_tc.cu)
       const auto wv = weight_values(w.tensor);
       double worst = 0;
       for (int64_t r = 0; r < n; ++r)

@@ -24,6 +24,7 @@ Context* make_context() {
   cudaDeviceProp prop{};
   CORVID_CUDA_CHECK(cudaGetDeviceProperties(&prop, c->device));
   c->sm_count = prop.multiProcessorCount;
+  c->sm90 = prop.major == 9 && prop.minor == 0;
   CORVID_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   CORVID_CUBLAS_CHECK(cublasCreate(&c->cublas));
   CORVID_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));

@@ -59,6 +59,8 @@ struct Context {
   cublasHandle_t cublas = nullptr;
   void* cublas_workspace = nullptr;
   int sm_count = 0;
+  // Compute capability 9.0 (H100/H200): the sm_90a kernels (wgmma) run, not the compute_90 PTX.
+  bool sm90 = false;
 
   // True between begin_capture and end_capture: work is recorded into a graph, so
   // nothing may allocate, synchronize or upload new host data.

@@ -1,11 +1,13 @@
 // Prefill GEMM on tensor cores (QuantizedMatmul::Fast, the default).
 //
 // out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands and fp32 accumulation and
-// output, through cublasGemmEx. The activations are rounded to the weight's 16-bit
-// type once per call (bf16, or f16 for f16 weights so the weights stay exact);
-// bf16/f16 weights are used in place; quantized and F32 weights are decoded into a
-// bf16 row tile first (a GGUF block value has at most 8 significant bits times an
-// f16 scale, so the tile costs little precision and halves the bytes of an F32 one).
+// output, through cublasGemmEx. The activations are rounded to the GEMM's 16-bit type
+// once per call: f16 for f16 weights (so the weights stay exact) and for the block
+// formats, bf16 for bf16 and F32 weights. bf16/f16 weights are used in place; the block
+// formats and F32 are decoded into a row tile of that type first. A block value is at
+// most 8 significant bits times an f16 scale: in f16 it keeps 11 bits where bf16 keeps
+// 8, and the block formats' own GEMM (gemm_wgmma.cu) decodes in f16 arithmetic; f16
+// activations are what llama.cpp feeds cuBLAS too (finite up to 65504).
 // Rounding the operands to 16 bits is the whole numerical difference from the Exact
 // path (F32 SGEMM): tests/unit/cuda_prefill_test.cc checks the result against a
 // double-precision product of the rounded operands.
@@ -19,6 +21,7 @@
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/gemm_tc.cuh"
+#include "corvid/ops/cuda/gemm_wgmma.cuh"
 #include "corvid/ops/cuda/half_out.cuh"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
@@ -72,7 +75,7 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
         if constexpr (T == DType::Q4_0R) {
           v[e] = d * static_cast<float>(nib - 8);
         } else {
-          v[e] = d * static_cast<float>(nib) + m;
+          v[e] = fmaf(d, static_cast<float>(nib), m);  // as gemm_wgmma.cu decodes it
         }
       }
     }
@@ -123,20 +126,56 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
   }
 }
 
-// Decodes a row tile into bf16, eight consecutive values per thread (one 16-byte
-// store). Indices are 32-bit: a tile holds at most kTileElems values, and k is a
-// multiple of 8, so a group of eight never straddles two rows.
+// Decodes a row tile into 16-bit values (f16 or bf16, half_bits), eight consecutive
+// values per thread (one 16-byte store). Indices are 32-bit: a tile holds at most
+// kTileElems values, and k is a multiple of 8, so a group of eight never straddles two rows.
 template <DType T>
-__global__ void dequant_bf16_kernel(const uint8_t* __restrict__ w, __nv_bfloat16* __restrict__ dst, uint32_t groups,
-                                    uint32_t groups_per_row, uint32_t row_bytes) {
+__global__ void dequant_tile_kernel(const uint8_t* __restrict__ w, uint16_t* __restrict__ dst, uint32_t groups,
+                                    uint32_t groups_per_row, uint32_t row_bytes, bool f16) {
   const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= groups) return;
   const uint32_t r = g / groups_per_row, i0 = (g % groups_per_row) * 8;
   float v[8];
   decode8<T>(w + static_cast<size_t>(r) * row_bytes, i0, groups_per_row * 8, v);
-  const uint4 packed{pack_bf16x2(v[0], v[1]), pack_bf16x2(v[2], v[3]), pack_bf16x2(v[4], v[5]),
-                     pack_bf16x2(v[6], v[7])};
+  const uint4 packed{half_bits2(v[0], v[1], f16), half_bits2(v[2], v[3], f16), half_bits2(v[4], v[5], f16),
+                     half_bits2(v[6], v[7], f16)};
   *reinterpret_cast<uint4*>(dst + static_cast<size_t>(g) * 8) = packed;
+}
+
+// out = xr @ w^T through cuBLAS: 16-bit weights in place, any other format decoded into
+// a bf16 tile first (kTileElems values at a time).
+void gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor& out, bool f16,
+                 std::optional<OpTimer>& part) {
+  const int64_t n = out.rows(), m = w.rows(), k = w.cols();
+  const cudaDataType operand = f16 ? CUDA_R_16F : CUDA_R_16BF;
+  const float one = 1.0f, zero = 0.0f;
+  const bool in_place = w.dtype == DType::F16 || w.dtype == DType::BF16;
+  const int64_t tile_rows = in_place ? m : std::max<int64_t>(1, std::min(m, kTileElems / k));
+  auto* tile = in_place ? nullptr : static_cast<uint16_t*>(ctx.scratch(static_cast<size_t>(tile_rows * k) * 2));
+  for (int64_t r0 = 0; r0 < m; r0 += tile_rows) {
+    const int64_t rows = std::min(tile_rows, m - r0);
+    const void* wp = nullptr;
+    if (in_place) {
+      wp = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
+    } else {
+      const uint8_t* src = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
+      part.emplace("matmul.dequant");
+      dispatch_weight_dtype(w.dtype, [&](auto tag) {
+        constexpr DType T = decltype(tag)::value;
+        const auto groups = static_cast<uint32_t>(rows * k / 8);
+        dequant_tile_kernel<T><<<blocks_for(groups, 256), 256, 0, ctx.stream>>>(
+            src, tile, groups, static_cast<uint32_t>(k / 8), static_cast<uint32_t>(w.row_bytes()), f16);
+        CORVID_CUDA_LAUNCHED("dequant_tile_kernel");
+      });
+      wp = tile;
+    }
+    part.emplace("matmul.gemm");
+    // Row-major out[n, m] is column-major out^T [m, n] = W_tile^T-view (k x rows, transposed) * x^T.
+    CORVID_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
+                                     static_cast<int>(k), &one, wp, operand, static_cast<int>(k), xr, operand,
+                                     static_cast<int>(k), &zero, out.ptr<float>() + r0, CUDA_R_32F,
+                                     static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
 }
 
 }  // namespace
@@ -154,8 +193,8 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
   Context& ctx = context();
   const int64_t n = x.rows(), m = w.rows(), k = w.cols();
   CORVID_CHECK(n <= INT32_MAX && m <= INT32_MAX && k <= INT32_MAX, "CUDA matmul: dimensions exceed cuBLAS int range");
-  const bool f16 = w.dtype == DType::F16;
-  const cudaDataType operand = f16 ? CUDA_R_16F : CUDA_R_16BF;
+  // f16 operands for f16 weights and the block formats, bf16 for bf16 and F32 (see above).
+  const bool f16 = w.dtype == DType::F16 || is_quantized(w.dtype);
 
   // x as 16-bit operands: made by x's producer or the GEMM before (Context::GemmOperand),
   // else rounded here.
@@ -172,33 +211,12 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
     CORVID_CUDA_LAUNCHED("round_activations_kernel");
   }
 
-  const bool in_place = w.dtype == DType::F16 || w.dtype == DType::BF16;
-  const int64_t tile_rows = in_place ? m : std::max<int64_t>(1, std::min(m, kTileElems / k));
-  auto* tile = in_place ? nullptr : static_cast<__nv_bfloat16*>(ctx.scratch(static_cast<size_t>(tile_rows * k) * 2));
-  const float one = 1.0f, zero = 0.0f;
-  for (int64_t r0 = 0; r0 < m; r0 += tile_rows) {
-    const int64_t rows = std::min(tile_rows, m - r0);
-    const void* wp = nullptr;
-    if (in_place) {
-      wp = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
-    } else {
-      const uint8_t* src = w.ptr<uint8_t>() + static_cast<size_t>(r0) * w.row_bytes();
-      part.emplace("matmul.dequant");
-      dispatch_weight_dtype(w.dtype, [&](auto tag) {
-        constexpr DType T = decltype(tag)::value;
-        const auto groups = static_cast<uint32_t>(rows * k / 8);
-        dequant_bf16_kernel<T><<<blocks_for(groups, 256), 256, 0, ctx.stream>>>(
-            src, tile, groups, static_cast<uint32_t>(k / 8), static_cast<uint32_t>(w.row_bytes()));
-        CORVID_CUDA_LAUNCHED("dequant_bf16_kernel");
-      });
-      wp = tile;
-    }
-    part.emplace("matmul.gemm");
-    // Row-major out[n, m] is column-major out^T [m, n] = W_tile^T-view (k x rows, transposed) * x^T.
-    CORVID_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
-                                     static_cast<int>(k), &one, wp, operand, static_cast<int>(k), xr, operand,
-                                     static_cast<int>(k), &zero, out.ptr<float>() + r0, CUDA_R_32F,
-                                     static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (gemm_quantized_wgmma_supported(ctx, w.dtype, w.data, w.row_bytes(), n, m, k)) {
+    // The block formats' own GEMM: no bf16 tile (gemm_wgmma.cu).
+    part.emplace("matmul.wgmma");
+    gemm_quantized_wgmma(ctx, w.dtype, xr, w.ptr<uint8_t>(), w.row_bytes(), out.ptr<float>(), n, m, k);
+  } else {
+    gemm_cublas(ctx, xr, w, out, f16, part);
   }
   // The next GEMM may read the same x (q, k and v): pass the operand on. x is unchanged,
   // since ops::matmul refuses an out that overlaps it.

@@ -1,0 +1,337 @@
+// Prompt GEMM on Hopper's warpgroup MMA (wgmma) that reads the block formats' GPU row
+// layouts (Q4_0R, Q4_1R, Q8_0R) itself: out[n, m] = x[n, k] @ w[m, k]^T, x the bf16
+// operand, fp32 accumulation and output.
+//
+// Why: gemm_tensor_cores decodes a block-format matrix into a bf16 tile for cuBLAS,
+// which writes and reads back 2 bytes a weight: for the 8B model ~5 ms a prompt, and
+// Q4_0 prefill ran at 72% of BF16's speed at 512 tokens (docs/benchmarks.md). Here
+// the weights travel as their 4.5-8.5 bits and are decoded in registers right before
+// the MMA that uses them, as Machete (vLLM) does: wgmma takes its A operand from
+// registers, so the decoded weights never touch memory.
+//
+// Shape of the work: a block of 2 warpgroups (256 threads) computes 128 weight rows x
+// kN tokens (128 or 256); warpgroup g owns weight rows 64g..64g+63 and issues
+// wgmma.m64nNk16 (wgmma.cuh) with
+//   A (64 rows x 16 k, registers): its weight rows, decoded from shared memory into the
+//     fragment layout, each value d * q rounded to bf16 exactly as the tile decoder
+//     does, so only the summation order differs from the cuBLAS path;
+//   B (16 k x kN tokens, shared memory): the x tile, token rows of 64 k (128 bytes) in
+//     the 128-byte swizzle, copied there by cp.async.
+// The k loop runs in 64-wide stages (two 32-value quant blocks), kStages buffers deep,
+// three stages of copies in flight. A warpgroup decodes block 1 of a stage while the
+// MMAs of block 0 run and block 0 of the next stage while those of block 1 run; each
+// of the four fragment sets is rewritten only after the MMAs that read it completed.
+// Decoding is what bounds this kernel (the tensor cores wait while ~280 instructions a
+// stage issue: 411 TFLOP/s with 128 tokens, first version), hence 256 tokens a block
+// where the grid stays large enough (the decoded fragments feed twice the MMAs) and a
+// decoder of ~3.5 instructions a value.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "corvid/core/env.h"
+#include "corvid/core/error.h"
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemm_wgmma.cuh"
+#include "corvid/ops/cuda/ptx.cuh"
+#include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/wgmma.cuh"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;  // two warpgroups
+constexpr int kRows = 128;     // weight rows a block (64 a warpgroup)
+constexpr int kDepth = 64;     // k a stage (one 128-byte swizzle row of bf16)
+constexpr int kStages = 4;
+
+// Bytes of one weight row's 64 values (quants, then scales: two blocks of 32), and the
+// shared memory of a stage.
+template <DType T, int kN>
+struct Layout {
+  static constexpr int kBlockQuants = T == DType::Q8_0R ? 32 : 16;
+  static constexpr int kBlockScale = T == DType::Q4_1R ? 4 : 2;  // f16 d (and f16 m)
+  static constexpr int kQuants = 2 * kBlockQuants;
+  static constexpr int kScales = 2 * kBlockScale;
+  // Shared-memory pitch of a row's quants: 16 bytes of padding put the 8 rows a warp
+  // reads at once on different banks.
+  static constexpr int kPitch = kQuants + 16;
+  static constexpr int kX = kN * kDepth * 2;  // the x tile, first (1024-byte aligned)
+  static constexpr int kStage = (kX + kRows * kPitch + kRows * kScales + 1023) / 1024 * 1024;
+  static constexpr int kShared = kStages * kStage + 1024;  // + room to align the base
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// 4 or 8 bytes global -> shared (the scales).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_small(uint32_t smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem), "l"(gmem), "n"(kBytes) : "memory");
+}
+
+template <int kN>
+__device__ __forceinline__ void wgmma_tile(float (&acc)[kN / 2], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (kN == 256) {
+    wgmma_f16_m64n256k16(acc, a, b);
+  } else {
+    wgmma_f16_m64n128k16(acc, a, b);
+  }
+}
+
+// Quants as f16 without a conversion instruction: a field of bits at 0..7 under the
+// exponent of 1024 reads as 1024 + field (f16's spacing there is 1), and two such
+// halves make an f16 pair. The exponent patterns travel in registers (Magic): with
+// both constants immediate, the mask-and-insert would take two LOP3 instructions
+// instead of one. `zero` is a kernel argument (0), so that the compiler cannot fold them
+// back into immediates.
+struct Magic {
+  uint32_t nibbles, bytes;
+  __device__ __forceinline__ explicit Magic(uint32_t zero)
+      : nibbles(0x64006400u + zero), bytes(0x64806480u + zero) {}
+};
+__device__ __forceinline__ __half2 as_half2(uint32_t v) { return *reinterpret_cast<const __half2*>(&v); }
+__device__ __forceinline__ uint32_t as_bits(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
+
+// The A fragments of quant block b (values 32b..32b+31 of the stage: k16 steps 2b, into
+// lo, and 2b + 1, into hi) for rows r and r + 8 of the tile (this lane's): pairs c, c + 1
+// and c + 8, c + 9 of each 16 k (c = 2 (lane % 4)). Each value is the f16 the tile
+// decoder (gemm_tc.cu) makes of it: Q4_0R and Q8_0R d * (q - z) rounded once (q - z is
+// exact in f16 and so is d, so one __hmul2 rounds the exact product, as the tile's
+// float product rounded to f16 does); Q4_1R as the tile, through fmaf in F32.
+template <DType T, int kN>
+__device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_t* scales, int b, int r, int c,
+                                             const Magic& k, uint32_t (&lo)[4], uint32_t (&hi)[4]) {
+  using L = Layout<T, kN>;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // rows r, r + 8: fragment registers h and h + 2
+    const int row = r + 8 * h;
+    const uint8_t* q = quants + row * L::kPitch + b * L::kBlockQuants;
+    const uint8_t* s = scales + row * L::kScales + b * L::kBlockScale;
+    const uint32_t d_bits = load_u16(s);
+    // Bytes c, c + 8, c + 1, c + 9 (in that order): the values of pair (c, c + 1) then
+    // sit 16 bits apart, those of (c + 8, c + 9) 8 bits above them.
+    const uint32_t w = __byte_perm(load_u16(q + c), load_u16(q + c + 8), 0x5140);
+    if constexpr (T == DType::Q4_1R) {
+      const float d = half_to_float(static_cast<uint16_t>(d_bits)), m = half_to_float(load_u16(s + 2));
+      auto value = [&](uint32_t x, int shift) {
+        return fmaf(d, static_cast<float>((x >> shift) & 0xF), m);
+      };
+      // Low nibbles: step 2b; high nibbles: step 2b + 1.
+      auto pair = [&](int shift) { return as_bits(__floats2half2_rn(value(w, shift), value(w, shift + 16))); };
+      lo[h] = pair(0);
+      lo[h + 2] = pair(8);
+      hi[h] = pair(4);
+      hi[h + 2] = pair(12);
+    } else {
+      const __half2 d = as_half2(d_bits * 0x10001u);
+      if constexpr (T == DType::Q8_0R) {
+        // Byte j is value j (int8); its sign bit flipped, under 1024: 1152 + q.
+        const uint32_t v = __byte_perm(load_u16(q + c + 16), load_u16(q + c + 24), 0x5140);
+        const __half2 z = __float2half2_rn(1152.0f);
+        auto pair = [&](uint32_t x) { return as_bits(__hmul2(__hsub2(as_half2((x & 0x00FF00FFu) ^ k.bytes), z), d)); };
+        lo[h] = pair(w);
+        lo[h + 2] = pair(w >> 8);
+        hi[h] = pair(v);
+        hi[h + 2] = pair(v >> 8);
+      } else {
+        // Low nibbles: step 2b; high nibbles: step 2b + 1. 1024 + q - 1032 = q - 8.
+        const __half2 z = __float2half2_rn(1032.0f);
+        auto pair = [&](uint32_t x) { return as_bits(__hmul2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), z), d)); };
+        lo[h] = pair(w);
+        lo[h + 2] = pair(w >> 8);
+        hi[h] = pair(w >> 4);
+        hi[h + 2] = pair(w >> 12);
+      }
+    }
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <DType T, int kN>
+__global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
+    gemm_wgmma_kernel(const uint16_t* __restrict__ x, const uint8_t* __restrict__ w, int64_t row_bytes,
+                      float* __restrict__ out, int n, int m, int k, uint32_t zero) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = Layout<T, kN>;
+  extern __shared__ uint8_t shared_raw[];
+  // The swizzle pattern is anchored to 1024-byte boundaries.
+  const uint32_t raw_address = smem_address(shared_raw);
+  const uint32_t base = (raw_address + 1023) & ~1023u;
+  uint8_t* shared = shared_raw + (base - raw_address);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;  // warps 0-3: warpgroup 0
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int token0 = blockIdx.y * kN;
+  const int stages_total = k / kDepth;
+
+  // What this thread copies each stage, as addresses of stage 0 (a stage adds kDepth
+  // values of x and L::kQuants / L::kScales bytes of each row):
+  //   x: 16-byte chunk tid % 8 of token rows tid / 8 + 32 i (the swizzle's row % 8 is the
+  //      same for all i), zero-filled past n;
+  //   quants: 16-byte chunk tid % kChunks of weight rows tid / kChunks + (256 / kChunks) i;
+  //   scales: row tid (threads < 128).
+  constexpr int kXCopies = kN * 8 / kThreads, kChunks = L::kQuants / 16, kQuantCopies = kRows * kChunks / kThreads;
+  const int x_row = tid / 8, x_chunk = tid % 8;
+  // Byte addresses: a stage moves them by 128 bytes, a copy by 32 token rows.
+  const uint8_t* x_src = reinterpret_cast<const uint8_t*>(x + static_cast<int64_t>(token0 + x_row) * k + x_chunk * 8);
+  const uint8_t* x_first = reinterpret_cast<const uint8_t*>(x + static_cast<int64_t>(token0) * k + x_chunk * 8);
+  const int64_t x_step = int64_t{64} * k;
+  const uint32_t x_dst = x_row * 128 + ((x_chunk ^ (x_row % 8)) * 16);
+  const int q_row = tid / kChunks;
+  const uint8_t* q_src = w + (row0 + q_row) * row_bytes + (tid % kChunks) * 16;
+  const uint32_t q_dst = L::kX + q_row * L::kPitch + (tid % kChunks) * 16;
+  const uint8_t* s_src = w + (row0 + tid % kRows) * row_bytes + static_cast<int64_t>(k / 32) * L::kBlockQuants;
+  const uint32_t s_dst = L::kX + kRows * L::kPitch + (tid % kRows) * L::kScales;
+  auto load_stage = [&](int kt, int buffer) {
+    const uint32_t stage = base + buffer * L::kStage;
+#pragma unroll
+    for (int i = 0; i < kXCopies; ++i) {
+      const bool valid = token0 + x_row + 32 * i < n;
+      // Rows past n read the tile's first row (valid memory) and are zero-filled.
+      const uint8_t* src = valid ? x_src + i * x_step : x_first;
+      cp_async16_zfill(stage + x_dst + i * 32 * 128, src + kt * kDepth * 2, valid ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kQuantCopies; ++i)
+      cp_async16(shared + (stage - base) + q_dst + i * (kThreads / kChunks) * L::kPitch,
+                 q_src + static_cast<int64_t>(i) * (kThreads / kChunks) * row_bytes +
+                     static_cast<int64_t>(kt) * L::kQuants);
+    if (tid < kRows) cp_async_small<L::kScales>(stage + s_dst, s_src + static_cast<int64_t>(kt) * L::kScales);
+  };
+
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+  const Magic magic(zero);
+  // The fragments of a stage's four k16 steps.
+  uint32_t a[4][4];
+  const int r = (warp % 4) * 16 + (warp / 4) * 64 + lane / 4;  // this lane's first tile row
+  const int c = 2 * (lane % 4);
+  auto quants_of = [&](int buffer) { return shared + buffer * L::kStage + L::kX; };
+  auto scales_of = [&](int buffer) { return quants_of(buffer) + kRows * L::kPitch; };
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < stages_total) load_stage(s, s);
+    cp_async_commit();
+  }
+  cp_async_wait<kStages - 2>();
+  fence_proxy_async();
+  __syncthreads();
+  decode_block<T, kN>(quants_of(0), scales_of(0), 0, r, c, magic, a[0], a[1]);
+  // A stage: block 0's two MMAs (decoded before), block 1 decoded while they run (once
+  // the previous stage's block-1 MMAs, which read a[2] and a[3], are done), its MMAs;
+  // then the next stage: its copies landed (every thread's: the barrier), the buffer of
+  // the stage before this one refilled three stages ahead, and its block 0 decoded once
+  // this stage's block-0 MMAs are done, while those of block 1 run.
+  for (int kt = 0; kt < stages_total; ++kt) {
+    const int buffer = kt % kStages;
+    const uint64_t desc = swizzled_tile_descriptor(base + buffer * L::kStage);
+    wgmma_fence();
+    wgmma_tile<kN>(acc, a[0], desc);
+    wgmma_tile<kN>(acc, a[1], desc + 2);
+    wgmma_commit();
+    wgmma_wait<1>();
+    decode_block<T, kN>(quants_of(buffer), scales_of(buffer), 1, r, c, magic, a[2], a[3]);
+    wgmma_fence();
+    wgmma_tile<kN>(acc, a[2], desc + 4);
+    wgmma_tile<kN>(acc, a[3], desc + 6);
+    wgmma_commit();
+    if (kt + 1 < stages_total) {
+      cp_async_wait<kStages - 3>();
+      fence_proxy_async();
+      __syncthreads();
+      if (kt + kStages - 1 < stages_total) load_stage(kt + kStages - 1, (kt + kStages - 1) % kStages);
+      cp_async_commit();
+      wgmma_wait<1>();
+      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of((kt + 1) % kStages), 0, r, c, magic, a[0], a[1]);
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) fence_operand(acc[i]);
+
+  // Accumulator i: tokens 8 (i / 4) + c (+1 for odd i), weight row r (+8 for i % 4 >= 2).
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) {
+    const int token = token0 + 8 * (i / 4) + c + (i % 2);
+    const int64_t row = row0 + r + 8 * ((i % 4) / 2);
+    if (token < n) out[static_cast<int64_t>(token) * m + row] = acc[i];
+  }
+#endif
+}
+
+// Off by default until it beats the tile path (CORVID_FUSED_GEMM=1 turns it on).
+FusedGemm g_mode = env_flag("CORVID_FUSED_GEMM") ? FusedGemm::Auto : FusedGemm::Never;
+uint64_t g_calls = 0;
+
+// Tokens a block: 256 where that still gives every SM a block (the decoded weights feed
+// twice the MMAs), else 128 (two blocks fit an SM). CORVID_WGMMA_TOKENS=128|256 forces one
+// (A/B runs).
+int g_forced_tokens = env_int("CORVID_WGMMA_TOKENS", 0);
+
+int tokens_per_block(const Context& ctx, int64_t n, int64_t m) {
+  if (g_forced_tokens == 128 || g_forced_tokens == 256) return g_forced_tokens;
+  return (m / kRows) * ((n + 255) / 256) >= ctx.sm_count ? 256 : 128;
+}
+
+template <DType T, int kN>
+void launch(Context& ctx, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out, int64_t n, int64_t m,
+            int64_t k) {
+  auto* kernel = gemm_wgmma_kernel<T, kN>;
+  static const bool configured = [kernel] {
+    CORVID_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Layout<T, kN>::kShared));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(static_cast<unsigned>(m / kRows), static_cast<unsigned>((n + kN - 1) / kN));
+  kernel<<<grid, kThreads, Layout<T, kN>::kShared, ctx.stream>>>(x, w, row_bytes, out, static_cast<int>(n),
+                                                                 static_cast<int>(m), static_cast<int>(k), 0u);
+  CORVID_CUDA_LAUNCHED("gemm_wgmma_kernel");
+}
+
+template <DType T>
+void launch(Context& ctx, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out, int64_t n, int64_t m,
+            int64_t k) {
+  if (tokens_per_block(ctx, n, m) == 256) {
+    launch<T, 256>(ctx, x, w, row_bytes, out, n, m, k);
+  } else {
+    launch<T, 128>(ctx, x, w, row_bytes, out, n, m, k);
+  }
+}
+
+}  // namespace
+
+void set_fused_gemm(FusedGemm mode) { g_mode = mode; }
+FusedGemm fused_gemm() { return g_mode; }
+void set_fused_gemm_tokens(int tokens) { g_forced_tokens = tokens; }
+int fused_gemm_tokens() { return g_forced_tokens; }
+uint64_t gemm_quantized_wgmma_calls() { return g_calls; }
+bool gemm_quantized_wgmma_runs_here() { return context().sm90; }
+
+bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, int64_t row_bytes, int64_t n,
+                                    int64_t m, int64_t k) {
+  if (g_mode == FusedGemm::Never || !ctx.sm90) return false;
+  if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R) return false;
+  if (m % kRows != 0 || k % kDepth != 0 || row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
+  if (n < 1 || n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || m / kRows > INT32_MAX) return false;
+  // A grid under one block an SM leaves SMs idle that cuBLAS on the bf16 tile would use.
+  const int64_t blocks = (m / kRows) * ((n + 127) / 128);
+  return g_mode == FusedGemm::Always || blocks >= ctx.sm_count;
+}
+
+void gemm_quantized_wgmma(Context& ctx, DType t, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out,
+                          int64_t n, int64_t m, int64_t k) {
+  ++g_calls;
+  switch (t) {
+    case DType::Q4_0R: launch<DType::Q4_0R>(ctx, x, w, row_bytes, out, n, m, k); return;
+    case DType::Q4_1R: launch<DType::Q4_1R>(ctx, x, w, row_bytes, out, n, m, k); return;
+    case DType::Q8_0R: launch<DType::Q8_0R>(ctx, x, w, row_bytes, out, n, m, k); return;
+    default: fail("CUDA gemm_quantized_wgmma: unsupported weight dtype ", dtype_name(t));
+  }
+}
+
+}  // namespace corvid::ops::cuda
