@@ -35,6 +35,7 @@
 #include "corvid/ops/cuda/gemm_wgmma.cuh"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/tma.cuh"
 #include "corvid/ops/cuda/wgmma.cuh"
 
 namespace corvid::ops::cuda {
@@ -54,21 +55,20 @@ struct Layout {
   static constexpr int kBlockScale = T == DType::Q4_1R ? 4 : 2;  // f16 d (and f16 m)
   static constexpr int kQuants = 2 * kBlockQuants;
   static constexpr int kScales = 2 * kBlockScale;
-  // Shared-memory pitch of a row's quants: 16 bytes of padding put the 8 rows a warp
-  // reads at once on different banks.
+  // Shared-memory pitch of a row's quants: TMA copies 16 bytes more than the stage's (of
+  // the next stage, unused), which puts the 8 rows a warp reads at once on different banks.
   static constexpr int kPitch = kQuants + 16;
+  // A row's scales: the 16-byte aligned window that holds the stage's (TMA copies from
+  // 16-byte aligned addresses, 16 bytes at least; the rest of the window is unused).
+  static constexpr int kScalePitch = 16;
+  static_assert(kScales <= kScalePitch, "a stage's scales must fit TMA's 16-byte row");
   static constexpr int kX = kN * kDepth * 2;  // the x tile, first (1024-byte aligned)
-  static constexpr int kStage = (kX + kRows * kPitch + kRows * kScales + 1023) / 1024 * 1024;
+  static constexpr int kQuantTile = kRows * kPitch, kScaleTile = kRows * kScalePitch;
+  static constexpr int kStage = (kX + kQuantTile + kScaleTile + 1023) / 1024 * 1024;
   static constexpr int kShared = kStages * kStage + 1024;  // + room to align the base
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-// 4 or 8 bytes global -> shared (the scales).
-template <int kBytes>
-__device__ __forceinline__ void cp_async_small(uint32_t smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem), "l"(gmem), "n"(kBytes) : "memory");
-}
 
 template <int kN>
 __device__ __forceinline__ void wgmma_tile(float (&acc)[kN / 2], const uint32_t (&a)[4], uint64_t b) {
@@ -107,7 +107,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
   for (int h = 0; h < 2; ++h) {  // rows r, r + 8: fragment registers h and h + 2
     const int row = r + 8 * h;
     const uint8_t* q = quants + row * L::kPitch + b * L::kBlockQuants;
-    const uint8_t* s = scales + row * L::kScales + b * L::kBlockScale;
+    const uint8_t* s = scales + row * L::kScalePitch + b * L::kBlockScale;
     const uint32_t d_bits = load_u16(s);
     // Bytes c, c + 8, c + 1, c + 9 (in that order): the values of pair (c, c + 1) then
     // sit 16 bits apart, those of (c + 8, c + 9) 8 bits above them.
@@ -151,8 +151,9 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
 
 template <DType T, int kN>
 __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
-    gemm_wgmma_kernel(const uint16_t* __restrict__ x, const uint8_t* __restrict__ w, int64_t row_bytes,
-                      float* __restrict__ out, int n, int m, int k, uint32_t zero) {
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap quant_map,
+                      const __grid_constant__ CUtensorMap scale_map, float* __restrict__ out, int n, int m, int k,
+                      uint32_t zero) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<T, kN>;
   extern __shared__ uint8_t shared_raw[];
@@ -166,40 +167,26 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
   const int token0 = blockIdx.y * kN;
   const int stages_total = k / kDepth;
 
-  // What this thread copies each stage, as addresses of stage 0 (a stage adds kDepth
-  // values of x and L::kQuants / L::kScales bytes of each row):
-  //   x: 16-byte chunk tid % 8 of token rows tid / 8 + 32 i (the swizzle's row % 8 is the
-  //      same for all i), zero-filled past n;
-  //   quants: 16-byte chunk tid % kChunks of weight rows tid / kChunks + (256 / kChunks) i;
-  //   scales: row tid (threads < 128).
-  constexpr int kXCopies = kN * 8 / kThreads, kChunks = L::kQuants / 16, kQuantCopies = kRows * kChunks / kThreads;
-  const int x_row = tid / 8, x_chunk = tid % 8;
-  // Byte addresses: a stage moves them by 128 bytes, a copy by 32 token rows.
-  const uint8_t* x_src = reinterpret_cast<const uint8_t*>(x + static_cast<int64_t>(token0 + x_row) * k + x_chunk * 8);
-  const uint8_t* x_first = reinterpret_cast<const uint8_t*>(x + static_cast<int64_t>(token0) * k + x_chunk * 8);
-  const int64_t x_step = int64_t{64} * k;
-  const uint32_t x_dst = x_row * 128 + ((x_chunk ^ (x_row % 8)) * 16);
-  const int q_row = tid / kChunks;
-  const uint8_t* q_src = w + (row0 + q_row) * row_bytes + (tid % kChunks) * 16;
-  const uint32_t q_dst = L::kX + q_row * L::kPitch + (tid % kChunks) * 16;
-  const uint8_t* s_src = w + (row0 + tid % kRows) * row_bytes + static_cast<int64_t>(k / 32) * L::kBlockQuants;
-  const uint32_t s_dst = L::kX + kRows * L::kPitch + (tid % kRows) * L::kScales;
+  // A stage comes by TMA: thread 0 asks for the x tile (rows past n arrive as zeros),
+  // the weight rows' quants and their scales, all counted on the buffer's barrier.
+  __shared__ __align__(8) uint64_t ready[kStages];
+  auto bar = [&](int buffer) { return smem_address(&ready[buffer]); };
+  if (tid == 0) {
+    for (int b = 0; b < kStages; ++b) mbarrier_init(bar(b), 1);
+    mbarrier_init_fence();
+  }
+  __syncthreads();
   auto load_stage = [&](int kt, int buffer) {
+    if (tid != 0) return;
     const uint32_t stage = base + buffer * L::kStage;
-#pragma unroll
-    for (int i = 0; i < kXCopies; ++i) {
-      const bool valid = token0 + x_row + 32 * i < n;
-      // Rows past n read the tile's first row (valid memory) and are zero-filled.
-      const uint8_t* src = valid ? x_src + i * x_step : x_first;
-      cp_async16_zfill(stage + x_dst + i * 32 * 128, src + kt * kDepth * 2, valid ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = 0; i < kQuantCopies; ++i)
-      cp_async16(shared + (stage - base) + q_dst + i * (kThreads / kChunks) * L::kPitch,
-                 q_src + static_cast<int64_t>(i) * (kThreads / kChunks) * row_bytes +
-                     static_cast<int64_t>(kt) * L::kQuants);
-    if (tid < kRows) cp_async_small<L::kScales>(stage + s_dst, s_src + static_cast<int64_t>(kt) * L::kScales);
+    mbarrier_arrive_expect_bytes(bar(buffer), L::kX + L::kQuantTile + L::kScaleTile);
+    tma_load_tile(stage, &x_map, kt * kDepth, token0, bar(buffer));
+    tma_load_tile(stage + L::kX, &quant_map, kt * L::kQuants, static_cast<int>(row0), bar(buffer));
+    tma_load_tile(stage + L::kX + L::kQuantTile, &scale_map, (kt * L::kScales) & ~15, static_cast<int>(row0),
+                  bar(buffer));
   };
+  // The buffer's (kt / kStages)-th stage has landed.
+  auto wait_stage = [&](int kt) { mbarrier_wait(bar(kt % kStages), (kt / kStages) & 1); };
 
   float acc[kN / 2];
 #pragma unroll
@@ -210,16 +197,13 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
   const int r = (warp % 4) * 16 + (warp / 4) * 64 + lane / 4;  // this lane's first tile row
   const int c = 2 * (lane % 4);
   auto quants_of = [&](int buffer) { return shared + buffer * L::kStage + L::kX; };
-  auto scales_of = [&](int buffer) { return quants_of(buffer) + kRows * L::kPitch; };
+  // Stage kt's scales in its buffer's window (see load_stage).
+  auto scales_of = [&](int kt) { return quants_of(kt % kStages) + L::kQuantTile + ((kt * L::kScales) & 15); };
 
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < kStages - 1; ++s)
     if (s < stages_total) load_stage(s, s);
-    cp_async_commit();
-  }
-  cp_async_wait<kStages - 2>();
-  fence_proxy_async();
-  __syncthreads();
+  wait_stage(0);
   decode_block<T, kN>(quants_of(0), scales_of(0), 0, r, c, magic, a[0], a[1]);
   // A stage: block 0's two MMAs (decoded before), block 1 decoded while they run (once
   // the previous stage's block-1 MMAs, which read a[2] and a[3], are done), its MMAs;
@@ -234,19 +218,18 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
     wgmma_tile<kN>(acc, a[1], desc + 2);
     wgmma_commit();
     wgmma_wait<1>();
-    decode_block<T, kN>(quants_of(buffer), scales_of(buffer), 1, r, c, magic, a[2], a[3]);
+    decode_block<T, kN>(quants_of(buffer), scales_of(kt), 1, r, c, magic, a[2], a[3]);
     wgmma_fence();
     wgmma_tile<kN>(acc, a[2], desc + 4);
     wgmma_tile<kN>(acc, a[3], desc + 6);
     wgmma_commit();
     if (kt + 1 < stages_total) {
-      cp_async_wait<kStages - 3>();
-      fence_proxy_async();
+      // Every thread is past the MMAs of stage kt - 1: its buffer may be refilled.
       __syncthreads();
       if (kt + kStages - 1 < stages_total) load_stage(kt + kStages - 1, (kt + kStages - 1) % kStages);
-      cp_async_commit();
+      wait_stage(kt + 1);
       wgmma_wait<1>();
-      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of((kt + 1) % kStages), 0, r, c, magic, a[0], a[1]);
+      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of(kt + 1), 0, r, c, magic, a[0], a[1]);
     }
   }
   wgmma_wait<0>();
@@ -263,8 +246,12 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
 #endif
 }
 
-// Off by default until it beats the tile path (CORVID_FUSED_GEMM=1 turns it on).
-FusedGemm g_mode = env_flag("CORVID_FUSED_GEMM") ? FusedGemm::Auto : FusedGemm::Never;
+// CORVID_FUSED_GEMM=0: never (the tile path, A/B runs), 2: wherever it can run.
+FusedGemm initial_mode() {
+  const int v = env_int("CORVID_FUSED_GEMM", 1);
+  return v == 0 ? FusedGemm::Never : v == 2 ? FusedGemm::Always : FusedGemm::Auto;
+}
+FusedGemm g_mode = initial_mode();
 uint64_t g_calls = 0;
 
 // Tokens a block: 256 where that still gives every SM a block (the decoded weights feed
@@ -288,7 +275,13 @@ void launch(Context& ctx, const uint16_t* x, const uint8_t* w, int64_t row_bytes
   }();
   (void)configured;
   const dim3 grid(static_cast<unsigned>(m / kRows), static_cast<unsigned>((n + kN - 1) / kN));
-  kernel<<<grid, kThreads, Layout<T, kN>::kShared, ctx.stream>>>(x, w, row_bytes, out, static_cast<int>(n),
+  using L = Layout<T, kN>;
+  const CUtensorMap x_map = tma_matrix_16bit(x, n, k, kN);
+  const int64_t units = k / 32;
+  const CUtensorMap quant_map = tma_matrix_bytes(w, m, units * L::kBlockQuants, row_bytes, L::kPitch, kRows);
+  const CUtensorMap scale_map =
+      tma_matrix_bytes(w + units * L::kBlockQuants, m, units * L::kBlockScale, row_bytes, L::kScalePitch, kRows);
+  kernel<<<grid, kThreads, L::kShared, ctx.stream>>>(x_map, quant_map, scale_map, out, static_cast<int>(n),
                                                                  static_cast<int>(m), static_cast<int>(k), 0u);
   CORVID_CUDA_LAUNCHED("gemm_wgmma_kernel");
 }

@@ -10,8 +10,8 @@ namespace corvid::ops::cuda {
 
 struct Context;
 
-// When the fused kernel is taken: Auto (Hopper, a big enough grid: CORVID_FUSED_GEMM=1),
-// Always (wherever it can run: tests) or Never (the default).
+// When the fused kernel is taken: Auto (Hopper, a big enough grid: the default), Always
+// (wherever it can run: tests, CORVID_FUSED_GEMM=2) or Never (CORVID_FUSED_GEMM=0).
 enum class FusedGemm { Auto, Always, Never };
 void set_fused_gemm(FusedGemm mode);
 FusedGemm fused_gemm();
