@@ -68,7 +68,8 @@ TEST(CudaWgmmaGemm, EqualsProductOfRoundedOperandsAndTheCublasPath) {
   const std::vector<GemmCase> cases = {
       {DType::Q4_0R, 67, 256, 512},   {DType::Q4_0R, 300, 128, 4096}, {DType::Q4_0R, 128, 384, 256},
       {DType::Q4_1R, 130, 256, 768},  {DType::Q4_1R, 9, 128, 256},    {DType::Q8_0R, 67, 256, 512},
-      {DType::Q8_0R, 257, 128, 1280}, {DType::Q8_0R, 520, 128, 512},
+      {DType::Q8_0R, 257, 128, 1280}, {DType::Q8_0R, 520, 128, 512},  {DType::Q4_KR, 67, 256, 512},
+      {DType::Q4_KR, 300, 128, 2048},
   };
   for (int tokens : {128, 256})
   for (const GemmCase& tc : cases) {
@@ -132,7 +133,7 @@ TEST(CudaWgmmaGemm, OtherShapesAndFormatsTakeTheCublasPath) {
     DType t;
     int64_t m, k;
   };
-  for (const Case& tc : {Case{DType::Q4_0R, 200, 512}, Case{DType::Q8_0R, 64, 512}, Case{DType::Q4_KR, 128, 512},
+  for (const Case& tc : {Case{DType::Q4_0R, 200, 512}, Case{DType::Q8_0R, 64, 512}, Case{DType::Q6_K, 128, 512},
                          Case{DType::BF16, 128, 512}}) {
     const int64_t n = 40;
     const DType stored = ops::stored_weight_dtype(tc.t);

@@ -92,7 +92,7 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
-      v[e] = d * sc * static_cast<float>(nib) - dmin * mn;
+      v[e] = fmaf(d * sc, static_cast<float>(nib), -(dmin * mn));  // as gemm_wgmma.cu decodes it
     }
   } else if constexpr (T == DType::Q4_K) {
     const uint8_t* b = row + (i0 / 256) * kQ4_KBytes;
@@ -104,7 +104,7 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> (hi ? 4 : 0)) & 0xF);
-      v[e] = d * sc * static_cast<float>(nib) - dmin * mn;
+      v[e] = fmaf(d * sc, static_cast<float>(nib), -(dmin * mn));
     }
   } else if constexpr (T == DType::Q6_K) {
     // 210-byte super-blocks are only 2-byte aligned: byte loads, but the scale and the

@@ -1,30 +1,33 @@
 // Prompt GEMM on Hopper's warpgroup MMA (wgmma) that reads the block formats' GPU row
-// layouts (Q4_0R, Q4_1R, Q8_0R) itself: out[n, m] = x[n, k] @ w[m, k]^T, x the bf16
+// layouts (Q4_0R, Q4_1R, Q8_0R, Q4_KR) itself: out[n, m] = x[n, k] @ w[m, k]^T, x the f16
 // operand, fp32 accumulation and output.
 //
-// Why: gemm_tensor_cores decodes a block-format matrix into a bf16 tile for cuBLAS,
+// Why: gemm_tensor_cores decodes a block-format matrix into a 16-bit tile for cuBLAS,
 // which writes and reads back 2 bytes a weight: for the 8B model ~5 ms a prompt, and
-// Q4_0 prefill ran at 72% of BF16's speed at 512 tokens (docs/benchmarks.md). Here
-// the weights travel as their 4.5-8.5 bits and are decoded in registers right before
-// the MMA that uses them, as Machete (vLLM) does: wgmma takes its A operand from
-// registers, so the decoded weights never touch memory.
+// Q4_0 prefill ran at 72% of BF16's speed at 512 tokens (docs/benchmarks.md). Here the
+// weights travel as their 4.5-8.5 bits and are decoded in registers right before the
+// MMA that uses them, as Machete (vLLM) does: wgmma takes its A operand from registers,
+// so the decoded weights never touch memory.
 //
 // Shape of the work: a block of 2 warpgroups (256 threads) computes 128 weight rows x
 // kN tokens (128 or 256); warpgroup g owns weight rows 64g..64g+63 and issues
 // wgmma.m64nNk16 (wgmma.cuh) with
 //   A (64 rows x 16 k, registers): its weight rows, decoded from shared memory into the
-//     fragment layout, each value d * q rounded to bf16 exactly as the tile decoder
-//     does, so only the summation order differs from the cuBLAS path;
+//     fragment layout, each value rounded to f16 exactly as the tile decoder does, so
+//     only the summation order differs from the cuBLAS path;
 //   B (16 k x kN tokens, shared memory): the x tile, token rows of 64 k (128 bytes) in
-//     the 128-byte swizzle, copied there by cp.async.
-// The k loop runs in 64-wide stages (two 32-value quant blocks), kStages buffers deep,
-// three stages of copies in flight. A warpgroup decodes block 1 of a stage while the
-// MMAs of block 0 run and block 0 of the next stage while those of block 1 run; each
-// of the four fragment sets is rewritten only after the MMAs that read it completed.
-// Decoding is what bounds this kernel (the tensor cores wait while ~280 instructions a
-// stage issue: 411 TFLOP/s with 128 tokens, first version), hence 256 tokens a block
-// where the grid stays large enough (the decoded fragments feed twice the MMAs) and a
-// decoder of ~3.5 instructions a value.
+//     the 128-byte swizzle.
+// The k loop runs in 64-wide stages (two 32-value quant blocks), kStages buffers deep.
+// Thread 0 asks TMA (tma.cuh) for a stage's x tile, quants and scales three stages ahead,
+// counted on the buffer's mbarrier. A warpgroup decodes block 1 of a stage while the
+// MMAs of block 0 run and block 0 of the next stage while those of block 1 run; each of
+// the four fragment sets is rewritten only after the MMAs that read it completed.
+// What bounds it is how fast the warps issue the decoder's instructions between the
+// MMAs (ncu, first version: the tensor pipe 55% busy, 0.27 instructions a cycle a
+// scheduler): hence TMA instead of per-thread copies (a stage went from ~245 to ~140
+// instructions for most warps; 2048 tokens: 530 -> 695 TFLOP/s on gate_up), f16
+// arithmetic in the decoder (Q4_0R: 2.5 instructions a value) and 256 tokens a block
+// where the grid allows (each decoded fragment feeds twice the MMAs).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -48,11 +51,13 @@ constexpr int kDepth = 64;     // k a stage (one 128-byte swizzle row of bf16)
 constexpr int kStages = 4;
 
 // Bytes of one weight row's 64 values (quants, then scales: two blocks of 32), and the
-// shared memory of a stage.
+// shared memory of a stage. Q4_KR's "scales" are the 16-byte super-block headers behind
+// the row's quants: 2 bytes a 32-value sub-block, a header every four stages.
 template <DType T, int kN>
 struct Layout {
+  static constexpr bool kSuperBlocks = T == DType::Q4_KR;
   static constexpr int kBlockQuants = T == DType::Q8_0R ? 32 : 16;
-  static constexpr int kBlockScale = T == DType::Q4_1R ? 4 : 2;  // f16 d (and f16 m)
+  static constexpr int kBlockScale = T == DType::Q4_1R ? 4 : 2;  // f16 d (and f16 m); Q4_KR: 16 / 8
   static constexpr int kQuants = 2 * kBlockQuants;
   static constexpr int kScales = 2 * kBlockScale;
   // Shared-memory pitch of a row's quants: TMA copies 16 bytes more than the stage's (of
@@ -62,6 +67,7 @@ struct Layout {
   // 16-byte aligned addresses, 16 bytes at least; the rest of the window is unused).
   static constexpr int kScalePitch = 16;
   static_assert(kScales <= kScalePitch, "a stage's scales must fit TMA's 16-byte row");
+  static_assert(!kSuperBlocks || 8 * kBlockScale == kScalePitch, "a Q4_KR header (16 bytes) serves 8 sub-blocks");
   static constexpr int kX = kN * kDepth * 2;  // the x tile, first (1024-byte aligned)
   static constexpr int kQuantTile = kRows * kPitch, kScaleTile = kRows * kScalePitch;
   static constexpr int kStage = (kX + kQuantTile + kScaleTile + 1023) / 1024 * 1024;
@@ -99,9 +105,11 @@ __device__ __forceinline__ uint32_t as_bits(__half2 v) { return *reinterpret_cas
 // decoder (gemm_tc.cu) makes of it: Q4_0R and Q8_0R d * (q - z) rounded once (q - z is
 // exact in f16 and so is d, so one __hmul2 rounds the exact product, as the tile's
 // float product rounded to f16 does); Q4_1R as the tile, through fmaf in F32.
+// Q4_KR: scales is the row's super-block header (d, dmin, 6-bit scales and minimums) and
+// sub the sub-block (0..7) block 0 of the stage is.
 template <DType T, int kN>
-__device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_t* scales, int b, int r, int c,
-                                             const Magic& k, uint32_t (&lo)[4], uint32_t (&hi)[4]) {
+__device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_t* scales, int b, int sub, int r,
+                                             int c, const Magic& k, uint32_t (&lo)[4], uint32_t (&hi)[4]) {
   using L = Layout<T, kN>;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // rows r, r + 8: fragment registers h and h + 2
@@ -112,11 +120,21 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
     // Bytes c, c + 8, c + 1, c + 9 (in that order): the values of pair (c, c + 1) then
     // sit 16 bits apart, those of (c + 8, c + 9) 8 bits above them.
     const uint32_t w = __byte_perm(load_u16(q + c), load_u16(q + c + 8), 0x5140);
-    if constexpr (T == DType::Q4_1R) {
-      const float d = half_to_float(static_cast<uint16_t>(d_bits)), m = half_to_float(load_u16(s + 2));
-      auto value = [&](uint32_t x, int shift) {
-        return fmaf(d, static_cast<float>((x >> shift) & 0xF), m);
-      };
+    if constexpr (T == DType::Q4_1R || T == DType::Q4_KR) {
+      // a * q + z, one F32 rounding, then f16 (as the tile decoder): Q4_1R d * q + m, Q4_KR
+      // (d sc) q - dmin mn.
+      float a, z;
+      if constexpr (T == DType::Q4_1R) {
+        a = half_to_float(static_cast<uint16_t>(d_bits));
+        z = half_to_float(load_u16(s + 2));
+      } else {
+        const uint8_t* h = scales + row * L::kScalePitch;
+        float sc, mn;
+        k_scale_min(h + 4, sub + b, sc, mn);
+        a = half_to_float(load_u16(h)) * sc;
+        z = -(half_to_float(load_u16(h + 2)) * mn);
+      }
+      auto value = [&](uint32_t x, int shift) { return fmaf(a, static_cast<float>((x >> shift) & 0xF), z); };
       // Low nibbles: step 2b; high nibbles: step 2b + 1.
       auto pair = [&](int shift) { return as_bits(__floats2half2_rn(value(w, shift), value(w, shift + 16))); };
       lo[h] = pair(0);
@@ -197,14 +215,18 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
   const int r = (warp % 4) * 16 + (warp / 4) * 64 + lane / 4;  // this lane's first tile row
   const int c = 2 * (lane % 4);
   auto quants_of = [&](int buffer) { return shared + buffer * L::kStage + L::kX; };
-  // Stage kt's scales in its buffer's window (see load_stage).
-  auto scales_of = [&](int kt) { return quants_of(kt % kStages) + L::kQuantTile + ((kt * L::kScales) & 15); };
+  // Stage kt's scales in its buffer's window (see load_stage); Q4_KR: the header, which
+  // is the whole window, and the stage's first sub-block.
+  auto scales_of = [&](int kt) {
+    return quants_of(kt % kStages) + L::kQuantTile + (L::kSuperBlocks ? 0 : (kt * L::kScales) & 15);
+  };
+  auto sub_of = [&](int kt) { return (2 * kt) % 8; };
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
     if (s < stages_total) load_stage(s, s);
   wait_stage(0);
-  decode_block<T, kN>(quants_of(0), scales_of(0), 0, r, c, magic, a[0], a[1]);
+  decode_block<T, kN>(quants_of(0), scales_of(0), 0, sub_of(0), r, c, magic, a[0], a[1]);
   // A stage: block 0's two MMAs (decoded before), block 1 decoded while they run (once
   // the previous stage's block-1 MMAs, which read a[2] and a[3], are done), its MMAs;
   // then the next stage: its copies landed (every thread's: the barrier), the buffer of
@@ -218,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
     wgmma_tile<kN>(acc, a[1], desc + 2);
     wgmma_commit();
     wgmma_wait<1>();
-    decode_block<T, kN>(quants_of(buffer), scales_of(kt), 1, r, c, magic, a[2], a[3]);
+    decode_block<T, kN>(quants_of(buffer), scales_of(kt), 1, sub_of(kt), r, c, magic, a[2], a[3]);
     wgmma_fence();
     wgmma_tile<kN>(acc, a[2], desc + 4);
     wgmma_tile<kN>(acc, a[3], desc + 6);
@@ -229,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
       if (kt + kStages - 1 < stages_total) load_stage(kt + kStages - 1, (kt + kStages - 1) % kStages);
       wait_stage(kt + 1);
       wgmma_wait<1>();
-      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of(kt + 1), 0, r, c, magic, a[0], a[1]);
+      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of(kt + 1), 0, sub_of(kt + 1), r, c, magic, a[0], a[1]);
     }
   }
   wgmma_wait<0>();
@@ -254,14 +276,19 @@ FusedGemm initial_mode() {
 FusedGemm g_mode = initial_mode();
 uint64_t g_calls = 0;
 
-// Tokens a block: 256 where that still gives every SM a block (the decoded weights feed
-// twice the MMAs), else 128 (two blocks fit an SM). CORVID_WGMMA_TOKENS=128|256 forces one
+// Tokens a block. 128 while that gives no SM more than one block: such a block finishes
+// in about half the time of a 256-token one. Past that 256, one block an SM: each decoded
+// fragment then feeds twice the MMAs, and that wins even with SMs left idle (H200, 512
+// tokens: o_proj 38.3 us with 128 against 46.8 with 256; qkv (96 blocks of 256 or 192
+// of 128) 49.2 against 64.0; docs/benchmarks.md). CORVID_WGMMA_TOKENS=128|256 forces one
 // (A/B runs).
 int g_forced_tokens = env_int("CORVID_WGMMA_TOKENS", 0);
 
+int64_t blocks_of_128(int64_t n, int64_t m) { return (m / kRows) * ((n + 127) / 128); }
+
 int tokens_per_block(const Context& ctx, int64_t n, int64_t m) {
   if (g_forced_tokens == 128 || g_forced_tokens == 256) return g_forced_tokens;
-  return (m / kRows) * ((n + 255) / 256) >= ctx.sm_count ? 256 : 128;
+  return blocks_of_128(n, m) <= ctx.sm_count ? 128 : 256;
 }
 
 template <DType T, int kN>
@@ -308,12 +335,17 @@ bool gemm_quantized_wgmma_runs_here() { return context().sm90; }
 bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, int64_t row_bytes, int64_t n,
                                     int64_t m, int64_t k) {
   if (g_mode == FusedGemm::Never || !ctx.sm90) return false;
-  if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R) return false;
+  if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_KR) return false;
   if (m % kRows != 0 || k % kDepth != 0 || row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
   if (n < 1 || n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || m / kRows > INT32_MAX) return false;
-  // A grid under one block an SM leaves SMs idle that cuBLAS on the bf16 tile would use.
-  const int64_t blocks = (m / kRows) * ((n + 127) / 128);
-  return g_mode == FusedGemm::Always || blocks >= ctx.sm_count;
+  // A grid of under 3/4 of the SMs leaves too many idle that cuBLAS on the f16 tile uses
+  // (a block's time does not shrink with fewer tokens).
+  if (g_mode == FusedGemm::Always) return true;
+  // Q4_1R and Q4_KR decode through F32 (as the tile decoder): about 2x Q4_0R's
+  // instructions, and at 2048 tokens the tile path wins (H200: Q4_KR 25.4 against 22.9 us
+  // of matmuls a token; at 512 tokens 32.7 against 33.2).
+  if ((t == DType::Q4_1R || t == DType::Q4_KR) && n > 1024) return false;
+  return 4 * blocks_of_128(n, m) >= 3 * ctx.sm_count;
 }
 
 void gemm_quantized_wgmma(Context& ctx, DType t, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out,
@@ -323,6 +355,7 @@ void gemm_quantized_wgmma(Context& ctx, DType t, const uint16_t* x, const uint8_
     case DType::Q4_0R: launch<DType::Q4_0R>(ctx, x, w, row_bytes, out, n, m, k); return;
     case DType::Q4_1R: launch<DType::Q4_1R>(ctx, x, w, row_bytes, out, n, m, k); return;
     case DType::Q8_0R: launch<DType::Q8_0R>(ctx, x, w, row_bytes, out, n, m, k); return;
+    case DType::Q4_KR: launch<DType::Q4_KR>(ctx, x, w, row_bytes, out, n, m, k); return;
     default: fail("CUDA gemm_quantized_wgmma: unsupported weight dtype ", dtype_name(t));
   }
 }
