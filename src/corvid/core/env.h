@@ -10,7 +10,8 @@ namespace corvid {
 // environment on every call: callers keep the answer in a function-local static.
 bool env_flag(const char* name);
 // The variable `name` as a whole decimal integer; `fallback` when it is unset, empty or
-// not one (the tuning knobs: CORVID_DECODE_BLOCKS_PER_SM, CORVID_DP4A_STAGES, CORVID_FLASH_ROWS).
+// not one (the tuning knobs: CORVID_DECODE_BLOCKS_PER_SM, CORVID_DP4A_STAGES, CORVID_FLASH_ROWS,
+// CORVID_FUSED_GEMM, CORVID_WGMMA_TOKENS).
 int env_int(const char* name, int fallback);
 
 }  // namespace corvid

@@ -32,7 +32,7 @@ namespace {
 
 uint64_t g_operand_reuses = 0;
 
-// The bf16 weight tile: 256 MiB, a whole 8B-model matrix. Tiles small enough to stay in
+// The 16-bit weight tile: 256 MiB, a whole 8B-model matrix. Tiles small enough to stay in
 // L2 lose far more to the shorter GEMMs than they save (Q4_0 pp512 on an H200: 26.9k
 // tok/s with 256 MiB, 18.5k with 32 MiB, 14.5k with 12 MiB).
 constexpr int64_t kTileElems = int64_t{128} << 20;
@@ -143,7 +143,7 @@ __global__ void dequant_tile_kernel(const uint8_t* __restrict__ w, uint16_t* __r
 }
 
 // out = xr @ w^T through cuBLAS: 16-bit weights in place, any other format decoded into
-// a bf16 tile first (kTileElems values at a time).
+// a 16-bit tile (f16 or bf16, as the operand) first (kTileElems values at a time).
 void gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor& out, bool f16,
                  std::optional<OpTimer>& part) {
   const int64_t n = out.rows(), m = w.rows(), k = w.cols();
@@ -212,7 +212,7 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
   }
 
   if (gemm_quantized_wgmma_supported(ctx, w.dtype, w.data, w.row_bytes(), n, m, k)) {
-    // The block formats' own GEMM: no bf16 tile (gemm_wgmma.cu).
+    // The block formats' own GEMM: no 16-bit tile (gemm_wgmma.cu).
     part.emplace("matmul.wgmma");
     gemm_quantized_wgmma(ctx, w.dtype, xr, w.ptr<uint8_t>(), w.row_bytes(), out.ptr<float>(), n, m, k);
   } else {

@@ -1,5 +1,5 @@
 // Prompt GEMM that reads the GPU row layouts of the block formats itself (gemm_wgmma.cu),
-// used by gemm_tensor_cores in place of the bf16 weight tile + cuBLAS. Internal to ops/cuda.
+// used by gemm_tensor_cores in place of the 16-bit weight tile + cuBLAS. Internal to ops/cuda.
 #pragma once
 
 #include <cstdint>

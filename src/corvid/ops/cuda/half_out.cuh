@@ -1,7 +1,7 @@
 // Writing a prompt GEMM's 16-bit operand along with an F32 output (context.h
-// GemmOperand): bf16, or f16 when the GEMM's weights are f16, each value rounded to
-// nearest even. gemm_tc.cu rounds x through the same helper, so the GEMM reads the
-// same bits whichever made them.
+// GemmOperand): bf16, or f16 when the GEMM takes f16 (f16 and block-format weights),
+// each value rounded to nearest even. gemm_tc.cu rounds x through the same helper, so
+// the GEMM reads the same bits whichever made them.
 #pragma once
 
 #include <cuda_bf16.h>
