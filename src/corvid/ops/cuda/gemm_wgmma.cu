@@ -36,6 +36,7 @@
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/gemm_wgmma.cuh"
+#include "corvid/ops/cuda/gemv.cuh"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/tma.cuh"
@@ -92,9 +93,9 @@ __device__ __forceinline__ void wgmma_tile(float (&acc)[kN / 2], const uint32_t 
 // instead of one. `zero` is a kernel argument (0), so that the compiler cannot fold them
 // back into immediates.
 struct Magic {
-  uint32_t nibbles, bytes;
+  uint32_t nibbles, bytes, e23;  // f16 pairs under 1024; F32 under 2^23 (Q4_1R, Q4_KR)
   __device__ __forceinline__ explicit Magic(uint32_t zero)
-      : nibbles(0x64006400u + zero), bytes(0x64806480u + zero) {}
+      : nibbles(0x64006400u + zero), bytes(0x64806480u + zero), e23(0x4B000000u + zero) {}
 };
 __device__ __forceinline__ __half2 as_half2(uint32_t v) { return *reinterpret_cast<const __half2*>(&v); }
 __device__ __forceinline__ uint32_t as_bits(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
@@ -129,12 +130,17 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
         z = half_to_float(load_u16(s + 2));
       } else {
         const uint8_t* h = scales + row * L::kScalePitch;
-        float sc, mn;
-        k_scale_min(h + 4, sub + b, sc, mn);
-        a = half_to_float(load_u16(h)) * sc;
-        z = -(half_to_float(load_u16(h + 2)) * mn);
+        const uint4 header = *reinterpret_cast<const uint4*>(h);  // d, dmin; 12 bytes of 6-bit scales, minimums
+        uint32_t sc, mn;
+        k_scale_min_words(header.y, header.z, header.w, sub + b, sc, mn);
+        a = half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)) * small_uint_to_float(sc);
+        z = -(half_to_float(static_cast<uint16_t>(header.x >> 16)) * small_uint_to_float(mn));
       }
-      auto value = [&](uint32_t x, int shift) { return fmaf(a, static_cast<float>((x >> shift) & 0xF), z); };
+      // q as a float without I2F (a quarter-rate conversion that bounded this path): the
+      // nibble under 2^23's exponent reads 2^23 + q, and the subtraction is exact.
+      auto value = [&](uint32_t x, int shift) {
+        return fmaf(a, __uint_as_float(((x >> shift) & 0xFu) | k.e23) - 8388608.0f, z);
+      };
       // Low nibbles: step 2b; high nibbles: step 2b + 1.
       auto pair = [&](int shift) { return as_bits(__floats2half2_rn(value(w, shift), value(w, shift + 16))); };
       lo[h] = pair(0);
