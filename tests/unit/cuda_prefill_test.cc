@@ -69,7 +69,8 @@ TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
       ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
       const auto got = to_host(g_out.tensor);
       const bool f16 = t == DType::F16 || is_quantized(t);  // the GEMM's operand type (gemm_tc.cu)
-      const auto wv = weight_values(w.tensor);
+      // The weights as the GEMM rounds them (Q4_K: testing::prompt_gemm_weights_f16).
+      const auto wv = f16 ? testing::prompt_gemm_weights_f16(w.tensor) : weight_values(w.tensor);
       double worst = 0;
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < m; ++c) {

@@ -17,6 +17,44 @@ namespace corvid::testing {
 #define SKIP_WITHOUT_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU"
 
+// The f16 weights the prompt GEMMs (Fast numerics: f16 operands for the block formats)
+// use for a weight stored as `raw` (host, a GGUF dtype), as floats, row-major. All
+// formats are their values rounded to f16, except Q4_K: a * q + z rounded once, with
+// a = f16(d sc) and z = f16(-dmin mn) rounded first (ops/cuda/quant.cuh
+// affine_quant_f16). q * a + z is exact in double; rounding it through float first can
+// differ from a single rounding only in rare ties, far inside the GEMM tests' tolerance.
+inline std::vector<float> prompt_gemm_weights_f16(const Tensor& raw) {
+  std::vector<float> v = weight_values(raw);
+  if (raw.dtype != DType::Q4_K) {
+    for (float& x : v) x = f16_to_f32(f32_to_f16(x));
+    return v;
+  }
+  const int64_t k = raw.cols();
+  for (int64_t r = 0; r < raw.rows(); ++r) {
+    const auto* row = static_cast<const uint8_t*>(raw.row(r));
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+      const uint8_t* b = row + sb * 144;  // d, dmin (f16), 12 bytes of 6-bit scales/minimums, 128 quant bytes
+      const float d = f16_to_f32(static_cast<uint16_t>(b[0] | (b[1] << 8)));
+      const float dmin = f16_to_f32(static_cast<uint16_t>(b[2] | (b[3] << 8)));
+      const uint8_t* sm = b + 4;
+      for (int j = 0; j < 8; ++j) {
+        const int sc = j < 4 ? (sm[j] & 63) : ((sm[j + 4] & 0xF) | ((sm[j - 4] >> 6) << 4));
+        const int mn = j < 4 ? (sm[j + 4] & 63) : ((sm[j + 4] >> 4) | ((sm[j] >> 6) << 4));
+        const double a = f16_to_f32(f32_to_f16(d * static_cast<float>(sc)));
+        const double z = f16_to_f32(f32_to_f16(-(dmin * static_cast<float>(mn))));
+        for (int l = 0; l < 32; ++l) {
+          // Sub-block j: chunk j / 2 of 32 quant bytes, low nibbles for even j.
+          const uint8_t byte = b[16 + 32 * (j / 2) + l];
+          const int q = j % 2 == 0 ? (byte & 0xF) : (byte >> 4);
+          v[static_cast<size_t>(r * k + sb * 256 + 32 * j + l)] =
+              f16_to_f32(f32_to_f16(static_cast<float>(q * a + z)));
+        }
+      }
+    }
+  }
+  return v;
+}
+
 // A GPU copy of a host tensor (same dtype and shape).
 inline DeviceTensor to_gpu(const Tensor& host) {
   DeviceTensor d;

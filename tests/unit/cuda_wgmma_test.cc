@@ -3,8 +3,8 @@
 // GPU.
 //
 // Tolerance: the kernel decodes each weight to f16 exactly as the weight tile of the
-// cuBLAS path does, so the result must equal a float64 product of the f16-rounded
-// operands within 1e-5 x sum|x_i w_i| (fp32 accumulation order) — a wrong fragment,
+// cuBLAS path does, so the result must equal a float64 product of x rounded to f16 and
+// those weights (cuda_test_util.h prompt_gemm_weights_f16) within 1e-5 x sum|x_i w_i| (fp32 accumulation order) — a wrong fragment,
 // swizzle, scale or token row moves an output by its own magnitude — and agree with the
 // cuBLAS path to the same tolerance.
 #include <gtest/gtest.h>
@@ -33,7 +33,6 @@ using testing::NumericsScope;
 using testing::random_floats;
 using testing::to_gpu;
 using testing::to_host;
-using testing::weight_values;
 
 // Sets the fused GEMM's mode for one scope (restored even when a check throws).
 struct FusedGemmScope {
@@ -96,14 +95,14 @@ TEST(CudaWgmmaGemm, EqualsProductOfRoundedOperandsAndTheCublasPath) {
     }
     ASSERT_EQ(ops::cuda::gemm_quantized_wgmma_calls(), calls + 1);
     const auto got = to_host(fused_out.tensor), ref = to_host(cublas_out.tensor);
-    const auto wv = weight_values(w.tensor);
+    const auto wv = testing::prompt_gemm_weights_f16(w.tensor);  // as the GEMM rounds them
     double worst = 0, worst_vs_cublas = 0;
     for (int64_t r = 0; r < n; ++r)
       for (int64_t c = 0; c < m; ++c) {
         double sum = 0, mag = 0;
         for (int64_t i = 0; i < k; ++i) {
           const double p = static_cast<double>(round_f16(xv[static_cast<size_t>(r * k + i)])) *
-                           round_f16(wv[static_cast<size_t>(c * k + i)]);
+                           wv[static_cast<size_t>(c * k + i)];
           sum += p;
           mag += std::abs(p);
         }

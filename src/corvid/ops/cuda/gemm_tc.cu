@@ -67,15 +67,16 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
       const int shift = j0 < 16 ? 0 : 4;
       // The scale (and minimum) once: stores to v may alias them as far as the compiler
       // knows, so loads inside the loop would be repeated per value.
-      const float d = half_to_float(load_u16(scales + (T == DType::Q4_0R ? 2 : 4) * b));
-      const float m = T == DType::Q4_1R ? half_to_float(load_u16(scales + 4 * b + 2)) : 0.0f;
+      const uint16_t d_bits = load_u16(scales + (T == DType::Q4_0R ? 2 : 4) * b);
+      const float d = half_to_float(d_bits);
+      const uint16_t m_bits = T == DType::Q4_1R ? load_u16(scales + 4 * b + 2) : 0;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
         if constexpr (T == DType::Q4_0R) {
           v[e] = d * static_cast<float>(nib - 8);
         } else {
-          v[e] = fmaf(d, static_cast<float>(nib), m);  // as gemm_wgmma.cu decodes it
+          v[e] = affine_quant_f16(nib, __ushort_as_half(d_bits), __ushort_as_half(m_bits));
         }
       }
     }
@@ -89,10 +90,11 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     float sc, mn;
     k_scale_min(h + 4, static_cast<int>(u % 8), sc, mn);
     const float d = half_to_float(load_u16(h)), dmin = half_to_float(load_u16(h + 2));
+    const __half a = __float2half_rn(d * sc), z = __float2half_rn(-(dmin * mn));
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
-      v[e] = fmaf(d * sc, static_cast<float>(nib), -(dmin * mn));  // as gemm_wgmma.cu decodes it
+      v[e] = affine_quant_f16(nib, a, z);
     }
   } else if constexpr (T == DType::Q4_K) {
     const uint8_t* b = row + (i0 / 256) * kQ4_KBytes;
@@ -101,10 +103,11 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     float sc, mn;
     k_scale_min(b + 4, static_cast<int>(2 * chunk + hi), sc, mn);
     const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+    const __half a = __float2half_rn(d * sc), z = __float2half_rn(-(dmin * mn));
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> (hi ? 4 : 0)) & 0xF);
-      v[e] = fmaf(d * sc, static_cast<float>(nib), -(dmin * mn));
+      v[e] = affine_quant_f16(nib, a, z);
     }
   } else if constexpr (T == DType::Q6_K) {
     // 210-byte super-blocks are only 2-byte aligned: byte loads, but the scale and the

@@ -93,9 +93,9 @@ __device__ __forceinline__ void wgmma_tile(float (&acc)[kN / 2], const uint32_t 
 // instead of one. `zero` is a kernel argument (0), so that the compiler cannot fold them
 // back into immediates.
 struct Magic {
-  uint32_t nibbles, bytes, e23;  // f16 pairs under 1024; F32 under 2^23 (Q4_1R, Q4_KR)
+  uint32_t nibbles, bytes;  // f16 pairs under 1024: 4-bit and 8-bit fields
   __device__ __forceinline__ explicit Magic(uint32_t zero)
-      : nibbles(0x64006400u + zero), bytes(0x64806480u + zero), e23(0x4B000000u + zero) {}
+      : nibbles(0x64006400u + zero), bytes(0x64806480u + zero) {}
 };
 __device__ __forceinline__ __half2 as_half2(uint32_t v) { return *reinterpret_cast<const __half2*>(&v); }
 __device__ __forceinline__ uint32_t as_bits(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
@@ -105,7 +105,8 @@ __device__ __forceinline__ uint32_t as_bits(__half2 v) { return *reinterpret_cas
 // and c + 8, c + 9 of each 16 k (c = 2 (lane % 4)). Each value is the f16 the tile
 // decoder (gemm_tc.cu) makes of it: Q4_0R and Q8_0R d * (q - z) rounded once (q - z is
 // exact in f16 and so is d, so one __hmul2 rounds the exact product, as the tile's
-// float product rounded to f16 does); Q4_1R as the tile, through fmaf in F32.
+// float product rounded to f16 does); Q4_1R and Q4_KR a * q + z in f16, one __hfma2
+// (quant.cuh affine_quant_f16).
 // Q4_KR: scales is the row's super-block header (d, dmin, 6-bit scales and minimums) and
 // sub the sub-block (0..7) block 0 of the stage is.
 template <DType T, int kN>
@@ -122,31 +123,26 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
     // sit 16 bits apart, those of (c + 8, c + 9) 8 bits above them.
     const uint32_t w = __byte_perm(load_u16(q + c), load_u16(q + c + 8), 0x5140);
     if constexpr (T == DType::Q4_1R || T == DType::Q4_KR) {
-      // a * q + z, one F32 rounding, then f16 (as the tile decoder): Q4_1R d * q + m, Q4_KR
-      // (d sc) q - dmin mn.
-      float a, z;
+      // a q + z in f16 pairs, one rounding (quant.cuh affine_quant_f16): Q4_1R a = d,
+      // z = m; Q4_KR a = f16(d sc), z = f16(-dmin mn). 1024 + q - 1024 = q, exact.
+      __half2 a, z;
       if constexpr (T == DType::Q4_1R) {
-        a = half_to_float(static_cast<uint16_t>(d_bits));
-        z = half_to_float(load_u16(s + 2));
+        a = as_half2(d_bits * 0x10001u);
+        z = as_half2(static_cast<uint32_t>(load_u16(s + 2)) * 0x10001u);
       } else {
-        const uint8_t* h = scales + row * L::kScalePitch;
-        const uint4 header = *reinterpret_cast<const uint4*>(h);  // d, dmin; 12 bytes of 6-bit scales, minimums
+        const uint4 header = *reinterpret_cast<const uint4*>(scales + row * L::kScalePitch);  // d, dmin, scales
         uint32_t sc, mn;
         k_scale_min_words(header.y, header.z, header.w, sub + b, sc, mn);
-        a = half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)) * small_uint_to_float(sc);
-        z = -(half_to_float(static_cast<uint16_t>(header.x >> 16)) * small_uint_to_float(mn));
+        a = __float2half2_rn(half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)) * small_uint_to_float(sc));
+        z = __float2half2_rn(-(half_to_float(static_cast<uint16_t>(header.x >> 16)) * small_uint_to_float(mn)));
       }
-      // q as a float without I2F (a quarter-rate conversion that bounded this path): the
-      // nibble under 2^23's exponent reads 2^23 + q, and the subtraction is exact.
-      auto value = [&](uint32_t x, int shift) {
-        return fmaf(a, __uint_as_float(((x >> shift) & 0xFu) | k.e23) - 8388608.0f, z);
-      };
+      const __half2 offset = __float2half2_rn(1024.0f);
+      auto pair = [&](uint32_t x) { return as_bits(__hfma2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), offset), a, z)); };
       // Low nibbles: step 2b; high nibbles: step 2b + 1.
-      auto pair = [&](int shift) { return as_bits(__floats2half2_rn(value(w, shift), value(w, shift + 16))); };
-      lo[h] = pair(0);
-      lo[h + 2] = pair(8);
-      hi[h] = pair(4);
-      hi[h + 2] = pair(12);
+      lo[h] = pair(w);
+      lo[h + 2] = pair(w >> 8);
+      hi[h] = pair(w >> 4);
+      hi[h + 2] = pair(w >> 12);
     } else {
       const __half2 d = as_half2(d_bits * 0x10001u);
       if constexpr (T == DType::Q8_0R) {
@@ -346,12 +342,7 @@ bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, 
   if (n < 1 || n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || m / kRows > INT32_MAX) return false;
   // A grid of under 3/4 of the SMs leaves too many idle that cuBLAS on the f16 tile uses
   // (a block's time does not shrink with fewer tokens).
-  if (g_mode == FusedGemm::Always) return true;
-  // Q4_1R and Q4_KR decode through F32 (as the tile decoder): about 2x Q4_0R's
-  // instructions, and at 2048 tokens the tile path wins (H200: Q4_KR 25.4 against 22.9 us
-  // of matmuls a token; at 512 tokens 32.7 against 33.2).
-  if ((t == DType::Q4_1R || t == DType::Q4_KR) && n > 1024) return false;
-  return 4 * blocks_of_128(n, m) >= 3 * ctx.sm_count;
+  return g_mode == FusedGemm::Always || 4 * blocks_of_128(n, m) >= 3 * ctx.sm_count;
 }
 
 void gemm_quantized_wgmma(Context& ctx, DType t, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out,

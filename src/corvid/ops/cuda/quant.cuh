@@ -33,6 +33,14 @@ __device__ __forceinline__ void k_scale_min(const uint8_t* s, int j, float& sc, 
   }
 }
 
+// A Q4_1 or Q4_K quant q as the f16 weight of the prompt GEMMs (f16 operands): a * q + z
+// with one f16 rounding, a and z f16 (Q4_1: d and m; Q4_K: d sc and -dmin mn, each
+// rounded to f16 first). The tile decoder (gemm_tc.cu) and the wgmma GEMM (gemm_wgmma.cu,
+// on f16 pairs) both compute it so, and so give the same bits.
+__device__ __forceinline__ float affine_quant_f16(int q, __half a, __half z) {
+  return __half2float(__hfma(__int2half_rn(q), a, z));
+}
+
 // Q4_KR (core/dtype.h): the 16-byte header (d, dmin, packed 6-bit scales and minimums)
 // of sub-block u's super-block, which lie behind the row's `units` (k / 32) sub-blocks
 // of 16 quant bytes each. Index type and constness as the caller's.
