@@ -4,9 +4,9 @@
 //
 // Tolerance: the kernel decodes each weight to f16 exactly as the weight tile of the
 // cuBLAS path does, so the result must equal a float64 product of x rounded to f16 and
-// those weights (cuda_test_util.h prompt_gemm_weights_f16) within 1e-5 x sum|x_i w_i| (fp32 accumulation order) — a wrong fragment,
-// swizzle, scale or token row moves an output by its own magnitude — and agree with the
-// cuBLAS path to the same tolerance.
+// those weights (cuda_test_util.h prompt_gemm_weights_f16) within 1e-5 x sum|x_i w_i|
+// (fp32 accumulation order) — a wrong fragment, swizzle, scale or token row moves an
+// output by its own magnitude — and agree with the cuBLAS path to the same tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,8 +62,9 @@ TEST(CudaWgmmaGemm, EqualsProductOfRoundedOperandsAndTheCublasPath) {
   SKIP_WITHOUT_GPU();
   if (!ops::cuda::gemm_quantized_wgmma_runs_here()) GTEST_SKIP() << "not a compute-capability-9.0 GPU";
   NumericsScope fast(ops::QuantizedMatmul::Fast);
-  // Token counts inside one 128-token tile, across tiles and ragged; k of one stage
-  // pair up to many (the 4-buffer ring wraps), m of one and of several row blocks.
+  // Token counts inside one tile, across tiles and ragged; k from the 4 stages of the
+  // buffer ring to 64 of them (the ring wraps many times); m of one and of several row
+  // blocks; each case with 128 and with 256 tokens a block.
   const std::vector<GemmCase> cases = {
       {DType::Q4_0R, 67, 256, 512},   {DType::Q4_0R, 300, 128, 4096}, {DType::Q4_0R, 128, 384, 256},
       {DType::Q4_1R, 130, 256, 768},  {DType::Q4_1R, 9, 128, 256},    {DType::Q8_0R, 67, 256, 512},
@@ -111,11 +112,12 @@ TEST(CudaWgmmaGemm, EqualsProductOfRoundedOperandsAndTheCublasPath) {
         const double err_cublas = std::abs(got[at] - ref[at]) / (mag + 1e-30);
         worst = std::max(worst, err);
         worst_vs_cublas = std::max(worst_vs_cublas, err_cublas);
-        ASSERT_LE(err, 1e-5) << dtype_name(tc.t) << " tokens " << tokens << " n=" << n << " m=" << m << " k=" << k << " token " << r
-                             << " row " << c << ": got " << got[at] << ", want " << sum;
+        ASSERT_LE(err, 1e-5) << dtype_name(tc.t) << " tokens " << tokens << " n=" << n << " m=" << m << " k=" << k
+                             << " token " << r << " row " << c << ": got " << got[at] << ", want " << sum;
         ASSERT_LE(err_cublas, 1e-5) << dtype_name(tc.t) << " token " << r << " row " << c;
       }
-    std::printf("wgmma gemm %-5s %d tokens a block, n=%-4lld m=%-4lld k=%-5lld max err / sum|x w| = %.3g (vs cuBLAS path %.3g)\n",
+    std::printf("wgmma gemm %-5s %d tokens a block, n=%-4lld m=%-4lld k=%-5lld max err / sum|x w| = %.3g "
+                "(vs cuBLAS path %.3g)\n",
                 std::string(dtype_name(tc.t)).c_str(), tokens, static_cast<long long>(n), static_cast<long long>(m),
                 static_cast<long long>(k), worst, worst_vs_cublas);
   }

@@ -48,7 +48,7 @@ namespace {
 
 constexpr int kThreads = 256;  // two warpgroups
 constexpr int kRows = 128;     // weight rows a block (64 a warpgroup)
-constexpr int kDepth = 64;     // k a stage (one 128-byte swizzle row of bf16)
+constexpr int kDepth = 64;     // k a stage (one 128-byte swizzle row of f16)
 constexpr int kStages = 4;
 
 // Bytes of one weight row's 64 values (quants, then scales: two blocks of 32), and the
@@ -137,7 +137,9 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
         z = __float2half2_rn(-(half_to_float(static_cast<uint16_t>(header.x >> 16)) * small_uint_to_float(mn)));
       }
       const __half2 offset = __float2half2_rn(1024.0f);
-      auto pair = [&](uint32_t x) { return as_bits(__hfma2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), offset), a, z)); };
+      auto pair = [&](uint32_t x) {
+        return as_bits(__hfma2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), offset), a, z));
+      };
       // Low nibbles: step 2b; high nibbles: step 2b + 1.
       lo[h] = pair(w);
       lo[h + 2] = pair(w >> 8);
@@ -149,7 +151,9 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
         // Byte j is value j (int8); its sign bit flipped, under 1024: 1152 + q.
         const uint32_t v = __byte_perm(load_u16(q + c + 16), load_u16(q + c + 24), 0x5140);
         const __half2 z = __float2half2_rn(1152.0f);
-        auto pair = [&](uint32_t x) { return as_bits(__hmul2(__hsub2(as_half2((x & 0x00FF00FFu) ^ k.bytes), z), d)); };
+        auto pair = [&](uint32_t x) {
+          return as_bits(__hmul2(__hsub2(as_half2((x & 0x00FF00FFu) ^ k.bytes), z), d));
+        };
         lo[h] = pair(w);
         lo[h + 2] = pair(w >> 8);
         hi[h] = pair(v);
@@ -157,7 +161,9 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
       } else {
         // Low nibbles: step 2b; high nibbles: step 2b + 1. 1024 + q - 1032 = q - 8.
         const __half2 z = __float2half2_rn(1032.0f);
-        auto pair = [&](uint32_t x) { return as_bits(__hmul2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), z), d)); };
+        auto pair = [&](uint32_t x) {
+          return as_bits(__hmul2(__hsub2(as_half2((x & 0x000F000Fu) | k.nibbles), z), d));
+        };
         lo[h] = pair(w);
         lo[h + 2] = pair(w >> 8);
         hi[h] = pair(w >> 4);
@@ -338,7 +344,8 @@ bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, 
                                     int64_t m, int64_t k) {
   if (g_mode == FusedGemm::Never || !ctx.sm90) return false;
   if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_KR) return false;
-  if (m % kRows != 0 || k % kDepth != 0 || row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
+  if (m % kRows != 0 || k % kDepth != 0 || row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    return false;
   if (n < 1 || n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || m / kRows > INT32_MAX) return false;
   // A grid of under 3/4 of the SMs leaves too many idle that cuBLAS on the f16 tile uses
   // (a block's time does not shrink with fewer tokens).

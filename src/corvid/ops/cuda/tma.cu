@@ -42,8 +42,9 @@ CUtensorMap tma_matrix_16bit(const void* data, int64_t rows, int64_t cols, int b
 }
 
 CUtensorMap tma_matrix_bytes(const void* data, int64_t rows, int64_t cols, int64_t stride, int box_cols, int box_rows) {
-  CORVID_CHECK(reinterpret_cast<uintptr_t>(data) % 16 == 0 && stride % 16 == 0 && box_cols % 16 == 0 && box_cols >= 16 &&
-                   box_cols <= 256 && box_rows >= 1 && box_rows <= 256 && rows >= 1 && cols >= 1 && cols <= stride,
+  CORVID_CHECK(reinterpret_cast<uintptr_t>(data) % 16 == 0 && stride % 16 == 0 && box_cols % 16 == 0 &&
+                   box_cols >= 16 && box_cols <= 256 && box_rows >= 1 && box_rows <= 256 && rows >= 1 && cols >= 1 &&
+                   cols <= stride,
                "tma_matrix_bytes: unsupported matrix ", rows, " x ", cols, " (stride ", stride, ", tiles of ", box_rows,
                " x ", box_cols, ")");
   CUtensorMap map{};

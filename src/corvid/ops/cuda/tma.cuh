@@ -30,7 +30,9 @@ __device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 // Makes initialized barriers visible to the copy engine (the async proxy).
-__device__ __forceinline__ void mbarrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 // This thread's arrival, announcing `bytes` that copies will deliver in this phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
@@ -48,7 +50,8 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 // Tile at (column col, row row) of the matrix `map` describes into shared memory at dst,
-// its bytes counted on bar.
+// its bytes counted on bar. The tile's first byte in global memory must be 16-byte
+// aligned (col * element size % 16 == 0), else the instruction faults.
 __device__ __forceinline__ void tma_load_tile(uint32_t dst, const CUtensorMap* map, int col, int row, uint32_t bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
