@@ -92,6 +92,45 @@ TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
   }
 }
 
+// f16 operands (f16 and block-format weights) saturate at 65504 instead of becoming inf
+// (half_out.cuh half_bits): activations of 1e5 give the product of the clamped values,
+// finite, where an inf operand would make the whole output row inf or NaN.
+TEST(CudaPrefill, F16OperandsSaturateInsteadOfOverflowing) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope fast(ops::QuantizedMatmul::Fast);
+  for (DType t : {DType::F16, DType::Q4_0R}) {
+    const int64_t n = 20, m = 128, k = 256;
+    const DType stored = ops::stored_weight_dtype(t);
+    OwnedTensor w = make_weight(stored, m, k, random_floats(static_cast<size_t>(m * k), 51));
+    auto xv = random_floats(static_cast<size_t>(n * k), 52);
+    for (int64_t r = 0; r < n; ++r) xv[static_cast<size_t>(r * k + r)] = r % 2 ? 1e5f : -1e5f;  // one per row
+    OwnedTensor x = f32_tensor({n, k}, xv);
+    DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor);
+    if (stored != t) {
+      DeviceTensor laid_out(Device::CUDA, t, {m, k});
+      ops::rearrange_weight(gw.tensor, laid_out.tensor);
+      gw = std::move(laid_out);
+    }
+    DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
+    ops::matmul(gx.tensor, gw.tensor, g_out.tensor);
+    const auto got = to_host(g_out.tensor);
+    const auto wv = testing::prompt_gemm_weights_f16(w.tensor);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < m; ++c) {
+        double sum = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const float xi = std::clamp(xv[static_cast<size_t>(r * k + i)], -65504.0f, 65504.0f);
+          const double p = static_cast<double>(round16(xi, true)) * wv[static_cast<size_t>(c * k + i)];
+          sum += p;
+          mag += std::abs(p);
+        }
+        const float g = got[static_cast<size_t>(r * m + c)];
+        ASSERT_TRUE(std::isfinite(g)) << dtype_name(t) << " token " << r << " row " << c;
+        ASSERT_LE(std::abs(g - sum) / (mag + 1e-30), 1e-5) << dtype_name(t) << " token " << r << " row " << c;
+      }
+  }
+}
+
 struct AttentionCase {
   const char* name;
   int64_t capacity;

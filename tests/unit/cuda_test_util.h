@@ -18,11 +18,13 @@ namespace corvid::testing {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU"
 
 // The f16 weights the prompt GEMMs (Fast numerics: f16 operands for the block formats)
-// use for a weight stored as `raw` (host, a GGUF dtype), as floats, row-major. All
-// formats are their values rounded to f16, except Q4_K: a * q + z rounded once, with
-// a = f16(d sc) and z = f16(-dmin mn) rounded first (ops/cuda/quant.cuh
-// affine_quant_f16). q * a + z is exact in double; rounding it through float first can
-// differ from a single rounding only in rare ties, far inside the GEMM tests' tolerance.
+// use for a weight stored as `raw` (host, a GGUF dtype), as floats, row-major: the values
+// rounded to f16, except Q4_K: a * q + z rounded once, with a = f16(d sc) and
+// z = f16(-dmin mn) rounded first (ops/cuda/quant.cuh affine_quant_f16). q * a + z is
+// exact in double; rounding it through float first can differ from a single rounding
+// only in rare ties. The same holds for Q4_1, whose GPU layout Q4_1R computes d q + m
+// with one f16 rounding where this rounds the F32 value again. Both far inside the GEMM
+// tests' tolerance.
 inline std::vector<float> prompt_gemm_weights_f16(const Tensor& raw) {
   std::vector<float> v = weight_values(raw);
   if (raw.dtype != DType::Q4_K) {

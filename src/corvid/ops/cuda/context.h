@@ -105,7 +105,7 @@ struct Context {
   // that the first recorded step does not find the buffer missing).
   void reserve_int8_output(int64_t values);
 
-  // The 16-bit operand (bf16, or f16 for f16 weights) of a prompt GEMM
+  // The 16-bit operand (f16 for f16 and block-format weights, else bf16) of a prompt GEMM
   // (gemm_tensor_cores: Fast numerics, more than kGemvMaxCols rows) for its F32 input x,
   // in a buffer of its own. Made by the op that produced x (RMSNorm, silu_mul, prefill
   // attention write it along with their F32 output: half_out.cuh) or by a GEMM that

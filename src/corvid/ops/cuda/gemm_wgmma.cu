@@ -133,8 +133,11 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
         const uint4 header = *reinterpret_cast<const uint4*>(scales + row * L::kScalePitch);  // d, dmin, scales
         uint32_t sc, mn;
         k_scale_min_words(header.y, header.z, header.w, sub + b, sc, mn);
-        a = __float2half2_rn(half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)) * small_uint_to_float(sc));
-        z = __float2half2_rn(-(half_to_float(static_cast<uint16_t>(header.x >> 16)) * small_uint_to_float(mn)));
+        const float2 az = k_affine(half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)),
+                                   half_to_float(static_cast<uint16_t>(header.x >> 16)), small_uint_to_float(sc),
+                                   small_uint_to_float(mn));
+        a = __float2half2_rn(az.x);
+        z = __float2half2_rn(az.y);
       }
       const __half2 offset = __float2half2_rn(1024.0f);
       auto pair = [&](uint32_t x) {
@@ -273,6 +276,10 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
     const int64_t row = row0 + r + 8 * ((i % 4) / 2);
     if (token < n) out[static_cast<int64_t>(token) * m + row] = acc[i];
   }
+#else
+  // Compiled without sm_90a (the compute_90 PTX, JIT-compiled where the sm_90a code does
+  // not run): fail the launch loudly rather than leave out unwritten.
+  __trap();
 #endif
 }
 
@@ -346,7 +353,8 @@ bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, 
   if (t != DType::Q4_0R && t != DType::Q4_1R && t != DType::Q8_0R && t != DType::Q4_KR) return false;
   if (m % kRows != 0 || k % kDepth != 0 || row_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
     return false;
-  if (n < 1 || n > INT32_MAX || m > INT32_MAX || k > INT32_MAX || m / kRows > INT32_MAX) return false;
+  // (The grid's y dimension, token tiles, is at most 65535.)
+  if (n < 1 || (n + 127) / 128 > 65535 || m > INT32_MAX || k < kDepth || k > INT32_MAX) return false;
   // A grid of under 3/4 of the SMs leaves too many idle that cuBLAS on the f16 tile uses
   // (a block's time does not shrink with fewer tokens).
   return g_mode == FusedGemm::Always || 4 * blocks_of_128(n, m) >= 3 * ctx.sm_count;

@@ -23,8 +23,8 @@ int fused_gemm_tokens();
 // Whether gemm_quantized_wgmma takes out[n, m] = x[n, k] @ w[m, k]^T for these shapes.
 bool gemm_quantized_wgmma_supported(const Context& ctx, DType t, const void* w, int64_t row_bytes, int64_t n,
                                     int64_t m, int64_t k);
-// x: the bf16 operand, n rows of k; w: m rows of row_bytes in dtype t; out: F32 [n, m].
-// Each weight is decoded to bf16 exactly as the weight tile of gemm_tensor_cores does,
+// x: the f16 operand, n rows of k; w: m rows of row_bytes in dtype t; out: F32 [n, m].
+// Each weight is decoded to f16 exactly as the weight tile of gemm_tensor_cores does,
 // so only the fp32 summation order differs from that path.
 void gemm_quantized_wgmma(Context& ctx, DType t, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out,
                           int64_t n, int64_t m, int64_t k);

@@ -19,8 +19,13 @@ struct HalfOut {
   bool f16 = false;
 };
 
+// f16 saturates at its largest finite value (NaN stays NaN): an activation past 65504
+// would otherwise become inf, and every output of its GEMM row inf or NaN. (Quantized
+// prompt GEMMs take f16, as llama.cpp's; transformers clamps fp16 hidden states the same
+// way for models known to overflow.)
 __device__ __forceinline__ uint16_t half_bits(float v, bool f16) {
-  return f16 ? __half_as_ushort(__float2half_rn(v)) : __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  if (f16) return __half_as_ushort(__float2half_rn(isnan(v) ? v : fminf(fmaxf(v, -65504.0f), 65504.0f)));
+  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
 // Values a, b as one 32-bit word (a in the low half: element order in memory).

@@ -1,6 +1,7 @@
 // Hopper's tensor memory accelerator (TMA) and the shared-memory barriers it signals
 // (sm_90a device code: callers compile it under __CUDA_ARCH_FEAT_SM90_ALL), plus the
-// host side that describes a row-major 16-bit matrix to it (tma.cu).
+// host side that describes a matrix to it (tma.cu): 16-bit values in the 128-byte
+// swizzle, or rows of bytes stored densely.
 //
 // One thread asks for a whole tile (cp.async.bulk.tensor): the copy engine writes it into
 // shared memory, in the 128-byte swizzle wgmma reads, zero-filling rows past the matrix,

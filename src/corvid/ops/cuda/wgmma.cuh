@@ -25,15 +25,12 @@ template <int kPending>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 }
-// Shared memory written through the generic proxy (st.shared, cp.async) becomes visible
-// to wgmma, which reads it through the async proxy.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Keeps the compiler from moving a read of an accumulator before the wgmma_wait that
 // completes it (the MMA writes the register behind the compiler's back).
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
 // Descriptor of a K-major tile in the 128-byte swizzle (the layout TMA's SWIZZLE_128B
-// writes): rows of 128 bytes (64 bf16), 16-byte chunk c of row r stored at chunk
+// writes): rows of 128 bytes (64 16-bit values), 16-byte chunk c of row r stored at chunk
 // c ^ (r % 8), 8-row groups 1024 bytes apart; smem 1024-byte aligned. The leading-
 // dimension offset is unused in this mode (16 bytes by convention). Adding 2 to the
 // descriptor moves its start 32 bytes: the next 16 k.
