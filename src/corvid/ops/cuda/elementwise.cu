@@ -55,7 +55,7 @@ __global__ void rms_norm_warp_rows_kernel(const float* x, const void* w, DType w
     ss += v[e] * v[e];
   }
   ss = warp_sum(ss);
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  const float inv = inverse_rms(ss, cols, eps);
   float* o = out + r * cols;
 #pragma unroll
   for (int e = 0; e < kPerLane; ++e) {
@@ -95,13 +95,7 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
     const int64_t i = threadIdx.x + static_cast<int64_t>(e) * kNormThreads;
     if (i < cols) xr[i] = v[e];
   }
-  ss = warp_sum(ss);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kNormThreads / 32; ++i) total += warp_sums[i];
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
+  const float inv = inverse_rms(block_sum_in_warp_order<kNormThreads>(ss, warp_sums), cols, eps);
   float* o = out + r * cols;
 #pragma unroll
   for (int e = 0; e < kNormPerThread; ++e) {
@@ -304,7 +298,7 @@ __global__ void rms_norm_block_rows_kernel(const float* x, const void* w, DType 
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < cols; i += kThreads) ss += xr[i] * xr[i];
   ss = block_reduce<false>(ss, shared);
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / static_cast<double>(cols) + eps));
+  const float inv = inverse_rms(ss, cols, eps);
   float* o = out + r * cols;
   // Loads in groups of 8 ahead of their stores (out may alias x): a load after a store
   // waits for it, so element-by-element this loop was one round trip per element.

@@ -117,8 +117,8 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
   for (int h = 0; h < 2; ++h) {  // rows r, r + 8: fragment registers h and h + 2
     const int row = r + 8 * h;
     const uint8_t* q = quants + row * L::kPitch + b * L::kBlockQuants;
+    // The block's f16 d (and Q4_1R's m right behind it); Q4_KR reads its header below.
     const uint8_t* s = scales + row * L::kScalePitch + b * L::kBlockScale;
-    const uint32_t d_bits = load_u16(s);
     // Bytes c, c + 8, c + 1, c + 9 (in that order): the values of pair (c, c + 1) then
     // sit 16 bits apart, those of (c + 8, c + 9) 8 bits above them.
     const uint32_t w = __byte_perm(load_u16(q + c), load_u16(q + c + 8), 0x5140);
@@ -127,7 +127,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
       // z = m; Q4_KR a = f16(d sc), z = f16(-dmin mn). 1024 + q - 1024 = q, exact.
       __half2 a, z;
       if constexpr (T == DType::Q4_1R) {
-        a = as_half2(d_bits * 0x10001u);
+        a = as_half2(static_cast<uint32_t>(load_u16(s)) * 0x10001u);
         z = as_half2(static_cast<uint32_t>(load_u16(s + 2)) * 0x10001u);
       } else {
         const uint4 header = *reinterpret_cast<const uint4*>(scales + row * L::kScalePitch);  // d, dmin, scales
@@ -149,7 +149,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
       hi[h] = pair(w >> 4);
       hi[h + 2] = pair(w >> 12);
     } else {
-      const __half2 d = as_half2(d_bits * 0x10001u);
+      const __half2 d = as_half2(static_cast<uint32_t>(load_u16(s)) * 0x10001u);
       if constexpr (T == DType::Q8_0R) {
         // Byte j is value j (int8); its sign bit flipped, under 1024: 1152 + q.
         const uint32_t v = __byte_perm(load_u16(q + c + 16), load_u16(q + c + 24), 0x5140);
@@ -205,8 +205,9 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
     mbarrier_init_fence();
   }
   __syncthreads();
-  auto load_stage = [&](int kt, int buffer) {
+  auto load_stage = [&](int kt) {
     if (tid != 0) return;
+    const int buffer = kt % kStages;
     const uint32_t stage = base + buffer * L::kStage;
     mbarrier_arrive_expect_bytes(bar(buffer), L::kX + L::kQuantTile + L::kScaleTile);
     tma_load_tile(stage, &x_map, kt * kDepth, token0, bar(buffer));
@@ -225,33 +226,33 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
   uint32_t a[4][4];
   const int r = (warp % 4) * 16 + (warp / 4) * 64 + lane / 4;  // this lane's first tile row
   const int c = 2 * (lane % 4);
-  auto quants_of = [&](int buffer) { return shared + buffer * L::kStage + L::kX; };
-  // Stage kt's scales in its buffer's window (see load_stage); Q4_KR: the header, which
-  // is the whole window, and the stage's first sub-block.
+  // Stage kt's quants, and its scales in its buffer's window (see load_stage); Q4_KR: the
+  // header, which is the whole window, and the stage's first sub-block.
+  auto quants_of = [&](int kt) { return shared + (kt % kStages) * L::kStage + L::kX; };
   auto scales_of = [&](int kt) {
-    return quants_of(kt % kStages) + L::kQuantTile + (L::kSuperBlocks ? 0 : (kt * L::kScales) & 15);
+    return quants_of(kt) + L::kQuantTile + (L::kSuperBlocks ? 0 : (kt * L::kScales) & 15);
   };
   auto sub_of = [&](int kt) { return (2 * kt) % 8; };
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
-    if (s < stages_total) load_stage(s, s);
+    if (s < stages_total) load_stage(s);
   wait_stage(0);
   decode_block<T, kN>(quants_of(0), scales_of(0), 0, sub_of(0), r, c, magic, a[0], a[1]);
   // A stage: block 0's two MMAs (decoded before), block 1 decoded while they run (once
   // the previous stage's block-1 MMAs, which read a[2] and a[3], are done), its MMAs;
-  // then the next stage: its copies landed (every thread's: the barrier), the buffer of
-  // the stage before this one refilled three stages ahead, and its block 0 decoded once
-  // this stage's block-0 MMAs are done, while those of block 1 run.
+  // then, past a barrier that every thread reaches after the MMAs of the stage before
+  // this one, that stage's buffer is refilled three stages ahead, the next stage's tiles
+  // are awaited on their mbarrier, and its block 0 is decoded once this stage's block-0
+  // MMAs are done, while those of block 1 run.
   for (int kt = 0; kt < stages_total; ++kt) {
-    const int buffer = kt % kStages;
-    const uint64_t desc = swizzled_tile_descriptor(base + buffer * L::kStage);
+    const uint64_t desc = swizzled_tile_descriptor(base + (kt % kStages) * L::kStage);
     wgmma_fence();
     wgmma_tile<kN>(acc, a[0], desc);
     wgmma_tile<kN>(acc, a[1], desc + 2);
     wgmma_commit();
     wgmma_wait<1>();
-    decode_block<T, kN>(quants_of(buffer), scales_of(kt), 1, sub_of(kt), r, c, magic, a[2], a[3]);
+    decode_block<T, kN>(quants_of(kt), scales_of(kt), 1, sub_of(kt), r, c, magic, a[2], a[3]);
     wgmma_fence();
     wgmma_tile<kN>(acc, a[2], desc + 4);
     wgmma_tile<kN>(acc, a[3], desc + 6);
@@ -259,10 +260,10 @@ __global__ void __launch_bounds__(kThreads, kN == 128 ? 2 : 1)
     if (kt + 1 < stages_total) {
       // Every thread is past the MMAs of stage kt - 1: its buffer may be refilled.
       __syncthreads();
-      if (kt + kStages - 1 < stages_total) load_stage(kt + kStages - 1, (kt + kStages - 1) % kStages);
+      if (kt + kStages - 1 < stages_total) load_stage(kt + kStages - 1);
       wait_stage(kt + 1);
       wgmma_wait<1>();
-      decode_block<T, kN>(quants_of((kt + 1) % kStages), scales_of(kt + 1), 0, sub_of(kt + 1), r, c, magic, a[0], a[1]);
+      decode_block<T, kN>(quants_of(kt + 1), scales_of(kt + 1), 0, sub_of(kt + 1), r, c, magic, a[0], a[1]);
     }
   }
   wgmma_wait<0>();

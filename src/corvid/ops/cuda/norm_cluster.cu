@@ -142,7 +142,7 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   // Arrive now, wait at the end: no block may exit (freeing its block_sum) before all
   // have read it, but the stores need not wait for that.
   cluster.barrier_arrive();
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
+  const float inv = inverse_rms(total, cols, eps);
 #pragma unroll
   for (int e = 0; e < kVecsPerThread; ++e) {
     const int64_t i = first + e * kSliceStride;
@@ -176,13 +176,7 @@ __global__ void __launch_bounds__(kRowThreads)
   float4 v[kRowVecs];
   float ss = load_row<kAdd>(x, y, row, cols, first, stride, v);
   __shared__ float warp_sums[kRowThreads / 32];
-  ss = warp_sum(ss);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kRowThreads / 32; ++i) total += warp_sums[i];
-  const float inv = static_cast<float>(1.0 / sqrt(static_cast<double>(total) / static_cast<double>(cols) + eps));
+  const float inv = inverse_rms(block_sum_in_warp_order<kRowThreads>(ss, warp_sums), cols, eps);
 #pragma unroll
   for (int e = 0; e < kRowVecs; ++e)
     store_normed(out, out16, row, cols, first + e * stride, v[e], wv[e], inv, first + e * stride < cols);
