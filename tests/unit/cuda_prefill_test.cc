@@ -18,7 +18,6 @@
 #include <numeric>
 #include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -59,12 +58,7 @@ TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
       const auto xv = random_floats(static_cast<size_t>(n * k), 22);
       const auto bv = random_floats(static_cast<size_t>(m), 23);
       OwnedTensor x = f32_tensor({n, k}, xv), bias = f32_tensor({m}, bv);
-      DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor), gb = to_gpu(bias.tensor);
-      if (stored != t) {
-        DeviceTensor laid_out(Device::CUDA, t, {m, k});
-        ops::rearrange_weight(gw.tensor, laid_out.tensor);
-        gw = std::move(laid_out);
-      }
+      DeviceTensor gw = testing::weight_to_gpu(w.tensor, t), gx = to_gpu(x.tensor), gb = to_gpu(bias.tensor);
       DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
       ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &gb.tensor);
       const auto got = to_host(g_out.tensor);
@@ -105,12 +99,7 @@ TEST(CudaPrefill, F16OperandsSaturateInsteadOfOverflowing) {
     auto xv = random_floats(static_cast<size_t>(n * k), 52);
     for (int64_t r = 0; r < n; ++r) xv[static_cast<size_t>(r * k + r)] = r % 2 ? 1e5f : -1e5f;  // one per row
     OwnedTensor x = f32_tensor({n, k}, xv);
-    DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor);
-    if (stored != t) {
-      DeviceTensor laid_out(Device::CUDA, t, {m, k});
-      ops::rearrange_weight(gw.tensor, laid_out.tensor);
-      gw = std::move(laid_out);
-    }
+    DeviceTensor gw = testing::weight_to_gpu(w.tensor, t), gx = to_gpu(x.tensor);
     DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
     ops::matmul(gx.tensor, gw.tensor, g_out.tensor);
     const auto got = to_host(g_out.tensor);

@@ -40,8 +40,8 @@ inline std::vector<float> prompt_gemm_weights_f16(const Tensor& raw) {
       const float dmin = f16_to_f32(static_cast<uint16_t>(b[2] | (b[3] << 8)));
       const uint8_t* sm = b + 4;
       for (int j = 0; j < 8; ++j) {
-        const int sc = j < 4 ? (sm[j] & 63) : ((sm[j + 4] & 0xF) | ((sm[j - 4] >> 6) << 4));
-        const int mn = j < 4 ? (sm[j + 4] & 63) : ((sm[j + 4] >> 4) | ((sm[j] >> 6) << 4));
+        uint8_t sc = 0, mn = 0;
+        ops::cpu::unpack_scale_min_k4(sm, j, &sc, &mn);
         const double a = f16_to_f32(f32_to_f16(d * static_cast<float>(sc)));
         const double z = f16_to_f32(f32_to_f16(-(dmin * static_cast<float>(mn))));
         for (int l = 0; l < 32; ++l) {
@@ -66,6 +66,16 @@ inline DeviceTensor to_gpu(const Tensor& host) {
   d.tensor.data = d.buffer.data();
   copy_tensor(d.tensor, host);
   return d;
+}
+
+// A GPU copy of a host weight in dtype t: the same bytes, or for a GPU row layout
+// (Q4_0R, Q4_1R, Q8_0R, Q4_KR) what ops::rearrange_weight makes of its GGUF type.
+inline DeviceTensor weight_to_gpu(const Tensor& host, DType t) {
+  DeviceTensor raw = to_gpu(host);
+  if (host.dtype == t) return raw;
+  DeviceTensor laid_out(Device::CUDA, t, {host.rows(), host.cols()});
+  ops::rearrange_weight(raw.tensor, laid_out.tensor);
+  return laid_out;
 }
 
 // The values of an F32 GPU tensor.

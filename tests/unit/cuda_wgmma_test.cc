@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -79,9 +78,7 @@ TEST(CudaWgmmaGemm, EqualsProductOfRoundedOperandsAndTheCublasPath) {
     OwnedTensor w = make_weight(stored, m, k, random_floats(static_cast<size_t>(m * k), 31));
     const auto xv = random_floats(static_cast<size_t>(n * k), 32);
     OwnedTensor x = f32_tensor({n, k}, xv);
-    DeviceTensor raw = to_gpu(w.tensor), gx = to_gpu(x.tensor);
-    DeviceTensor gw(Device::CUDA, tc.t, {m, k});
-    ops::rearrange_weight(raw.tensor, gw.tensor);
+    DeviceTensor gw = testing::weight_to_gpu(w.tensor, tc.t), gx = to_gpu(x.tensor);
 
     DeviceTensor fused_out(Device::CUDA, DType::F32, {n, m}), cublas_out(Device::CUDA, DType::F32, {n, m});
     const uint64_t calls = ops::cuda::gemm_quantized_wgmma_calls();
@@ -140,12 +137,7 @@ TEST(CudaWgmmaGemm, OtherShapesAndFormatsTakeTheCublasPath) {
     const DType stored = ops::stored_weight_dtype(tc.t);
     OwnedTensor w = make_weight(stored, tc.m, tc.k, random_floats(static_cast<size_t>(tc.m * tc.k), 41));
     OwnedTensor x = f32_tensor({n, tc.k}, random_floats(static_cast<size_t>(n * tc.k), 42));
-    DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor);
-    if (stored != tc.t) {
-      DeviceTensor laid_out(Device::CUDA, tc.t, {tc.m, tc.k});
-      ops::rearrange_weight(gw.tensor, laid_out.tensor);
-      gw = std::move(laid_out);
-    }
+    DeviceTensor gw = testing::weight_to_gpu(w.tensor, tc.t), gx = to_gpu(x.tensor);
     DeviceTensor out(Device::CUDA, DType::F32, {n, tc.m});
     const uint64_t calls = ops::cuda::gemm_quantized_wgmma_calls();
     ops::matmul(gx.tensor, gw.tensor, out.tensor);

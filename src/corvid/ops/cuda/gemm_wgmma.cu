@@ -310,22 +310,21 @@ int tokens_per_block(const Context& ctx, int64_t n, int64_t m) {
 template <DType T, int kN>
 void launch(Context& ctx, const uint16_t* x, const uint8_t* w, int64_t row_bytes, float* out, int64_t n, int64_t m,
             int64_t k) {
+  using L = Layout<T, kN>;
   auto* kernel = gemm_wgmma_kernel<T, kN>;
   static const bool configured = [kernel] {
-    CORVID_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Layout<T, kN>::kShared));
+    CORVID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kShared));
     return true;
   }();
   (void)configured;
   const dim3 grid(static_cast<unsigned>(m / kRows), static_cast<unsigned>((n + kN - 1) / kN));
-  using L = Layout<T, kN>;
   const CUtensorMap x_map = tma_matrix_16bit(x, n, k, kN);
   const int64_t units = k / 32;
   const CUtensorMap quant_map = tma_matrix_bytes(w, m, units * L::kBlockQuants, row_bytes, L::kPitch, kRows);
   const CUtensorMap scale_map =
       tma_matrix_bytes(w + units * L::kBlockQuants, m, units * L::kBlockScale, row_bytes, L::kScalePitch, kRows);
   kernel<<<grid, kThreads, L::kShared, ctx.stream>>>(x_map, quant_map, scale_map, out, static_cast<int>(n),
-                                                                 static_cast<int>(m), static_cast<int>(k), 0u);
+                                                     static_cast<int>(m), static_cast<int>(k), 0u);
   CORVID_CUDA_LAUNCHED("gemm_wgmma_kernel");
 }
 
