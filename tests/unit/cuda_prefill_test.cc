@@ -192,7 +192,8 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
 // more than one tile, one block per GQA group) is fp32 throughout, so it must equal the
 // CPU within 1e-5 (relative to max |cpu|): head sizes 64/128/256, groups of 1, 4 and 8
 // query heads per kv head, windows, positions at tile edges, a cache of one tile (one
-// split: the output is written without the combine pass) and longer ones.
+// split: the output is written without the combine pass) and longer ones (up to 99
+// splits, some of them without keys).
 TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   SKIP_WITHOUT_GPU();
   struct Heads {
@@ -200,11 +201,12 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   };
   for (int64_t head_dim : {64, 128, 256}) {
     for (const Heads heads : {Heads{4, 4}, Heads{8, 2}, Heads{16, 2}}) {
-      for (int64_t cap : {24, 40, 2000}) {
+      for (int64_t cap : {24, 40, 1024, 2000}) {
         for (int64_t window : {0, 300}) {
-          const std::vector<int32_t> positions = cap == 24   ? std::vector<int32_t>{0, 7, 23}
-                                                 : cap == 40 ? std::vector<int32_t>{0, 31, 32, 39}
-                                                             : std::vector<int32_t>{0, 5, 31, 32, 33, 700, 1999};
+          const std::vector<int32_t> positions = cap == 24     ? std::vector<int32_t>{0, 7, 23}
+                                                 : cap == 40   ? std::vector<int32_t>{0, 31, 32, 39}
+                                                 : cap == 1024 ? std::vector<int32_t>{0, 5, 33, 700, 1023}
+                                                               : std::vector<int32_t>{0, 5, 31, 32, 33, 700, 1999};
           EXPECT_LE(attention_gpu_vs_cpu(heads.q, heads.kv, head_dim, cap, positions, window, 41), 1e-5)
               << "head_dim " << head_dim << " heads " << heads.q << "/" << heads.kv << " cache " << cap << " window "
               << window;

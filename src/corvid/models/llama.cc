@@ -188,11 +188,10 @@ void LlamaModel::attention_block(const Layer& L, int64_t index, std::span<const 
   const Tensor& v_cache = kv.values(index);
   // Positions were checked against the capacity in forward(); the cache row of a
   // position is the position itself.
-  ops::rope_store_kv(qkv.q, qkv.k, qkv.v, positions, rope_, positions, k_cache, v_cache);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t window = c.sliding_window.value_or(0);
-  ops::attention(qkv.q, k_cache, v_cache, positions, scale, window,
-                 ws_.attn.rows(n).reshaped({n, Hq, D}));
+  ops::rope_store_kv_attention(qkv.q, qkv.k, qkv.v, positions, rope_, k_cache, v_cache, scale, window,
+                               ws_.attn.rows(n).reshaped({n, Hq, D}));
   finish_attention(L, n);
 }
 

@@ -291,6 +291,32 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
 }
 
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                             const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
+                             int64_t window, const Tensor& out) {
+#ifdef CORVID_HAVE_CUDA
+  const Device device = common_device("rope_store_kv_attention", {&q, &k, &v, &k_cache, &v_cache, &out});
+  if (device == Device::CUDA) {
+    // The checks of both ops (rows = positions), then one kernel where it applies.
+    check_rope_args("rope_store_kv_attention", q, positions, params);
+    check_rope_args("rope_store_kv_attention", k, positions, params);
+    check_attention_args("rope_store_kv_attention", device, q, k_cache, v_cache, positions, out);
+    CORVID_CHECK(k.ndim == 3 && k.dim(1) == k_cache.dim(1) && k.dim(2) == k_cache.dim(2) && v.shape == k.shape &&
+                     v.dtype == DType::F32,
+                 "ops::rope_store_kv_attention: k ", k.shape_str(), " and v ", v.shape_str(), " must be [n, ",
+                 k_cache.dim(1), ", ", k_cache.dim(2), "] F32 as the cache's rows");
+    for (int32_t p : positions) {
+      CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::rope_store_kv_attention: position ", p,
+                   " outside the cache capacity ", k_cache.dim(0));
+    }
+    cuda::OpScope scope("attention");
+    if (cuda::rope_store_kv_attention(q, k, v, positions, params, k_cache, v_cache, scale, window, out)) return;
+  }
+#endif
+  rope_store_kv(q, k, v, positions, params, positions, k_cache, v_cache);
+  attention(q, k_cache, v_cache, positions, scale, window, out);
+}
+
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});

@@ -106,6 +106,15 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 
+// rope_store_kv with rows = positions (a contiguous cache: a position's row is the
+// position itself), then attention of q over the cache: a decode step's work between
+// the q/k/v projection and the output projection. On a GPU one query runs it as one
+// kernel (the attention blocks rotate q and the new key themselves). Same results as the
+// two ops, except that q and k may be left unrotated (the two ops rotate them in place).
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                             const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
+                             int64_t window, const Tensor& out);
+
 // Where each query's keys and values live in a paged KV cache (see paged_attention).
 struct PagedKV {
   int64_t block_size = 0;                  // positions per block

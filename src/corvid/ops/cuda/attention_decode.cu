@@ -23,6 +23,13 @@
 // (the queries' own positions) must wait; Q4_0 decode at 128 tokens of context went
 // 502.6 -> 547.2 tok/s with this and ops::rope_store_kv (docs/benchmarks.md). The
 // splits are as many as the GPU holds blocks at once, so all of them prefetch.
+// One query may also arrive with its q and new key unrotated (attention_decode_rope, the
+// decode step's ops::rope_store_kv_attention): every block rotates its q heads (cosines
+// and sines made before waiting), the block whose last tile holds the query's own row
+// rotates the new key into shared memory, reads that row from there and stores it in the
+// cache. rope_store_kv's launch, and the step's wait for it, go: Q4_0 decode 582 -> 593
+// tok/s, 503 -> 513 at 4096 tokens of context (docs/benchmarks.md). A first version that
+// loaded q and the new row one after the other, with a branch in the tile loads, lost 4%.
 // The cache may hold F32, F16 or BF16 (kv_elem.cuh). Loads stay raw words in registers
 // until used, so a 16-bit cache halves the bytes and the registers a tile takes:
 // more blocks fit, and at 4096 tokens of context decode went 455.7 (F32) -> 485.7 tok/s.
@@ -33,6 +40,7 @@
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
+#include "corvid/ops/cuda/rope.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
@@ -46,11 +54,12 @@ constexpr int kTile = kThreads / kSub;    // keys per tile (32)
 constexpr int kKeysPerSplit = kTile;      // a split is worth a block from this many cache rows on
 constexpr int kMaxSplits = 128;  // attention_combine's limit
 
-template <int D, int G, class Kv, class E>
+// kRope: one query whose q and new key arrive unrotated (attention_decode_rope, nr).
+template <int D, int G, class Kv, class E, bool kRope>
 __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) decode_attention_kernel(
     const float* __restrict__ q, const E* __restrict__ k_cache, const E* __restrict__ v_cache, Kv kv,
     const int32_t* __restrict__ positions, float scale, int64_t window, float* __restrict__ partial,
-    float* __restrict__ out, int n_heads, int n_kv_heads, int splits) {
+    float* __restrict__ out, int n_heads, int n_kv_heads, int splits, const NewKvRow nr) {
   // Loads stay in registers as raw 32-bit words of cache elements (a 16-bit cache takes
   // half the registers of an F32 one, so more blocks fit on an SM) and become floats
   // where they are used.
@@ -87,6 +96,16 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   const E* v_head = v_cache + static_cast<int64_t>(kvh) * D;
   const int my_key = tid / kSub, sub = tid % kSub;
   const int dim0 = (tid % (D / kDimsPerThread)) * kDimsPerThread, key_group = tid / (D / kDimsPerThread);
+  // kRope: the rotation's cosines and sines depend on the position alone (made before
+  // waiting); the new key and value, as the cache will hold them, for the block whose
+  // tiles reach the query's own row (it reads them from here).
+  __shared__ float cos_s[kRope ? D / 2 : 1], sin_s[kRope ? D / 2 : 1];
+  __shared__ __align__(16) E new_k[kRope ? D : 1];
+  __shared__ __align__(16) E new_v[kRope ? D : 1];
+  if constexpr (kRope) {
+    for (int i = tid; i < nr.half; i += kThreads)
+      rope_cos_sin(static_cast<int32_t>(pos), nr.inv_freq[i], nr.attention_factor, cos_s[i], sin_s[i]);
+  }
 
   // 1. Loads of a tile's rows j in [lo, hi] (the others keep what they hold): this
   // thread's quarter of its key (16-byte chunks sub + kSub * c, so the kSub threads of a
@@ -117,6 +136,22 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
       }
     }
   };
+  // kRope: the query's own row (in the last tile, not loaded from the cache) from shared memory.
+  auto take_new_row = [&](int64_t tile0) {
+    if (tile0 + my_key == pos) {
+      const uint4* kp = reinterpret_cast<const uint4*>(new_k) + sub;
+#pragma unroll
+      for (int c = 0; c < kKChunks; ++c) kr[c] = kp[kSub * c];
+    }
+#pragma unroll
+    for (int i = 0; i < kTileKeysPerThread; ++i) {
+      if (tile0 + key_group + i * kKeyGroups == pos) {
+        const uint32_t* vp = reinterpret_cast<const uint32_t*>(new_v + dim0);
+#pragma unroll
+        for (int w = 0; w < kVWords; ++w) vr[i][w] = vp[w];
+      }
+    }
+  };
   auto clear_rows = [&] {
 #pragma unroll
     for (int c = 0; c < kKChunks; ++c) kr[c] = make_uint4(0, 0, 0, 0);
@@ -135,11 +170,66 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   clear_rows();
   if (split < tiles) load_rows(first_tile0, first_tile0, min(first_end, written_from - 1));
   pdl_wait();  // launched with launch_pdl: q and the new cache rows from here on
-  // The rows this step wrote are requested first, so their loads overlap q's.
-  if (split < tiles) load_rows(first_tile0, max(first_tile0, written_from), first_end);
-
-  for (int i = tid; i < G * D; i += kThreads)
-    qs[i / D][i % D] = q[(static_cast<int64_t>(t) * n_heads + h0) * D + i] * scale;
+  if constexpr (kRope) {
+    // q's elements with their rope partners, and (the block whose last tile holds the
+    // query's own row: split (tiles - 1) % splits) the new key's and value, all requested
+    // at once; rotated once cos_s is complete; the new row stored by one block a kv head.
+    constexpr int kQ = (G * D + kThreads - 1) / kThreads, kK = (D + kThreads - 1) / kThreads;
+    const bool holds_new_row = split == (tiles - 1) % splits;
+    const float* q_group = q + (static_cast<int64_t>(t) * n_heads + h0) * D;
+    const float* k_in = nr.k + static_cast<int64_t>(kvh) * D;
+    const float* v_in = nr.v + static_cast<int64_t>(kvh) * D;
+    float qd[kQ], qp[kQ], kd[kK], kp[kK], vd[kK];
+#pragma unroll
+    for (int e = 0; e < kQ; ++e) {
+      const int i = tid + e * kThreads;
+      if (i < G * D) {
+        qd[e] = q_group[i];
+        qp[e] = q_group[i - i % D + rope_partner(i % D, nr.half, nr.interleaved)];
+      }
+    }
+    if (holds_new_row) {
+#pragma unroll
+      for (int e = 0; e < kK; ++e) {
+        const int d = tid + e * kThreads;
+        if (d < D) {
+          kd[e] = k_in[d];
+          kp[e] = k_in[rope_partner(d, nr.half, nr.interleaved)];
+          vd[e] = v_in[d];
+        }
+      }
+    }
+    __syncthreads();  // cos_s and sin_s
+#pragma unroll
+    for (int e = 0; e < kQ; ++e) {
+      const int i = tid + e * kThreads;
+      if (i < G * D)
+        qs[i / D][i % D] = rope_element(qd[e], qp[e], i % D, nr.half, nr.interleaved, cos_s, sin_s) * scale;
+    }
+    if (holds_new_row) {
+#pragma unroll
+      for (int e = 0; e < kK; ++e) {
+        const int d = tid + e * kThreads;
+        if (d < D) {
+          new_k[d] = kv_encode<E>(rope_element(kd[e], kp[e], d, nr.half, nr.interleaved, cos_s, sin_s));
+          new_v[d] = kv_encode<E>(vd[e]);
+        }
+      }
+      __syncthreads();  // new_k and new_v (holds_new_row is the same for the whole block)
+      if (h0 % (n_heads / n_kv_heads) == 0) {
+        const int64_t at = kv.row(t, pos) * kv_stride + static_cast<int64_t>(kvh) * D;
+        for (int d = tid; d < D; d += kThreads) {
+          static_cast<E*>(nr.k_cache)[at + d] = new_k[d];
+          static_cast<E*>(nr.v_cache)[at + d] = new_v[d];
+        }
+      }
+    }
+  } else {
+    // The rows this step wrote are requested first, so their loads overlap q's.
+    if (split < tiles) load_rows(first_tile0, max(first_tile0, written_from), first_end);
+    for (int i = tid; i < G * D; i += kThreads)
+      qs[i / D][i % D] = q[(static_cast<int64_t>(t) * n_heads + h0) * D + i] * scale;
+  }
 
   // Online-softmax state of head g lives in warp g % kWarps (every lane holds it).
   float m[(G + kWarps - 1) / kWarps], l[(G + kWarps - 1) / kWarps];
@@ -160,8 +250,9 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
     const int64_t j = tile0 + my_key;
     if (tile != split) {  // the first tile is in registers already
       clear_rows();
-      load_rows(tile0, tile0, end);
+      load_rows(tile0, tile0, kRope ? min(end, pos - 1) : end);  // kRope: row pos comes from take_new_row
     }
+    if (kRope && tile == tiles - 1) take_new_row(tile0);
     // 2. Scores of this key for the G heads: each loaded word becomes floats once, used
     // by every head right away (converting all of a tile first would hold it as floats).
     float sc[G];
@@ -292,13 +383,15 @@ int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent, 
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
-template <int D, int G, class Kv>
+// rope: null for attention over rows already in the cache, else the new row the kernel
+// rotates and stores (one query, a contiguous cache).
+template <int D, int G, class Kv, bool kRope>
 void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out, const NewKvRow& rope) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), n_kv_heads = k_cache.dim(1);
   dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
-    auto* kernel = decode_attention_kernel<D, G, Kv, E>;
+    auto* kernel = decode_attention_kernel<D, G, Kv, E, kRope>;
     static const int resident = [kernel] {
       int blocks = 0;
       CORVID_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
@@ -310,18 +403,38 @@ void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& 
     const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
     launch_pdl("decode_attention_kernel", kernel, grid, dim3(kThreads), ctx.stream, q.ptr<float>(),
                static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, pos, scale, window,
-               partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
+               partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits, rope);
     if (splits > 1) attention_combine(ctx, partial, out, splits);
   });
 }
 
-template <int D, class Kv>
+template <int D, class Kv, bool kRope>
 void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                  const Kv& kv, const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
-  if (group % 8 == 0) launch<D, 8>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else if (group % 4 == 0) launch<D, 4>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else if (group % 2 == 0) launch<D, 2>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else launch<D, 1>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+                  const Kv& kv, const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                  const NewKvRow& rope) {
+  if (group % 8 == 0) launch<D, 8, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+  else if (group % 4 == 0) launch<D, 4, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+  else if (group % 2 == 0) launch<D, 2, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+  else launch<D, 1, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+}
+
+// Runs decode attention for head sizes 64, 128 and 256 (false for others, nothing launched).
+template <class Kv, bool kRope>
+bool launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                     const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                     const NewKvRow& rope) {
+  const int g = static_cast<int>(q.dim(1) / k_cache.dim(1));
+  // float4 key loads; the grid's y (head groups) is within range: the caller checks heads <= 65535.
+  if (reinterpret_cast<uintptr_t>(k_cache.data) % 16 != 0) return false;
+  switch (q.dim(2)) {
+    case 64: launch_group<64, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+      return true;
+    case 128: launch_group<128, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+      return true;
+    case 256: launch_group<256, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+      return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -329,16 +442,14 @@ void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cach
 template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                       const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
-  const int64_t head_dim = q.dim(2);
-  const int g = static_cast<int>(q.dim(1) / k_cache.dim(1));
-  // float4 key loads; the grid's y (head groups) is within range: the caller checks heads <= 65535.
-  if (reinterpret_cast<uintptr_t>(k_cache.data) % 16 != 0) return false;
-  switch (head_dim) {
-    case 64: launch_group<64>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
-    case 128: launch_group<128>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
-    case 256: launch_group<256>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return true;
-    default: return false;
-  }
+  return launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
+}
+
+bool attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
+                           const Tensor& v_cache, const int32_t* pos, float scale, int64_t window, const Tensor& out) {
+  if (q.dim(0) != 1) return false;
+  return launch_head_dim<ContiguousKv, true>(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale,
+                                             window, out, row);
 }
 
 template bool attention_decode<ContiguousKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const ContiguousKv&,

@@ -19,6 +19,27 @@ template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                       const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
 
+// One decode query's new key and value as the q/k/v projection wrote them (k not yet
+// rotated), the rotation, and the caches attention_decode_rope stores them in.
+struct NewKvRow {
+  const float* k = nullptr;  // [kv_heads, head_dim]
+  const float* v = nullptr;
+  const float* inv_freq = nullptr;  // half frequencies on the device
+  float attention_factor = 1.0f;
+  int half = 0;  // rotated pairs per head (rotary_dim / 2)
+  bool interleaved = false;
+  void* k_cache = nullptr;  // the caches' elements, written at row `position`
+  void* v_cache = nullptr;
+};
+
+// attention_decode of one query (q [1, heads, head_dim] not yet rotated) over a
+// contiguous cache whose row pos[0] this call fills: the kernel rotates q and the new key
+// itself, the block that attends to that row stores the row, and the others read only
+// older rows, so rope_store_kv's launch (and the step's wait for it) goes away. q is left
+// as given. False, with nothing launched, where attention_decode would return false.
+bool attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
+                           const Tensor& v_cache, const int32_t* pos, float scale, int64_t window, const Tensor& out);
+
 // out [n, heads, head_dim] from the splits' partial rows (attention.cu): row (query t,
 // head h, split s) at partial + ((t * heads + h) * splits + s) * (head_dim + 2) holds
 // the split's running max, running sum and unnormalised output.

@@ -12,6 +12,7 @@
 #include "corvid/ops/cuda/kv_elem.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/rope.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
@@ -105,19 +106,6 @@ __global__ void add_rms_norm_kernel(float* x, const float* y, const void* w, DTy
     o[i] = value;
     if (out16.p) out16.p[r * cols + i] = half_bits(value, out16.f16);
   }
-}
-
-// The rotation of pair i at position pos: theta = pos * inv_freq in float, cos and sin
-// in double, both times attention_factor (the CPU's arithmetic, elementwise.cc).
-__device__ __forceinline__ void rope_cos_sin(int32_t pos, float inv_freq, float attention_factor, float& c, float& s) {
-  const float theta = static_cast<float>(pos) * inv_freq;
-  c = static_cast<float>(cos(static_cast<double>(theta))) * attention_factor;
-  s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
-}
-
-// The pair (x0, x1) rotated by the angle whose cosine and sine are c and s.
-__device__ __forceinline__ float2 rotate(float x0, float x1, float c, float s) {
-  return make_float2(x0 * c - x1 * s, x1 * c + x0 * s);
 }
 
 // Rotates pair i of one head in place.
