@@ -209,8 +209,8 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const E* __r
 }
 
 // One block per (query, head, 32 dims): the splits' weights exp(m_s - max) go to shared
-// memory first, then warp w adds up splits w, w + 8, ... for the block's 32 dims (lane =
-// dim: one coalesced 128-byte read per split, the splits' loads independent), and the
+// memory, and warp w adds up splits w, w + 8, ... for the block's 32 dims (lane = dim:
+// one coalesced 128-byte read per split, all of a warp's reads issued first), and the
 // warps' sums meet in shared memory. Blocks per dim chunk spread the partials' bytes
 // (up to 2 MB at 128 splits) over more SMs than one block per head would.
 constexpr int kMaxCombineSplits = 128;
@@ -230,6 +230,16 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
   const int d = blockIdx.z * kCombineDims + lane;
   const int64_t stride = head_dim + 2;
   const float* rows = partial + (static_cast<int64_t>(t) * n_heads + h) * splits * stride;
+  // This warp's splits' values of dim d, all requested at once, before (and while) warp 0
+  // turns the splits' maxima into weights: one round trip to L2 instead of one for the
+  // maxima and then several for the values.
+  constexpr int kPerWarp = kMaxCombineSplits / kCombineWarps;
+  float part[kPerWarp];
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const int s = warp + i * kCombineWarps;
+    part[i] = s < splits && d < head_dim ? rows[s * stride + 2 + d] : 0.0f;
+  }
   if (warp == 0) {
     float big = -INFINITY;
     for (int s = lane; s < splits; s += 32) big = fmaxf(big, rows[s * stride]);
@@ -246,10 +256,11 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
     if (lane == 0) inv_total = 1.0f / total;
   }
   __syncthreads();
-  float acc = 0.0f;
-  if (d < head_dim) {
-#pragma unroll 4
-    for (int s = warp; s < splits; s += kCombineWarps) acc = fmaf(rows[s * stride + 2 + d], weight_s[s], acc);
+  float acc = 0.0f;  // splits in ascending order, as the values' loads went
+#pragma unroll
+  for (int i = 0; i < kPerWarp; ++i) {
+    const int s = warp + i * kCombineWarps;
+    if (s < splits) acc = fmaf(part[i], weight_s[s], acc);
   }
   acc_s[warp][lane] = acc;
   __syncthreads();
