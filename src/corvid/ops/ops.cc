@@ -309,8 +309,11 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
       CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::rope_store_kv_attention: position ", p,
                    " outside the cache capacity ", k_cache.dim(0));
     }
-    cuda::OpScope scope("attention");
-    if (cuda::rope_store_kv_attention(q, k, v, positions, params, k_cache, v_cache, scale, window, out)) return;
+    if (cuda::rope_store_kv_attention_fuses(q, k_cache)) {
+      cuda::OpScope scope("attention");  // (otherwise the two ops below time themselves)
+      cuda::rope_store_kv_attention(q, k, v, positions, params, k_cache, v_cache, scale, window, out);
+      return;
+    }
   }
 #endif
   rope_store_kv(q, k, v, positions, params, positions, k_cache, v_cache);

@@ -399,18 +399,21 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   fp32_attention(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window, out);
 }
 
-bool rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache) {
+  static const bool off = env_flag("CORVID_NO_FUSED_ROPE");
+  return !off && attention_decode_rope_supported(q, k_cache);
+}
+
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out) {
-  static const bool off = env_flag("CORVID_NO_FUSED_ROPE");
-  if (off || q.dim(0) != 1) return false;
   Context& ctx = context();
   check_grid(q);
   const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
   const NewKvRow row{k.ptr<float>(),         v.ptr<float>(),     ctx.constant(params.inv_freq),
                      params.attention_factor, params.rotary_dim / 2, params.interleaved,
                      k_cache.data,            v_cache.data};
-  return attention_decode_rope(ctx, q, row, k_cache, v_cache, pos, scale, window, out);
+  attention_decode_rope(ctx, q, row, k_cache, v_cache, pos, scale, window, out);
 }
 
 // A batch mixes decode tokens (one query per sequence) with prefill chunks (many

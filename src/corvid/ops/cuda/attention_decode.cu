@@ -445,11 +445,18 @@ bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, cons
   return launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
 }
 
-bool attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
+bool attention_decode_rope_supported(const Tensor& q, const Tensor& k_cache) {
+  const int64_t head_dim = q.dim(2);
+  return q.dim(0) == 1 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
+         reinterpret_cast<uintptr_t>(k_cache.data) % 16 == 0;
+}
+
+void attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
                            const Tensor& v_cache, const int32_t* pos, float scale, int64_t window, const Tensor& out) {
-  if (q.dim(0) != 1) return false;
-  return launch_head_dim<ContiguousKv, true>(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale,
-                                             window, out, row);
+  CORVID_CHECK(attention_decode_rope_supported(q, k_cache), "CUDA attention_decode_rope: q ", q.shape_str(),
+               " (one query of head size 64, 128 or 256 over a 16-byte aligned cache)");
+  launch_head_dim<ContiguousKv, true>(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window,
+                                      out, row);
 }
 
 template bool attention_decode<ContiguousKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const ContiguousKv&,

@@ -36,8 +36,9 @@ struct NewKvRow {
 // contiguous cache whose row pos[0] this call fills: the kernel rotates q and the new key
 // itself, the block that attends to that row stores the row, and the others read only
 // older rows, so rope_store_kv's launch (and the step's wait for it) goes away. q is left
-// as given. False, with nothing launched, where attention_decode would return false.
-bool attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
+// as given. Only where attention_decode_rope_supported says so.
+bool attention_decode_rope_supported(const Tensor& q, const Tensor& k_cache);
+void attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
                            const Tensor& v_cache, const int32_t* pos, float scale, int64_t window, const Tensor& out);
 
 // out [n, heads, head_dim] from the splits' partial rows (attention.cu): row (query t,

@@ -60,9 +60,10 @@ void add(const Tensor& x, const Tensor& y);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
-// True when one kernel did it all (one query, decode attention's head sizes; not with
-// CORVID_NO_FUSED_ROPE=1), false (nothing launched) leaves it to rope_store_kv + attention.
-bool rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+// Whether rope_store_kv_attention runs as one kernel (one query, decode attention's head
+// sizes; not with CORVID_NO_FUSED_ROPE=1); otherwise ops.cc runs rope_store_kv + attention.
+bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache);
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
