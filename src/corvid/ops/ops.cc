@@ -164,6 +164,29 @@ void check_rope_args(const char* op, const Tensor& x, std::span<const int32_t> p
                params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
 }
 
+// rope_store_kv's arguments (rope_store_kv_attention's too, with rows = positions).
+void check_rope_store_kv_args(const char* op, Device device, const Tensor& q, const Tensor& k, const Tensor& v,
+                              std::span<const int32_t> positions, const RopeParams& params,
+                              std::span<const int32_t> rows, const Tensor& k_cache, const Tensor& v_cache) {
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
+    check_f32(op, name, *t);
+  check_kv_caches(op, device, k_cache, v_cache);
+  CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2), "ops::", op, ": q ",
+               q.shape_str(), " and k ", k.shape_str(), " must be [n, heads, head_dim] with the same n and head_dim");
+  CORVID_CHECK(v.ndim == 3 && v.dim(0) == k.dim(0) && v.dim(1) == k.dim(1) && v.dim(2) == k.dim(2), "ops::", op,
+               ": v ", v.shape_str(), " must be shaped as k ", k.shape_str());
+  const int64_t row_elems = k.dim(1) * k.dim(2);
+  CORVID_CHECK(k_cache.numel() == v_cache.numel() && row_elems > 0 && k_cache.numel() % row_elems == 0, "ops::", op,
+               ": caches ", k_cache.shape_str(), " and ", v_cache.shape_str(), " must be rows of ", row_elems,
+               " values, the same number each");
+  CORVID_CHECK(rows.size() == positions.size(), "ops::", op, ": ", rows.size(), " cache rows for ", positions.size(),
+               " positions");
+  const int64_t cache_rows = k_cache.numel() / row_elems;
+  for (int32_t r : rows)
+    CORVID_CHECK(r < cache_rows, "ops::", op, ": cache row ", r, " is outside the cache (", cache_rows, " rows)");
+  check_rope_args(op, q, positions, params);
+}
+
 }  // namespace
 
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
@@ -176,24 +199,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
                    const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
                    const Tensor& v_cache) {
   const Device device = common_device("rope_store_kv", {&q, &k, &v, &k_cache, &v_cache});
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
-    check_f32("rope_store_kv", name, *t);
-  check_kv_caches("rope_store_kv", device, k_cache, v_cache);
-  CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2),
-               "ops::rope_store_kv: q ", q.shape_str(), " and k ", k.shape_str(),
-               " must be [n, heads, head_dim] with the same n and head_dim");
-  CORVID_CHECK(v.ndim == 3 && v.dim(0) == k.dim(0) && v.dim(1) == k.dim(1) && v.dim(2) == k.dim(2),
-               "ops::rope_store_kv: v ", v.shape_str(), " must be shaped as k ", k.shape_str());
-  const int64_t row_elems = k.dim(1) * k.dim(2);
-  CORVID_CHECK(k_cache.numel() == v_cache.numel() && row_elems > 0 && k_cache.numel() % row_elems == 0,
-               "ops::rope_store_kv: caches ", k_cache.shape_str(), " and ", v_cache.shape_str(), " must be rows of ",
-               row_elems, " values, the same number each");
-  CORVID_CHECK(rows.size() == positions.size(), "ops::rope_store_kv: ", rows.size(), " cache rows for ",
-               positions.size(), " positions");
-  const int64_t cache_rows = k_cache.numel() / row_elems;
-  for (int32_t r : rows)
-    CORVID_CHECK(r < cache_rows, "ops::rope_store_kv: cache row ", r, " is outside the cache (", cache_rows, " rows)");
-  check_rope_args("rope_store_kv", q, positions, params);
+  check_rope_store_kv_args("rope_store_kv", device, q, k, v, positions, params, rows, k_cache, v_cache);
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA) {
     cuda::OpScope scope("rope_store_kv");
@@ -204,6 +210,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   (void)device;
   cpu::rope(q, positions, params);
   cpu::rope(k, positions, params);
+  const int64_t row_elems = k.dim(1) * k.dim(2);
   const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0) continue;
@@ -277,16 +284,21 @@ void check_attention_args(const char* op, Device device, const Tensor& q, const 
                " positions for ", q.dim(0), " queries");
 }
 
+// Every position a row of a contiguous cache (the row is the position).
+void check_positions_in_cache(const char* op, std::span<const int32_t> positions, const Tensor& k_cache) {
+  for (int32_t p : positions) {
+    CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::", op, ": position ", p, " outside the cache capacity ",
+                 k_cache.dim(0));
+  }
+}
+
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
   check_attention_args("attention", device, q, k_cache, v_cache, positions, out);
-  for (int32_t p : positions) {
-    CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::attention: position ", p, " outside the cache capacity ",
-                 k_cache.dim(0));
-  }
+  check_positions_in_cache("attention", positions, k_cache);
   if (q.numel() == 0) return;
   CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
 }
@@ -297,18 +309,14 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 #ifdef CORVID_HAVE_CUDA
   const Device device = common_device("rope_store_kv_attention", {&q, &k, &v, &k_cache, &v_cache, &out});
   if (device == Device::CUDA) {
-    // The checks of both ops (rows = positions), then one kernel where it applies.
-    check_rope_args("rope_store_kv_attention", q, positions, params);
-    check_rope_args("rope_store_kv_attention", k, positions, params);
-    check_attention_args("rope_store_kv_attention", device, q, k_cache, v_cache, positions, out);
-    CORVID_CHECK(k.ndim == 3 && k.dim(1) == k_cache.dim(1) && k.dim(2) == k_cache.dim(2) && v.shape == k.shape &&
-                     v.dtype == DType::F32,
-                 "ops::rope_store_kv_attention: k ", k.shape_str(), " and v ", v.shape_str(), " must be [n, ",
-                 k_cache.dim(1), ", ", k_cache.dim(2), "] F32 as the cache's rows");
-    for (int32_t p : positions) {
-      CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::rope_store_kv_attention: position ", p,
-                   " outside the cache capacity ", k_cache.dim(0));
-    }
+    // The checks of both ops (rows = positions), then one kernel where it applies, which
+    // writes k's heads where the cache keeps them.
+    const char* op = "rope_store_kv_attention";
+    check_rope_store_kv_args(op, device, q, k, v, positions, params, positions, k_cache, v_cache);
+    check_attention_args(op, device, q, k_cache, v_cache, positions, out);
+    check_positions_in_cache(op, positions, k_cache);
+    CORVID_CHECK(k.dim(1) == k_cache.dim(1), "ops::", op, ": k ", k.shape_str(), " must have the cache's ",
+                 k_cache.dim(1), " kv heads");
     if (cuda::rope_store_kv_attention_fuses(q, k_cache)) {
       cuda::OpScope scope("attention");  // (otherwise the two ops below time themselves)
       cuda::rope_store_kv_attention(q, k, v, positions, params, k_cache, v_cache, scale, window, out);

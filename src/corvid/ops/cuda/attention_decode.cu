@@ -418,22 +418,27 @@ void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cach
   else launch<D, 1, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
 }
 
-// Runs decode attention for head sizes 64, 128 and 256 (false for others, nothing launched).
+// What the decode kernels take: head sizes 64, 128 and 256, and a 16-byte aligned cache
+// (float4 key loads). The grid's y (head groups) is within range: the callers check heads <= 65535.
+bool decode_kernels_take(const Tensor& q, const Tensor& k_cache) {
+  const int64_t head_dim = q.dim(2);
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && aligned16(k_cache.data);
+}
+
+// Runs decode attention where decode_kernels_take says so.
 template <class Kv, bool kRope>
-bool launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+void launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
                      const NewKvRow& rope) {
   const int g = static_cast<int>(q.dim(1) / k_cache.dim(1));
-  // float4 key loads; the grid's y (head groups) is within range: the caller checks heads <= 65535.
-  if (reinterpret_cast<uintptr_t>(k_cache.data) % 16 != 0) return false;
   switch (q.dim(2)) {
     case 64: launch_group<64, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-      return true;
+      return;
     case 128: launch_group<128, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-      return true;
+      return;
     case 256: launch_group<256, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-      return true;
-    default: return false;
+      return;
+    default: fail("CUDA decode attention: head_dim ", q.dim(2), " is not 64, 128 or 256");
   }
 }
 
@@ -442,13 +447,13 @@ bool launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const
 template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                       const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
-  return launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
+  if (!decode_kernels_take(q, k_cache)) return false;
+  launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
+  return true;
 }
 
 bool attention_decode_rope_supported(const Tensor& q, const Tensor& k_cache) {
-  const int64_t head_dim = q.dim(2);
-  return q.dim(0) == 1 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
-         reinterpret_cast<uintptr_t>(k_cache.data) % 16 == 0;
+  return q.dim(0) == 1 && decode_kernels_take(q, k_cache);
 }
 
 void attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, const Tensor& k_cache,
