@@ -90,8 +90,8 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     float sc, mn;
     k_scale_min(h + 4, static_cast<int>(u % 8), sc, mn);
     const float d = half_to_float(load_u16(h)), dmin = half_to_float(load_u16(h + 2));
-    const float2 az = k_affine(d, dmin, sc, mn);
-    const __half a = __float2half_rn(az.x), z = __float2half_rn(az.y);
+    const __half2 az = k_affine_f16(d, dmin, sc, mn);
+    const __half a = __low2half(az), z = __high2half(az);
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> shift) & 0xF);
@@ -104,8 +104,8 @@ __device__ __forceinline__ void decode8(const uint8_t* row, uint32_t i0, uint32_
     float sc, mn;
     k_scale_min(b + 4, static_cast<int>(2 * chunk + hi), sc, mn);
     const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-    const float2 az = k_affine(d, dmin, sc, mn);
-    const __half a = __float2half_rn(az.x), z = __float2half_rn(az.y);
+    const __half2 az = k_affine_f16(d, dmin, sc, mn);
+    const __half a = __low2half(az), z = __high2half(az);
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int nib = static_cast<int>((((e < 4 ? q.x : q.y) >> (8 * (e % 4))) >> (hi ? 4 : 0)) & 0xF);

@@ -133,11 +133,11 @@ __device__ __forceinline__ void decode_block(const uint8_t* quants, const uint8_
         const uint4 header = *reinterpret_cast<const uint4*>(scales + row * L::kScalePitch);  // d, dmin, scales
         uint32_t sc, mn;
         k_scale_min_words(header.y, header.z, header.w, sub + b, sc, mn);
-        const float2 az = k_affine(half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)),
-                                   half_to_float(static_cast<uint16_t>(header.x >> 16)), small_uint_to_float(sc),
-                                   small_uint_to_float(mn));
-        a = __float2half2_rn(az.x);
-        z = __float2half2_rn(az.y);
+        const __half2 az = k_affine_f16(half_to_float(static_cast<uint16_t>(header.x & 0xFFFF)),
+                                        half_to_float(static_cast<uint16_t>(header.x >> 16)), small_uint_to_float(sc),
+                                        small_uint_to_float(mn));
+        a = __low2half2(az);
+        z = __high2half2(az);
       }
       const __half2 offset = __float2half2_rn(1024.0f);
       auto pair = [&](uint32_t x) {

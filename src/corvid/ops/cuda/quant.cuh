@@ -34,17 +34,17 @@ __device__ __forceinline__ void k_scale_min(const uint8_t* s, int j, float& sc, 
 }
 
 // A Q4_1R, Q4_K or Q4_KR quant q as the f16 weight of the prompt GEMMs (f16 operands):
-// a * q + z with one f16 rounding, a and z f16 (Q4_1R: d and m; Q4_K: k_affine's, each
-// rounded to f16 first). The tile decoder (gemm_tc.cu) and the wgmma GEMM (gemm_wgmma.cu,
-// on f16 pairs) both compute it so, and so give the same bits. (GGUF Q4_1, which only
+// a * q + z with one f16 rounding, a and z f16 (Q4_1R: d and m; Q4_K: k_affine_f16's).
+// The tile decoder (gemm_tc.cu) and the wgmma GEMM (gemm_wgmma.cu, on f16 pairs) both
+// compute it so, and so give the same bits. (GGUF Q4_1, which only
 // layouts the GPU does not rearrange keep, decodes through element<Q4_1> in F32.)
 __device__ __forceinline__ float affine_quant_f16(int q, __half a, __half z) {
   return __half2float(__hfma(__int2half_rn(q), a, z));
 }
 // Q4_K's a and z for a sub-block of scale sc and minimum mn (both exact in F32): d sc and
-// -dmin mn, rounded to f16 by the caller.
-__device__ __forceinline__ float2 k_affine(float d, float dmin, float sc, float mn) {
-  return make_float2(d * sc, -(dmin * mn));
+// -dmin mn, each rounded to f16 (a the low half, z the high).
+__device__ __forceinline__ __half2 k_affine_f16(float d, float dmin, float sc, float mn) {
+  return __floats2half2_rn(d * sc, -(dmin * mn));
 }
 
 // Q4_KR (core/dtype.h): the 16-byte header (d, dmin, packed 6-bit scales and minimums)
