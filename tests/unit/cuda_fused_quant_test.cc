@@ -33,7 +33,7 @@ using testing::to_gpu;
 using testing::to_host;
 
 bool fused_quant_off() {
-  return env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A") || env_flag("CORVID_NO_CLUSTER_NORM");
+  return env_flag("CORVID_NO_FUSED_QUANT") || env_flag("CORVID_NO_DP4A");
 }
 
 // A decode GEMV on quantized weights, so that producers write int8 (Context::int8_wanted).
@@ -46,7 +46,7 @@ void run_a_quantized_gemv() {
 TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
   SKIP_WITHOUT_GPU();
   NumericsScope scope(ops::QuantizedMatmul::Fast);
-  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT, CORVID_NO_DP4A or CORVID_NO_CLUSTER_NORM is set";
+  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT or CORVID_NO_DP4A is set";
   // Attention: 32 heads of 128 over 8 kv heads, a 512-row cache (so decode splits it).
   const int64_t heads = 32, kv_heads = 8, head_dim = 128, cache_rows = 512;
   const int64_t m = 1000, k = heads * head_dim;
@@ -142,7 +142,7 @@ TEST(CudaFusedQuant, ProducerInt8EqualsTheGemvQuantizer) {
 TEST(CudaFusedQuant, ProducerInt8EqualsTheQuantizerOnRowsEndingInsideAWarp) {
   SKIP_WITHOUT_GPU();
   NumericsScope scope(ops::QuantizedMatmul::Fast);
-  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT, CORVID_NO_DP4A or CORVID_NO_CLUSTER_NORM is set";
+  if (fused_quant_off()) GTEST_SKIP() << "CORVID_NO_FUSED_QUANT or CORVID_NO_DP4A is set";
   ops::cuda::Context& ctx = ops::cuda::context();
   for (int64_t cols : {800, 4128}) {
     OwnedTensor norm_w = f32_tensor({cols}, random_floats(static_cast<size_t>(cols), 512));

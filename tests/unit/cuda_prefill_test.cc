@@ -22,7 +22,10 @@
 
 #include "corvid/core/device.h"
 #include "corvid/core/half.h"
+#include "corvid/core/env.h"
 #include "corvid/ops/cuda/attention_prefill.cuh"
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/gemm_cublaslt.cuh"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
 #include "ops_test_util.h"
@@ -82,6 +85,57 @@ TEST(CudaPrefill, TensorCoreGemmEqualsProductOfRoundedOperands) {
         }
       std::printf("cuda prefill gemm %-5s n=%-3lld max err / sum|x w| = %.3g\n", std::string(dtype_name(t)).c_str(),
                   static_cast<long long>(n), worst);
+    }
+  }
+}
+
+// A bias on 16-bit weights: cuBLASLt adds an F32 bias in its epilogue; a BF16 bias, or an
+// F32 one not 16-byte aligned, is added after the GEMM. All three must give the product
+// plus the bias (the bias as stored), with the same tolerance as above.
+TEST(CudaPrefill, BiasInTheEpilogueOrAfterIt) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope fast(ops::QuantizedMatmul::Fast);
+  const int64_t n = 40, m = 96, k = 256;
+  enum class Bias { F32, BF16, F32Unaligned };
+  for (DType t : {DType::BF16, DType::F16}) {
+    for (Bias kind : {Bias::F32, Bias::BF16, Bias::F32Unaligned}) {
+      OwnedTensor w = make_weight(t, m, k, random_floats(static_cast<size_t>(m * k), 31));
+      const auto xv = random_floats(static_cast<size_t>(n * k), 32);
+      auto bv = random_floats(static_cast<size_t>(m + 1), 33);
+      if (kind == Bias::BF16)
+        for (float& b : bv) b = bf16_to_f32(f32_to_bf16(b));
+      OwnedTensor x = f32_tensor({n, k}, xv);
+      DeviceTensor gw = to_gpu(w.tensor), gx = to_gpu(x.tensor);
+      // F32Unaligned: the bias starts one float into its buffer (4-byte aligned only).
+      DeviceTensor gb_f32 = to_gpu(f32_tensor({m + 1}, bv).tensor);
+      std::vector<uint16_t> b16(bv.size());
+      for (size_t i = 0; i < bv.size(); ++i) b16[i] = f32_to_bf16(bv[i]);
+      DeviceTensor gb_bf16(Device::CUDA, DType::BF16, {m + 1});
+      copy_bytes(gb_bf16.tensor.data, Device::CUDA, b16.data(), Device::CPU, b16.size() * 2);
+      const int64_t offset = kind == Bias::F32Unaligned ? 1 : 0;
+      const Tensor bias = kind == Bias::BF16 ? Tensor(DType::BF16, {m}, gb_bf16.tensor.data, Device::CUDA)
+                                             : Tensor(DType::F32, {m}, gb_f32.tensor.ptr<float>() + offset, Device::CUDA);
+      DeviceTensor g_out(Device::CUDA, DType::F32, {n, m});
+      const uint64_t epilogues = ops::cuda::lt_gemm_bias_epilogues();
+      ops::matmul(gx.tensor, gw.tensor, g_out.tensor, &bias);
+      const auto got = to_host(g_out.tensor);
+      // Only the aligned F32 bias goes to the epilogue (unless CORVID_NO_CUBLASLT=1).
+      const bool epilogue = kind == Bias::F32 && !env_flag("CORVID_NO_CUBLASLT");
+      EXPECT_EQ(ops::cuda::lt_gemm_bias_epilogues() - epilogues, epilogue ? 1u : 0u) << dtype_name(t);
+      const bool f16 = t == DType::F16;
+      const auto wv = weight_values(w.tensor);
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < m; ++c) {
+          double sum = bv[static_cast<size_t>(c + offset)], mag = std::abs(sum);
+          for (int64_t i = 0; i < k; ++i) {
+            const double p = static_cast<double>(round16(xv[static_cast<size_t>(r * k + i)], f16)) *
+                             wv[static_cast<size_t>(c * k + i)];
+            sum += p;
+            mag += std::abs(p);
+          }
+          ASSERT_LE(std::abs(got[static_cast<size_t>(r * m + c)] - sum) / mag, 1e-5)
+              << dtype_name(t) << " bias kind " << static_cast<int>(kind) << " row " << r << " col " << c;
+        }
     }
   }
 }
@@ -244,33 +298,42 @@ TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
 // (fp32, same formula): 1e-5 relative, for x and for the normed output. Decode rows run
 // on a cluster of blocks (norm_cluster.cu), prompts one block a row (float4 loads up to
 // 8192 wide, scalar past that and for odd widths);
-// out may be y (the model passes one buffer for both).
+// out may be y (the model passes one buffer for both). The cluster has the 2, 4 or 8
+// blocks the decode GEMVs ask for (Context::norm_cluster_blocks), more for wide rows.
 TEST(CudaOpsFused, AddRmsNormMatchesCpu) {
   SKIP_WITHOUT_GPU();
   struct Shape {
     int64_t rows, cols;
   };
   uint32_t seed = 51;
-  for (Shape s : {Shape{3, 4096}, Shape{1, 4096}, Shape{1, 576}, Shape{2, 8192}, Shape{1, 16384}, Shape{1, 258},
-                  Shape{100, 4096}, Shape{70, 8192}, Shape{70, 576}, Shape{70, 10000}, Shape{1, 20000}}) {
-    const size_t count = static_cast<size_t>(s.rows * s.cols);
-    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
-      for (bool out_is_y : {false, true}) {
-        const auto xv = random_floats(count, seed++), yv = random_floats(count, seed++);
-        OwnedTensor x = f32_tensor({s.rows, s.cols}, xv), y = f32_tensor({s.rows, s.cols}, yv);
-        OwnedTensor w = make_weight(wt, 1, s.cols, random_floats(static_cast<size_t>(s.cols), seed++));
-        const Tensor w1 = w.tensor.reshaped({s.cols});
-        OwnedTensor out(DType::F32, {s.rows, s.cols});
-        DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w1);
-        DeviceTensor gout(Device::CUDA, DType::F32, {s.rows, s.cols});
-        ops::add_rms_norm(x.tensor, y.tensor, w1, 1e-5f, out.tensor);
-        ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, out_is_y ? gy.tensor : gout.tensor);
-        EXPECT_LE(rel_err(to_host(gx.tensor), x.ptr<float>(), count), 1e-5) << s.rows << "x" << s.cols;
-        EXPECT_LE(rel_err(to_host(out_is_y ? gy.tensor : gout.tensor), out.ptr<float>(), count), 1e-5)
-            << s.rows << "x" << s.cols << " " << dtype_name(wt) << (out_is_y ? " out = y" : "");
+  ops::cuda::Context& ctx = ops::cuda::context();
+  const int default_blocks = ctx.norm_cluster_blocks;
+  for (int blocks : {8, 4, 2}) {
+    for (Shape s : {Shape{3, 4096}, Shape{1, 4096}, Shape{1, 576}, Shape{2, 8192}, Shape{1, 16384}, Shape{1, 258},
+                    Shape{100, 4096}, Shape{70, 8192}, Shape{70, 576}, Shape{70, 10000}, Shape{1, 20000}}) {
+      if (blocks != 8 && (s.rows > 64 || s.cols > 8192)) continue;  // prompts and wide rows: covered with 8
+      ctx.norm_cluster_blocks = blocks;
+      const size_t count = static_cast<size_t>(s.rows * s.cols);
+      for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+        for (bool out_is_y : {false, true}) {
+          const auto xv = random_floats(count, seed++), yv = random_floats(count, seed++);
+          OwnedTensor x = f32_tensor({s.rows, s.cols}, xv), y = f32_tensor({s.rows, s.cols}, yv);
+          OwnedTensor w = make_weight(wt, 1, s.cols, random_floats(static_cast<size_t>(s.cols), seed++));
+          const Tensor w1 = w.tensor.reshaped({s.cols});
+          OwnedTensor out(DType::F32, {s.rows, s.cols});
+          DeviceTensor gx = to_gpu(x.tensor), gy = to_gpu(y.tensor), gw = to_gpu(w1);
+          DeviceTensor gout(Device::CUDA, DType::F32, {s.rows, s.cols});
+          ops::add_rms_norm(x.tensor, y.tensor, w1, 1e-5f, out.tensor);
+          ops::add_rms_norm(gx.tensor, gy.tensor, gw.tensor, 1e-5f, out_is_y ? gy.tensor : gout.tensor);
+          EXPECT_LE(rel_err(to_host(gx.tensor), x.ptr<float>(), count), 1e-5) << s.rows << "x" << s.cols;
+          EXPECT_LE(rel_err(to_host(out_is_y ? gy.tensor : gout.tensor), out.ptr<float>(), count), 1e-5)
+              << s.rows << "x" << s.cols << " " << dtype_name(wt) << (out_is_y ? " out = y" : "") << ", cluster of "
+              << blocks;
+        }
       }
     }
   }
+  ctx.norm_cluster_blocks = default_blocks;
 }
 
 }  // namespace

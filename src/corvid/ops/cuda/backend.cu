@@ -30,10 +30,9 @@ Context* make_context() {
   CORVID_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
   // Plain FP32 GEMMs (no TF32): F32 activations must match the CPU reference to ~1e-6 relative.
   CORVID_CUBLAS_CHECK(cublasSetMathMode(c->cublas, CUBLAS_PEDANTIC_MATH));
-  // A workspace of our own: cuBLAS then never allocates inside a recorded step.
-  constexpr size_t kCublasWorkspace = size_t{32} << 20;
-  CORVID_CUDA_CHECK(cudaMalloc(&c->cublas_workspace, kCublasWorkspace));
-  CORVID_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspace));
+  CORVID_CUBLAS_CHECK(cublasLtCreate(&c->cublas_lt));
+  CORVID_CUDA_CHECK(cudaMalloc(&c->cublas_workspace, kCublasWorkspaceBytes));
+  CORVID_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_workspace, kCublasWorkspaceBytes));
   // Int8 activations of kGemvMaxCols decode rows up to 65536 wide (an 8B model's widest
   // producer output, silu_mul's, is 14336).
   c->reserve_int8_output(int64_t{kGemvMaxCols} << 16);

@@ -3,6 +3,7 @@
 // small host arrays) and launch helpers. Only ops/cuda includes this.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -53,11 +54,16 @@ namespace corvid::ops::cuda {
 // ops::sample_tokens' per-row parameters and penalty lists.
 enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, SamplingRows, SamplingPenalties, kCount };
 
+// The workspace cuBLAS and cuBLASLt share (one stream orders their calls): ours, so that
+// neither allocates inside a recorded step.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
 struct Context {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
-  void* cublas_workspace = nullptr;
+  cublasLtHandle_t cublas_lt = nullptr;
+  void* cublas_workspace = nullptr;  // kCublasWorkspaceBytes
   int sm_count = 0;
   // Compute capability 9.0 (H100/H200): the sm_90a kernels (wgmma) run, not the compute_90 PTX.
   bool sm90 = false;
@@ -92,6 +98,10 @@ struct Context {
     float* d = nullptr;
   };
   Int8Rows int8_rows;
+  // Blocks in the cluster of a decode row's RMSNorm (norm_cluster.cu): 2 after a Q4_0R
+  // decode GEMV (gemv_direct.cu; measured per format), else 8. The norm sits between two
+  // GEMVs of the same matrices' format, so the last one stands for the next.
+  int norm_cluster_blocks = 8;
   // Whether the last decode GEMV took int8 activations (set by gemv_dp4a): producers
   // write them only then, so a model of 16-bit weights does not pay for int8 it never reads.
   bool int8_wanted = true;

@@ -1,7 +1,8 @@
 // Prefill GEMM on tensor cores (QuantizedMatmul::Fast, the default).
 //
 // out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands and fp32 accumulation and
-// output, through cublasGemmEx. The activations are rounded to the GEMM's 16-bit type
+// output, through cuBLASLt (gemm_cublaslt.cuh; cublasGemmEx where it declines) or, for
+// the block formats on Hopper, gemm_wgmma.cu's own kernel. The activations are rounded to the GEMM's 16-bit type
 // once per call: f16 for f16 weights (so the weights stay exact) and for the block
 // formats, bf16 for bf16 and F32 weights. bf16/f16 weights are used in place; the block
 // formats and F32 are decoded into a row tile of that type first. A block value is at
@@ -20,6 +21,7 @@
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/gemm_cublaslt.cuh"
 #include "corvid/ops/cuda/gemm_tc.cuh"
 #include "corvid/ops/cuda/gemm_wgmma.cuh"
 #include "corvid/ops/cuda/half_out.cuh"
@@ -149,7 +151,8 @@ __global__ void dequant_tile_kernel(const uint8_t* __restrict__ w, uint16_t* __r
 
 // out = xr @ w^T through cuBLAS: 16-bit weights in place, any other format decoded into
 // a 16-bit tile (f16 or bf16, as the operand) first (kTileElems values at a time).
-void gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor& out, bool f16,
+// cuBLASLt adds an F32 bias in its epilogue; returns whether it added `bias` (null: none).
+bool gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor& out, const Tensor* bias, bool f16,
                  std::optional<OpTimer>& part) {
   const int64_t n = out.rows(), m = w.rows(), k = w.cols();
   const cudaDataType operand = f16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -157,6 +160,11 @@ void gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor
   const bool in_place = w.dtype == DType::F16 || w.dtype == DType::BF16;
   const int64_t tile_rows = in_place ? m : std::max<int64_t>(1, std::min(m, kTileElems / k));
   auto* tile = in_place ? nullptr : static_cast<uint16_t*>(ctx.scratch(static_cast<size_t>(tile_rows * k) * 2));
+  // The epilogue adds an F32 bias to a whole-matrix GEMM (16-bit weights: one pass);
+  // tiles leave the bias to the caller, so that a tile cuBLASLt declines cannot leave
+  // the bias half added.
+  const float* bias32 = in_place && bias && bias->dtype == DType::F32 ? bias->ptr<float>() : nullptr;
+  bool bias_added = bias32 != nullptr;
   for (int64_t r0 = 0; r0 < m; r0 += tile_rows) {
     const int64_t rows = std::min(tile_rows, m - r0);
     const void* wp = nullptr;
@@ -175,12 +183,17 @@ void gemm_cublas(Context& ctx, const uint16_t* xr, const Tensor& w, const Tensor
       wp = tile;
     }
     part.emplace("matmul.gemm");
+    const LtGemm lt{wp, xr, out.ptr<float>() + r0, bias32, rows, n, k, m, f16};
+    if (lt_gemm(ctx, lt)) continue;
+    // cuBLASLt declined (no algorithm, unaligned bias, CORVID_NO_CUBLASLT): then the caller adds the bias.
+    bias_added = false;
     // Row-major out[n, m] is column-major out^T [m, n] = W_tile^T-view (k x rows, transposed) * x^T.
     CORVID_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
                                      static_cast<int>(k), &one, wp, operand, static_cast<int>(k), xr, operand,
                                      static_cast<int>(k), &zero, out.ptr<float>() + r0, CUDA_R_32F,
                                      static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
+  return bias_added;
 }
 
 }  // namespace
@@ -194,7 +207,7 @@ bool gemm_tensor_cores_supported(const Tensor& x, const Tensor& w) {
          dispatch_weight_dtype(w.dtype, [](auto) {});
 }
 
-void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
+bool gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
   Context& ctx = context();
   const int64_t n = x.rows(), m = w.rows(), k = w.cols();
   CORVID_CHECK(n <= INT32_MAX && m <= INT32_MAX && k <= INT32_MAX, "CUDA matmul: dimensions exceed cuBLAS int range");
@@ -216,16 +229,18 @@ void gemm_tensor_cores(const Tensor& x, const Tensor& w, const Tensor& out) {
     CORVID_CUDA_LAUNCHED("round_activations_kernel");
   }
 
+  bool bias_added = false;
   if (gemm_quantized_wgmma_supported(ctx, w.dtype, w.data, w.row_bytes(), n, m, k)) {
     // The block formats' own GEMM: no 16-bit tile (gemm_wgmma.cu).
     part.emplace("matmul.wgmma");
     gemm_quantized_wgmma(ctx, w.dtype, xr, w.ptr<uint8_t>(), w.row_bytes(), out.ptr<float>(), n, m, k);
   } else {
-    gemm_cublas(ctx, xr, w, out, f16, part);
+    bias_added = gemm_cublas(ctx, xr, w, out, bias, f16, part);
   }
   // The next GEMM may read the same x (q, k and v): pass the operand on. x is unchanged,
   // since ops::matmul refuses an out that overlaps it.
   made = gemm_operand_fusion() ? Context::GemmOperand{{x.data, n, k, ctx.ops_run}, f16, xr} : Context::GemmOperand{};
+  return bias_added;
 }
 
 }  // namespace corvid::ops::cuda

@@ -270,12 +270,13 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
     gemv(x, w, out, bias, 0, static_cast<int>(n));
   } else {
     // Prompts run on tensor cores (16-bit operands) unless the user asked for exact numerics.
+    bool bias_added = false;
     if (quantized_matmul() == QuantizedMatmul::Fast && gemm_tensor_cores_supported(x, w)) {
-      gemm_tensor_cores(x, w, out);
+      bias_added = gemm_tensor_cores(x, w, out, bias);
     } else {
       gemm_via_f32(x, w, out);
     }
-    if (bias) add_bias(out, *bias);
+    if (bias && !bias_added) add_bias(out, *bias);
   }
 }
 

@@ -5,15 +5,23 @@
 // Why: one block per row kept the whole row on one SM, and an SM moves ~64 bytes a
 // clock to and from L2: a 4096-wide add + norm reads 40 KB and writes 32 KB there,
 // twice a layer on the critical path of every decode step (1.8 us each in place,
-// docs/benchmarks.md). Here kClusterBlocks blocks on as many SMs each take a slice of
-// the row (one float4 of each operand a thread at 4096), sum their squares, and read
-// the other blocks' sums through distributed shared memory; every block adds the
-// kClusterBlocks partial sums in the same order, so all compute the same scale.
-// Measured on the H200: Q4_0 decode 568 -> 573 tok/s, @ 4096 486 -> 492; BF16 even
-// (220): the per-SM traffic was less of the norm's time than its latency chain.
+// docs/benchmarks.md). Here a cluster of 2, 4 or 8 blocks on as many SMs each take a
+// slice of the row, sum their squares, and read the other blocks' sums through
+// distributed shared memory; every block adds the partial sums in the same order, so
+// all compute the same scale. Measured on the H200 with 8 blocks: Q4_0 decode 568 ->
+// 573 tok/s, @ 4096 486 -> 492; BF16 even (220): the per-SM traffic was less of the
+// norm's time than its latency chain.
+//
+// The cluster size is the decode GEMVs' choice (Context::norm_cluster_blocks): which
+// size wins depends on the GEMV that runs next to the norm, as those GEMV blocks and
+// the norm's compete for SMs under programmatic dependent launch. Q4_0 (8-row GEMV
+// blocks) decodes 579 -> 599 tok/s with 2 blocks (one block a row: 594), while Q8_0
+// (4-row blocks) loses 391 -> 384 with 2 and is even with 4, Q4_1 (8-row blocks too)
+// loses 508 -> 502 with 2; Q4_K and BF16 even with 4 (2026-12-01, docs/benchmarks.md).
 #include <cooperative_groups.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "corvid/core/env.h"
 #include "corvid/ops/cuda/context.h"
@@ -30,11 +38,11 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kClusterBlocks = 8;   // the portable cluster size
+constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 constexpr int kClusterThreads = 128;
-constexpr int kVecsPerThread = 4;   // float4s a thread keeps: rows up to 16384 wide
-constexpr int64_t kSliceStride = int64_t{kClusterBlocks} * kClusterThreads * 4;
-constexpr int64_t kMaxCols = kSliceStride * kVecsPerThread;
+constexpr int kVecsPerThread = 4;     // float4s a thread keeps
+constexpr int64_t kColsPerBlock = int64_t{kClusterThreads} * 4 * kVecsPerThread;
+constexpr int64_t kMaxCols = kColsPerBlock * kMaxClusterBlocks;  // rows up to 16384 wide
 // Decode steps (a few rows); prompts keep the one-block-per-row kernels.
 constexpr int64_t kMaxRows = 64;
 
@@ -104,16 +112,17 @@ __device__ __forceinline__ float4 store_normed(float* out, HalfOut out16, int64_
   return r;
 }
 
-// Row blockIdx.y; block rank b of the cluster takes float4 j of the row where
-// j % (kClusterBlocks * kClusterThreads) == b * kClusterThreads + threadIdx.x.
+// Row blockIdx.y on a cluster of kBlocks; block rank b takes float4 j of the row where
+// j % (kBlocks * kClusterThreads) == b * kClusterThreads + threadIdx.x.
 // kAdd: x += y first (x written back). out may alias x or y: every load comes before
 // the first store, and each thread rewrites only what it read. q8.q set: out also as
 // int8 activations (cols % 32 == 0: a 32-value block is 8 consecutive threads' float4s);
 // out16.p set: out also as a prompt GEMM's 16-bit operand.
-template <bool kAdd>
-__global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kClusterThreads)
+template <bool kAdd, int kBlocks>
+__global__ void __cluster_dims__(kBlocks, 1, 1) __launch_bounds__(kClusterThreads)
     rms_norm_cluster_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out, int64_t cols,
                             Int8Out q8, HalfOut out16) {
+  constexpr int64_t kSliceStride = int64_t{kBlocks} * kClusterThreads * 4;
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   cg::cluster_group cluster = cg::this_cluster();
   const int64_t row = blockIdx.y;
@@ -138,7 +147,7 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   cluster.sync();  // every block's sum is in its shared memory
   float total = 0.0f;
 #pragma unroll
-  for (int b = 0; b < kClusterBlocks; ++b) total += *cluster.map_shared_rank(&block_sum, b);
+  for (int b = 0; b < kBlocks; ++b) total += *cluster.map_shared_rank(&block_sum, b);
   // Arrive now, wait at the end: no block may exit (freeing its block_sum) before all
   // have read it, but the stores need not wait for that.
   cluster.barrier_arrive();
@@ -163,10 +172,12 @@ constexpr int kRowThreads = 256;
 constexpr int kRowVecs = 8;
 constexpr int64_t kRowMaxCols = int64_t{kRowThreads} * 4 * kRowVecs;
 
+// q8.q set (decode rows): out also as int8 activations, as in the cluster kernel (a
+// 32-value block is 8 consecutive threads' float4s).
 template <bool kAdd>
 __global__ void __launch_bounds__(kRowThreads)
     rms_norm_rows_kernel(float* x, const float* y, const void* w, DType wt, float eps, float* out, int64_t cols,
-                         HalfOut out16) {
+                         Int8Out q8, HalfOut out16) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   const int64_t row = blockIdx.x;
   const int64_t first = int64_t{threadIdx.x} * 4, stride = int64_t{kRowThreads} * 4;
@@ -178,14 +189,28 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float warp_sums[kRowThreads / 32];
   const float inv = inverse_rms(block_sum_in_warp_order<kRowThreads>(ss, warp_sums), cols, eps);
 #pragma unroll
-  for (int e = 0; e < kRowVecs; ++e)
-    store_normed(out, out16, row, cols, first + e * stride, v[e], wv[e], inv, first + e * stride < cols);
+  for (int e = 0; e < kRowVecs; ++e) {
+    const int64_t i = first + e * stride;
+    const float4 r = store_normed(out, out16, row, cols, i, v[e], wv[e], inv, i < cols);
+    // Uniform over the warp, as in the cluster kernel.
+    if (q8.q != nullptr && first - threadIdx.x % 32 * 4 + e * stride < cols)
+      store_int8x4<8>(q8, row * cols + i, r, i < cols);
+  }
 }
 
 // CORVID_NO_CLUSTER_NORM=1 keeps the one-block-per-row kernels (A/B runs).
 bool cluster_norm_disabled() {
   static const bool off = env_flag("CORVID_NO_CLUSTER_NORM");
   return off;
+}
+
+// CORVID_NORM_CLUSTER=2|4|8 fixes the cluster size (A/B runs); 0: as the GEMVs ask.
+int forced_cluster_blocks() {
+  static const int blocks = [] {
+    const int b = env_int("CORVID_NORM_CLUSTER", 0);
+    return b == 2 || b == 4 || b == 8 ? b : 0;
+  }();
+  return blocks;
 }
 
 }  // namespace
@@ -198,20 +223,30 @@ bool rms_norm_cluster(const Tensor& x, const Tensor* y, const Tensor& weight, fl
       reinterpret_cast<uintptr_t>(weight.data) % w_align != 0)
     return false;
   Context& ctx = context();
-  const dim3 grid(kClusterBlocks, static_cast<unsigned>(rows));
+  // The cluster the last decode GEMV asked for (Context::norm_cluster_blocks), grown
+  // until the row fits.
+  int blocks = forced_cluster_blocks() ? forced_cluster_blocks() : ctx.norm_cluster_blocks;
+  while (blocks < kMaxClusterBlocks && cols > blocks * kColsPerBlock) blocks *= 2;
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(rows));
   // A decode GEMV may read out next: write it as int8 activations too (context.h Int8Rows).
   const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
   const Int8Out q8{made.q, made.d};
   // Rows of a short prompt: its GEMM may read out next as 16-bit operands.
   const HalfOut out16 = half_output(out.data, rows, cols);
-  if (y) {
-    launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<true>, grid, dim3(kClusterThreads), ctx.stream,
-               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8, out16);
-  } else {
-    launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<false>, grid, dim3(kClusterThreads), ctx.stream,
-               x.ptr<float>(), static_cast<const float*>(nullptr), weight.data, weight.dtype, eps, out.ptr<float>(),
-               cols, q8, out16);
-  }
+  auto go = [&](auto kb) {
+    constexpr int B = decltype(kb)::value;
+    if (y) {
+      launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<true, B>, grid, dim3(kClusterThreads), ctx.stream,
+                 x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8, out16);
+    } else {
+      launch_pdl("rms_norm_cluster_kernel", rms_norm_cluster_kernel<false, B>, grid, dim3(kClusterThreads), ctx.stream,
+                 x.ptr<float>(), static_cast<const float*>(nullptr), weight.data, weight.dtype, eps, out.ptr<float>(),
+                 cols, q8, out16);
+    }
+  };
+  if (blocks == 2) go(std::integral_constant<int, 2>{});
+  else if (blocks == 4) go(std::integral_constant<int, 4>{});
+  else go(std::integral_constant<int, 8>{});
   return true;
 }
 
@@ -222,16 +257,19 @@ bool rms_norm_rows(const Tensor& x, const Tensor* y, const Tensor& weight, float
       !aligned16(out.data) || (y && !aligned16(y->data)) || reinterpret_cast<uintptr_t>(weight.data) % w_align != 0)
     return false;
   Context& ctx = context();
-  // A prompt GEMM may read out next as 16-bit operands.
+  // Decode rows: a decode GEMV may read out next as int8 activations (an empty record for
+  // a prompt's rows); a prompt GEMM as 16-bit operands.
+  const Context::Int8Rows& made = ctx.int8_output(out.data, rows, cols);
+  const Int8Out q8{made.q, made.d};
   const HalfOut out16 = half_output(out.data, rows, cols);
   const dim3 grid(static_cast<unsigned>(rows));
   if (y) {
     launch_pdl("rms_norm_rows_kernel", rms_norm_rows_kernel<true>, grid, dim3(kRowThreads), ctx.stream,
-               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, out16);
+               x.ptr<float>(), y->ptr<float>(), weight.data, weight.dtype, eps, out.ptr<float>(), cols, q8, out16);
   } else {
     launch_pdl("rms_norm_rows_kernel", rms_norm_rows_kernel<false>, grid, dim3(kRowThreads), ctx.stream,
                x.ptr<float>(), static_cast<const float*>(nullptr), weight.data, weight.dtype, eps, out.ptr<float>(),
-               cols, out16);
+               cols, q8, out16);
   }
   return true;
 }
