@@ -17,7 +17,8 @@
 // the norm's compete for SMs under programmatic dependent launch. Q4_0 (8-row GEMV
 // blocks) decodes 579 -> 599 tok/s with 2 blocks (one block a row: 594), while Q8_0
 // (4-row blocks) loses 391 -> 384 with 2 and is even with 4, Q4_1 (8-row blocks too)
-// loses 508 -> 502 with 2; Q4_K and BF16 even with 4 (2026-12-01, docs/benchmarks.md).
+// loses 508 -> 502 with 2 and Q4_K 535 -> 528; Q4_K and BF16 even with 4 (2026-12-01,
+// docs/benchmarks.md).
 #include <cooperative_groups.h>
 
 #include <cmath>
