@@ -200,14 +200,13 @@ void LlamaModel::mlp_block(const Layer& L, int64_t n, const Tensor* next_norm) {
   Tensor gate = ws_.gate.rows(n), up = ws_.up.rows(n);
   const int64_t I = config_.intermediate_size;
   if (n == 1 && L.gate_up_proj.data) {
-    ops::matmul(h, L.gate_up_proj, row_slice(ws_.fused, 0, 2 * I));
-    gate = row_slice(ws_.fused, 0, I);
-    up = row_slice(ws_.fused, I, I);
+    // One token: one GEMV over the gate and up rows (on the GPU also the silu_mul).
+    ops::matmul_silu_mul(h, L.gate_up_proj, row_slice(ws_.fused, 0, 2 * I), gate);
   } else {
     ops::matmul(h, L.gate_proj, gate);
     ops::matmul(h, L.up_proj, up);
+    ops::silu_mul(gate, up, gate);
   }
-  ops::silu_mul(gate, up, gate);
   ops::matmul(gate, L.down_proj, h);
   if (next_norm) {
     ops::add_rms_norm(x, h, *next_norm, static_cast<float>(config_.rms_norm_eps), h);

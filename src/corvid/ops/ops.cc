@@ -118,8 +118,11 @@ void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& 
   CORVID_DISPATCH(device, embedding, table, ids, out);
 }
 
-void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
-  const Device device = common_device("matmul", {&x, &w, &out, bias});
+namespace {
+
+// matmul's arguments (matmul_silu_mul's too, for the products it replaces).
+void check_matmul_args(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+  const Device device = x.device;
   check_f32("matmul", "x", x);
   check_f32("matmul", "out", out);
   CORVID_CHECK(w.ndim == 2, "ops::matmul: weight must be 2-D [m, k], got ", w.shape_str());
@@ -137,6 +140,13 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
     CORVID_CHECK(is_float_dtype(bias->dtype) && bias->numel() == w.rows(), "ops::matmul: bias ", bias->shape_str(), " ",
                  dtype_name(bias->dtype), " must be [", w.rows(), "] F32/F16/BF16");
   }
+}
+
+}  // namespace
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
+  const Device device = common_device("matmul", {&x, &w, &out, bias});
+  check_matmul_args(x, w, out, bias);
   if (x.rows() == 0 || w.rows() == 0) return;
   CORVID_DISPATCH(device, matmul, x, w, out, bias);
 }
@@ -229,6 +239,31 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   check_same_shape("silu_mul", "gate", gate, "up", up);
   check_same_shape("silu_mul", "gate", gate, "out", out);
   CORVID_DISPATCH(device, silu_mul, gate, up, out);
+}
+
+void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) {
+  const Device device = common_device("matmul_silu_mul", {&x, &w, &gate_up, &out});
+  check_f32("matmul_silu_mul", "gate_up", gate_up);
+  check_f32("matmul_silu_mul", "out", out);
+  CORVID_CHECK(x.ndim == 2 && x.rows() == 1, "ops::matmul_silu_mul: x ", x.shape_str(), " must be one row [1, k]");
+  CORVID_CHECK(w.ndim == 2 && w.rows() % 2 == 0, "ops::matmul_silu_mul: weight ", w.shape_str(),
+               " must be [2 * I, k]: the gate rows, then the up rows");
+  const int64_t half = w.rows() / 2;
+  CORVID_CHECK(gate_up.numel() == w.rows() && out.numel() == half, "ops::matmul_silu_mul: gate_up ",
+               gate_up.shape_str(), " and out ", out.shape_str(), " must be [1, ", w.rows(), "] and [1, ", half, "]");
+  CORVID_CHECK(!overlaps(gate_up, out) && !overlaps(x, out), "ops::matmul_silu_mul: out must not alias x or gate_up");
+  const Tensor products = gate_up.reshaped({1, w.rows()});
+#ifdef CORVID_HAVE_CUDA
+  if (device == Device::CUDA && cuda::matmul_silu_mul_fuses(x, w, out)) {
+    check_matmul_args(x, w, products, nullptr);  // as the matmul it replaces
+    cuda::OpScope scope("matmul");
+    cuda::matmul_silu_mul(x, w, out);
+    return;
+  }
+#endif
+  matmul(x, w, products);
+  const auto half_of = [&](int64_t i) { return Tensor(DType::F32, {1, half}, products.ptr<float>() + i * half, device); };
+  silu_mul(half_of(0), half_of(1), out.reshaped({1, half}));
 }
 
 void add(const Tensor& x, const Tensor& y) {

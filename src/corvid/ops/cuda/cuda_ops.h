@@ -56,6 +56,10 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
                    const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
                    const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+// Whether matmul_silu_mul (ops.h) runs as one GEMV (one token, a direct-load int8 format:
+// gemv.h gemv_dp4a_silu_mul_supports); then it writes out only.
+bool matmul_silu_mul_fuses(const Tensor& x, const Tensor& w, const Tensor& out);
+void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,

@@ -13,6 +13,7 @@
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/rope.cuh"
+#include "corvid/ops/cuda/silu.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
@@ -209,9 +210,6 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   if (idx < kv_row && row >= 0)
     static_cast<E*>(a.v_cache)[row * kv_row + idx] = kv_encode<E>(a.v[static_cast<int64_t>(t) * kv_row + idx]);
 }
-
-// silu(g) * u with the CPU's operations (elementwise.cc), for both silu_mul kernels.
-__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)

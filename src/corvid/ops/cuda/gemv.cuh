@@ -7,6 +7,7 @@
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/silu.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
@@ -62,6 +63,30 @@ __device__ __forceinline__ void gemv_block_store(const float (&acc)[kRows][NC], 
       const int64_t row = row0 + r;
       a.out[c * a.m + row] = s + bias_at(a.bias, a.bias_dtype, row);
     }
+  }
+}
+
+// gemv_block_store for a block whose rows are kRows / 2 gate rows, then their up rows
+// (one token): sums each row the same way, then writes out[row0 + i] = silu(gate_i) * up_i
+// for i < rows.
+template <int kRows, int kWarps>
+__device__ __forceinline__ void gemv_block_store_silu_mul(const float (&acc)[kRows][1], float (*partial)[kRows],
+                                                          float* out, int64_t row0, int rows) {
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const float v = warp_sum(acc[r][0]);
+    if (lane == 0) partial[warp][r] = v;
+  }
+  __syncthreads();
+  if (tid < rows) {
+    float gate = 0.0f, up = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      gate += partial[w][tid];
+      up += partial[w][tid + kRows / 2];
+    }
+    out[row0 + tid] = silu_times(gate, up);
   }
 }
 

@@ -191,16 +191,26 @@ __device__ __forceinline__ float unit_dot(const WUnit<T>& w, const XUnit& x, int
 
 // out[c, row] for c < n <= NC. Rows past m and tokens past n read the last valid ones
 // (no branches between the loads) and are not written.
-template <DType T, int NC, int kRows>
+// kSiluMul (NC == 1, w = [gate; up], m = 2 * half): the block's first kRows / 2 rows are
+// gate rows row0.., the others the up rows half + row0..; it stores silu(gate) * up at
+// out[row0 + i] (out holds half values). Each row's sum is computed exactly as without it.
+template <DType T, int NC, int kRows, bool kSiluMul = false>
 __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs args, const int8_t* __restrict__ qx,
                                                               const float* __restrict__ dx) {
+  static_assert(!kSiluMul || (NC == 1 && kRows % 2 == 0), "silu_mul pairs the rows of one token");
+  constexpr int kOutRows = kSiluMul ? kRows / 2 : kRows;  // outputs a block writes
   const int tid = threadIdx.x;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int rows = static_cast<int>(std::min<int64_t>(kRows, args.m - row0));
+  const int64_t out_rows = kSiluMul ? args.m / 2 : args.m;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kOutRows;
+  const int rows = static_cast<int>(std::min<int64_t>(kOutRows, out_rows - row0));
   const int64_t units = args.k / 32;
   const uint8_t* wrow[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) wrow[r] = args.w + static_cast<size_t>(row0 + std::min(r, rows - 1)) * args.row_bytes;
+  for (int r = 0; r < kRows; ++r) {
+    // kSiluMul: row r % kOutRows of the gate half (r < kOutRows) or of the up half.
+    const int64_t row = (r < kOutRows ? 0 : out_rows) + row0 + std::min(r % kOutRows, rows - 1);
+    wrow[r] = args.w + static_cast<size_t>(row) * args.row_bytes;
+  }
 
   float acc[kRows][NC];
 #pragma unroll
@@ -237,7 +247,11 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
   }
 
   __shared__ float partial[kWarps][kRows * NC];
-  gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
+  if constexpr (kSiluMul) {
+    gemv_block_store_silu_mul<kRows, kWarps>(acc, partial, args.out, row0, rows);
+  } else {
+    gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
+  }
 }
 
 // Weight rows per block: Q4_0R and Q4_1R take 8 (16 bytes a row per unit, so 4 rows
@@ -264,6 +278,16 @@ void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
   launch_pdl("gemv_direct_kernel", kernel, grid, dim3(kThreads), stream, a, x.q, x.d);
 }
 
+// The gate/up GEMV that ends in silu(gate) * up: kRows / 2 gate rows and their up rows
+// a block.
+template <DType T>
+void launch_silu_mul(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
+  constexpr int R = kRowsPerBlock<T>;
+  context().norm_cluster_blocks = T == DType::Q4_0R ? 2 : 8;  // as launch() (context.h)
+  const dim3 grid(static_cast<unsigned>((a.m / 2 + R / 2 - 1) / (R / 2)));
+  launch_pdl("gemv_direct_kernel", gemv_direct_kernel<T, 1, R, true>, grid, dim3(kThreads), stream, a, x.q, x.d);
+}
+
 bool direct_disabled() {
   static const bool off = env_flag("CORVID_NO_DIRECT_GEMV");
   return off;
@@ -277,6 +301,20 @@ bool gemv_direct_supports(DType t, const GemvArgs& a) {
     return false;
   return a.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.k % 32 == 0 && a.n >= 1 &&
          a.n <= kGemvMaxCols && a.m >= 1 && a.m / kMinRowsPerBlock < (int64_t{1} << 31);
+}
+
+bool gemv_direct_silu_mul_supports(DType t, const GemvArgs& a) {
+  return t != DType::Q4_K && a.n == 1 && a.m % 2 == 0 && a.bias == nullptr && gemv_direct_supports(t, a);
+}
+
+void gemv_direct_silu_mul(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
+  switch (t) {
+    case DType::Q4_0R: launch_silu_mul<DType::Q4_0R>(a, x, stream); return;
+    case DType::Q4_1R: launch_silu_mul<DType::Q4_1R>(a, x, stream); return;
+    case DType::Q8_0R: launch_silu_mul<DType::Q8_0R>(a, x, stream); return;
+    case DType::Q4_KR: launch_silu_mul<DType::Q4_KR>(a, x, stream); return;
+    default: fail("CUDA gemv_direct_silu_mul: unsupported weight dtype ", dtype_name(t));
+  }
 }
 
 void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {

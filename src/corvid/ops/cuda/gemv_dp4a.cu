@@ -224,6 +224,33 @@ bool gemv_int8_inputs() {
 
 uint64_t gemv_int8_reuses() { return g_int8_reuses; }
 
+namespace {
+
+// x as int8 for a GEMV that takes them: what the op that produced x wrote along with it
+// when it ran just before (no op in between could have changed x since), else quantized
+// here. Producers keep writing int8 from now on (Context::int8_wanted).
+Int8Activations int8_input(const GemvArgs& a, cudaStream_t stream) {
+  Context& ctx = context();
+  ctx.int8_wanted = true;
+  const Context::Int8Rows& made = ctx.int8_rows;
+  const bool reuse = made.describes(a.x, a.n, a.k, ctx.ops_run);
+  g_int8_reuses += reuse;
+  return reuse ? Int8Activations{made.q, made.d} : quantize_activations(a.x, a.n, a.k, stream);
+}
+
+}  // namespace
+
+bool gemv_dp4a_silu_mul_supports(DType t, const GemvArgs& a) {
+  static const bool off = env_flag("CORVID_NO_FUSED_SILU");
+  return !off && quantized_matmul() == QuantizedMatmul::Fast && !dp4a_disabled() &&
+         gemv_direct_silu_mul_supports(t, a);
+}
+
+void gemv_dp4a_silu_mul(DType t, const GemvArgs& a, cudaStream_t stream) {
+  CORVID_CHECK(gemv_dp4a_silu_mul_supports(t, a), "CUDA gemv_dp4a_silu_mul: not for ", dtype_name(t), " here");
+  gemv_direct_silu_mul(t, a, int8_input(a, stream), stream);
+}
+
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
   context().int8_wanted = false;  // until this GEMV takes int8 activations below
   if (quantized_matmul() != QuantizedMatmul::Fast || dp4a_disabled()) return false;
@@ -236,14 +263,7 @@ bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {
     return false;
   const bool direct = gemv_direct_supports(t, a);
   if (row_layout && !direct) return false;
-  // The op that produced x may have written it as int8 already (it ran just before: no
-  // op in between could have changed x since).
-  Context& ctx = context();
-  ctx.int8_wanted = true;
-  const Context::Int8Rows& made = ctx.int8_rows;
-  const bool reuse = made.describes(a.x, a.n, a.k, ctx.ops_run);
-  g_int8_reuses += reuse;
-  const Int8Activations x = reuse ? Int8Activations{made.q, made.d} : quantize_activations(a.x, a.n, a.k, stream);
+  const Int8Activations x = int8_input(a, stream);
   if (direct) {
     gemv_direct(t, a, x, stream);
     return true;

@@ -280,6 +280,21 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   }
 }
 
+namespace {
+GemvArgs silu_mul_gemv_args(const Tensor& x, const Tensor& w, const Tensor& out) {
+  return GemvArgs{x.ptr<float>(), w.ptr<uint8_t>(), out.ptr<float>(), nullptr, DType::F32, w.rows(), w.cols(),
+                  w.row_bytes(), 1};
+}
+}  // namespace
+
+bool matmul_silu_mul_fuses(const Tensor& x, const Tensor& w, const Tensor& out) {
+  return x.rows() == 1 && gemv_dp4a_silu_mul_supports(w.dtype, silu_mul_gemv_args(x, w, out));
+}
+
+void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out) {
+  gemv_dp4a_silu_mul(w.dtype, silu_mul_gemv_args(x, w, out), context().stream);
+}
+
 void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
   Context& ctx = context();
   check_block_sizes();
