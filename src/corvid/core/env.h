@@ -1,7 +1,7 @@
 // Environment switches: the CORVID_NO_* variables that turn one code path off for A/B
 // runs (CORVID_NO_FUSION, CORVID_NO_DP4A, CORVID_NO_DIRECT_GEMV, CORVID_NO_PDL,
 // CORVID_NO_CLUSTER_NORM, CORVID_NO_FUSED_QUANT, CORVID_NO_FUSED_OPERAND,
-// CORVID_NO_FUSED_ROPE, CORVID_NO_CUBLASLT), integer tuning knobs, and CORVID_OP_TIMES=1 (GPU time per op,
+// CORVID_NO_FUSED_ROPE, CORVID_NO_FUSED_SILU, CORVID_NO_CUBLASLT), integer tuning knobs, and CORVID_OP_TIMES=1 (GPU time per op,
 // printed at exit: ops/cuda/op_timer.cu).
 #pragma once
 
