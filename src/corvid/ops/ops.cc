@@ -253,9 +253,9 @@ void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, co
                gate_up.shape_str(), " and out ", out.shape_str(), " must be [1, ", w.rows(), "] and [1, ", half, "]");
   CORVID_CHECK(!overlaps(gate_up, out) && !overlaps(x, out), "ops::matmul_silu_mul: out must not alias x or gate_up");
   const Tensor products = gate_up.reshaped({1, w.rows()});
+  check_matmul_args(x, w, products, nullptr);  // as the matmul into gate_up
 #ifdef CORVID_HAVE_CUDA
   if (device == Device::CUDA && cuda::matmul_silu_mul_fuses(x, w, out)) {
-    check_matmul_args(x, w, products, nullptr);  // as the matmul it replaces
     cuda::OpScope scope("matmul");
     cuda::matmul_silu_mul(x, w, out);
     return;

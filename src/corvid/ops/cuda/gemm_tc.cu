@@ -2,10 +2,11 @@
 //
 // out[n, m] = x[n, k] @ w[m, k]^T with 16-bit operands and fp32 accumulation and
 // output, through cuBLASLt (gemm_cublaslt.cuh; cublasGemmEx where it declines) or, for
-// the block formats on Hopper, gemm_wgmma.cu's own kernel. The activations are rounded to the GEMM's 16-bit type
-// once per call: f16 for f16 weights (so the weights stay exact) and for the block
-// formats, bf16 for bf16 and F32 weights. bf16/f16 weights are used in place; the block
-// formats and F32 are decoded into a row tile of that type first. A block value is at
+// the block formats on Hopper, gemm_wgmma.cu's own kernel. The activations are rounded
+// to the GEMM's 16-bit type once per call: f16 for f16 weights (so the weights stay
+// exact) and for the block formats, bf16 for bf16 and F32 weights. bf16/f16 weights are
+// used in place; the block formats and F32 are decoded into a row tile of that type
+// first (where the wgmma kernel does not take them). A block value is at
 // most 8 significant bits times an f16 scale: in f16 it keeps 11 bits where bf16 keeps
 // 8, and the block formats' own GEMM (gemm_wgmma.cu) decodes in f16 arithmetic; f16
 // activations are what llama.cpp feeds cuBLAS too (finite up to 65504).
