@@ -84,6 +84,19 @@ Plan make_plan(Context& ctx, const LtGemm& g) {
   return p;
 }
 
+// The descriptors are host objects that cublasLtMatmul reads when called, so a plan may
+// go as soon as its last call returned.
+void destroy(Plan& p) {
+  cublasLtMatrixLayoutDestroy(p.d);
+  cublasLtMatrixLayoutDestroy(p.b);
+  cublasLtMatrixLayoutDestroy(p.a);
+  cublasLtMatmulDescDestroy(p.desc);
+}
+
+// Prompt lengths (n) vary request by request, so the plans are bounded: past this many,
+// all are dropped and made again as needed (a plan costs one heuristic query, ~tens of µs).
+constexpr size_t kMaxPlans = 1024;
+
 uint64_t g_bias_epilogues = 0;
 
 bool cublaslt_disabled() {
@@ -95,13 +108,20 @@ bool cublaslt_disabled() {
 
 bool lt_gemm(Context& ctx, const LtGemm& g) {
   if (cublaslt_disabled()) return false;
-  // One context per process (context()), so the plans need no key for it.
+  // One context per process (context()), used from one thread as all of Context, so the
+  // plans need no key for it and no lock.
   static std::map<PlanKey, Plan> plans;
   // A bias the epilogue would read unaligned is left to the caller.
   if (g.bias && alignment(g.bias) < 16) return false;
   const PlanKey key{g.rows, g.n, g.k, g.ldo, g.f16, g.bias != nullptr, alignment(g.w), alignment(g.x), alignment(g.out)};
   auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, make_plan(ctx, g)).first;
+  if (it == plans.end()) {
+    if (plans.size() >= kMaxPlans) {
+      for (auto& [_, old] : plans) destroy(old);
+      plans.clear();
+    }
+    it = plans.emplace(key, make_plan(ctx, g)).first;
+  }
   Plan& p = it->second;
   if (!p.ok) return false;
   if (g.bias) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
