@@ -10,6 +10,10 @@
 #   CORVID_DUMMY_DTYPES="BF16 Q4_0" ...       # Llama-3.1-8B-shape decode benches (dummy weights);
 #                                             # default BF16 Q8_0 Q4_0 Q4_K, "" skips them
 #   CORVID_LIB_DIR=dir ...                    # shared libraries the binaries need (default .device/lib if present)
+#   CORVID_PEER_LLAMA_BENCH=path/llama-bench  # also run bench/peer_bench.sh: llama.cpp and corvid on the same
+#   CORVID_PEER_VOCAB=ggml-vocab-llama-bpe.gguf   random GGUF files (written to CORVID_PEER_DIR, /tmp/peer-gguf)
+# Where python3 can import torch, the ceilings (bench/ceilings.py: copy bandwidth, bf16 GEMM
+# rate) and the PyTorch decode peer (bench/torch_decode_baseline.py) run in the same call.
 #
 # Built on the Debian dev machine and run on the Ubuntu GPU machine, the binaries need
 # Debian's ICU 72 (and PCRE2) there. `scripts/gpu-check.sh stage [build-dir] [dest]` copies
@@ -92,6 +96,19 @@ for dt in $DUMMY_DTYPES; do
     -p 2048 -n 0 -r 2 2>&1 | tee -a "$LOGS/bench_8b_$dt.log"
 done
 
+if python3 -c "import torch" 2>/dev/null; then
+  echo "== ceilings and the PyTorch decode peer (Llama-3.1-8B shape, bf16, CUDA graphs)"
+  timeout 120 python3 bench/ceilings.py 2>&1 | tee "$LOGS/ceilings.log"
+  timeout 300 python3 bench/torch_decode_baseline.py --config configs/llama-3.1-8b.json --context 128 4096 \
+    --repeats 1 2>&1 | tee "$LOGS/torch_peer.log"
+fi
+if [ -n "${CORVID_PEER_LLAMA_BENCH:-}" ]; then
+  echo "== llama.cpp and corvid on the same GGUF files"
+  bench/peer_bench.sh --corvid "$BUILD/corvid" --llama-bench "$CORVID_PEER_LLAMA_BENCH" \
+    ${CORVID_PEER_VOCAB:+--vocab-from "$CORVID_PEER_VOCAB"} --dir "${CORVID_PEER_DIR:-/tmp/peer-gguf}" \
+    2>&1 | tee "$LOGS/peer_bench.log"
+fi
+
 serve_line=""
 if [ -f "$MODEL" ]; then
   echo "== serve on the GPU (one chat completion, then SIGTERM)"
@@ -119,5 +136,8 @@ for dt in $DUMMY_DTYPES; do
     echo "   pp2048 by op: $(grep -hE "^(matmul|attention|silu_mul|add_rms_norm|rope_store_kv) " "$LOGS/bench_8b_$dt.log" |
       awk '{printf "%s %s ", $1, $NF}')"
 done
+[ -f "$LOGS/ceilings.log" ] && grep -hE "^(copy|bf16 GEMM)" "$LOGS/ceilings.log"
+[ -f "$LOGS/torch_peer.log" ] && grep -hE "^torch-graph" "$LOGS/torch_peer.log"
+[ -f "$LOGS/peer_bench.log" ] && grep -hE "^==|^\| llama|^(tg|pp)" "$LOGS/peer_bench.log"
 echo "CUDA tests exit code: $tests_rc"
 exit "$tests_rc"
