@@ -262,13 +262,16 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
 constexpr int kMinRowsPerBlock = 4;
 template <DType T>
 constexpr int kRowsPerBlock = T == DType::Q4_0R || T == DType::Q4_1R ? 2 * kMinRowsPerBlock : kMinRowsPerBlock;
+// The cluster of the RMSNorm between two of these GEMVs (Context::norm_cluster_blocks),
+// measured per format: Q4_0R decodes 576 -> 597 tok/s with 2 blocks, Q4_1R 508 -> 502 and
+// Q4_KR 535 -> 528, so only Q4_0R asks for 2.
+template <DType T>
+constexpr int kNormClusterBlocks = T == DType::Q4_0R ? 2 : 8;
 
 template <DType T>
 void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
   constexpr int R = kRowsPerBlock<T>;
-  // The RMSNorm between two of these GEMVs (context.h): measured per format, Q4_0R
-  // decodes 576 -> 597 tok/s with 2 blocks, Q4_1R 508 -> 502, so only Q4_0R asks for 2.
-  context().norm_cluster_blocks = T == DType::Q4_0R ? 2 : 8;
+  context().norm_cluster_blocks = kNormClusterBlocks<T>;
   const dim3 grid(static_cast<unsigned>((a.m + R - 1) / R));
   // Tokens round up to a power of two: the extra columns repeat the last token's work.
   auto* kernel = a.n == 1   ? gemv_direct_kernel<T, 1, R>
@@ -283,7 +286,7 @@ void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
 template <DType T>
 void launch_silu_mul(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
   constexpr int R = kRowsPerBlock<T>;
-  context().norm_cluster_blocks = T == DType::Q4_0R ? 2 : 8;  // as launch() (context.h)
+  context().norm_cluster_blocks = kNormClusterBlocks<T>;
   const dim3 grid(static_cast<unsigned>((a.m / 2 + R / 2 - 1) / (R / 2)));
   launch_pdl("gemv_direct_kernel", gemv_direct_kernel<T, 1, R, true>, grid, dim3(kThreads), stream, a, x.q, x.d);
 }
