@@ -15,7 +15,7 @@
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
 #include "corvid/kv/prefix_cache.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 #include "ops_test_util.h"
 
 namespace corvid::testing {
@@ -34,9 +34,9 @@ struct Trace {
 };
 
 // Greedy alone: one contiguous KV cache, the whole prompt in one forward, then one token at a time.
-inline Trace run_alone(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t n_new) {
+inline Trace run_alone(Runner& model, const std::vector<int32_t>& prompt, int64_t n_new) {
   const int64_t vocab = model.config().vocab_size;
-  KVCache kv(model.config(), static_cast<int64_t>(prompt.size()) + n_new, model.device());
+  KVCache kv(model.model().state_spec(), static_cast<int64_t>(prompt.size()) + n_new, model.device());
   OwnedTensor logits(DType::F32, {1, vocab});
   std::vector<int32_t> seq = prompt, positions;
   Trace t;
@@ -55,11 +55,11 @@ inline Trace run_alone(LlamaModel& model, const std::vector<int32_t>& prompt, in
 }
 
 // Greedy in batches: all prompts through one scheduler over a pool of `num_blocks`.
-inline std::vector<Trace> run_batched(LlamaModel& model, const std::vector<std::vector<int32_t>>& prompts, int64_t n_new,
+inline std::vector<Trace> run_batched(Runner& model, const std::vector<std::vector<int32_t>>& prompts, int64_t n_new,
                                const SchedulerConfig& config, int64_t block_size, int64_t num_blocks,
                                int64_t* preemptions = nullptr, int64_t* prefilled = nullptr) {
   const int64_t vocab = model.config().vocab_size;
-  BlockPool pool(model.config(), block_size, num_blocks, model.device());
+  BlockPool pool(model.model().state_spec(), block_size, num_blocks, model.device());
   PrefixCache cache(pool);
   Scheduler sched(cache, config);
   std::vector<Sequence> seqs;

@@ -136,7 +136,7 @@ TEST(CudaStepRecording, SameBitsAsEagerDecode) {
     if (!fs::exists(dir)) continue;
     LoadedModel recorded = LoadedModel::load(dir.string(), Device::CUDA);
     LoadedModel eager = LoadedModel::load(dir.string(), Device::CUDA);
-    eager.model->set_step_recording(false);
+    eager.runner->set_step_recording(false);
     const std::vector<int32_t> prompt = {0, 17, 42, 99, 7};
     for (int session = 0; session < 2; ++session) {
       Session a(*recorded.model, 64), b(*eager.model, 64);
@@ -146,8 +146,8 @@ TEST(CudaStepRecording, SameBitsAsEagerDecode) {
       a.generate(prompt, opts, [&](int32_t id) { ta.push_back(id); return true; });
       b.generate(prompt, opts, [&](int32_t id) { tb.push_back(id); return true; });
       EXPECT_EQ(ta, tb) << name << " session " << session;
-      EXPECT_TRUE(recorded.model->step_recorded()) << name << ": decode did not run from a CUDA graph";
-      EXPECT_FALSE(eager.model->step_recorded());
+      EXPECT_TRUE(recorded.runner->step_recorded()) << name << ": decode did not run from a CUDA graph";
+      EXPECT_FALSE(eager.runner->step_recorded());
       // One more step each, then compare the logits bit for bit.
       const Tensor& la = a.score(std::vector<int32_t>{ta.back()});
       const Tensor& lb = b.score(std::vector<int32_t>{tb.back()});
@@ -165,9 +165,9 @@ TEST(CudaStepRecording, InterleavedModelsKeepTheirOwnState) {
   LoadedModel b = LoadedModel::load((fixtures_dir() / "qwen2_linear").string(), Device::CUDA);
   LoadedModel a_eager = LoadedModel::load((fixtures_dir() / "llama").string(), Device::CUDA);
   LoadedModel b_eager = LoadedModel::load((fixtures_dir() / "qwen2_linear").string(), Device::CUDA);
-  a_eager.model->set_step_recording(false);
-  b_eager.model->set_step_recording(false);
-  auto turns = [](LlamaModel& first, LlamaModel& second) {
+  a_eager.runner->set_step_recording(false);
+  b_eager.runner->set_step_recording(false);
+  auto turns = [](Runner& first, Runner& second) {
     Session s1(first, 128), s2(second, 128);
     GenerateOptions opts;
     opts.max_new_tokens = 12;
@@ -180,7 +180,7 @@ TEST(CudaStepRecording, InterleavedModelsKeepTheirOwnState) {
     return out;
   };
   EXPECT_EQ(turns(*a.model, *b.model), turns(*a_eager.model, *b_eager.model));
-  EXPECT_TRUE(a.model->step_recorded() && b.model->step_recorded());
+  EXPECT_TRUE(a.runner->step_recorded() && b.runner->step_recorded());
 }
 
 TEST(CudaSmolLM2Parity, TopLogitsAndGreedyMatchTransformersAndCpu) {

@@ -331,7 +331,7 @@ TEST(CudaSampling, AllNaNRowIsAnErrorAndNaNIsNeverDrawn) {
   EXPECT_EQ(sample_on(Device::CUDA, {0.0f, 5.0f}, 2, {sampling(0)})[0], 1);
 }
 
-std::vector<int32_t> session_run(LlamaModel& model, const SamplingParams& sp) {
+std::vector<int32_t> session_run(Runner& model, const SamplingParams& sp) {
   Session s(model, 128);
   GenerateOptions opts;
   opts.max_new_tokens = 24;
@@ -350,11 +350,11 @@ TEST(CudaSampling, SeededSessionOnTheGpuReproduces) {
   sp.top_p = 0.95f;
   sp.repetition_penalty = 1.1f;
   sp.seed = 42;
-  const auto a = session_run(*m.model, sp), b = session_run(*m.model, sp);
+  const auto a = session_run(*m.runner, sp), b = session_run(*m.runner, sp);
   EXPECT_EQ(a, b);
   EXPECT_EQ(a.size(), 24u);
   sp.seed = 43;
-  EXPECT_NE(session_run(*m.model, sp), a);  // really sampling
+  EXPECT_NE(session_run(*m.runner, sp), a);  // really sampling
 }
 
 TEST(CudaSampling, SeededEngineOnTheGpuReproducesWithLogprobs) {
@@ -364,7 +364,7 @@ TEST(CudaSampling, SeededEngineOnTheGpuReproducesWithLogprobs) {
     EngineConfig c;
     c.num_blocks = 256;
     c.block_size = 4;
-    Engine engine(*m.model, m.tokenizer.get(), c);
+    Engine engine(*m.runner, m.tokenizer.get(), c);
     std::vector<RequestHandle> handles;
     for (int i = 0; i < 4; ++i) {
       GenerationRequest r;

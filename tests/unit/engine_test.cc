@@ -60,8 +60,8 @@ TEST(Engine, BatchedGreedyEqualsSessionAlone) {
   LoadedModel m = tiny_llama();
   const auto prompts = prompts_for(m.model->config().vocab_size, 10);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.model, p, 20));
-  Engine engine(*m.model, m.tokenizer.get(), small_config(512));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 20));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(512));
   std::vector<RequestHandle> handles;
   for (const auto& p : prompts) handles.push_back(engine.submit(greedy_request(p, 20)));
   for (size_t i = 0; i < handles.size(); ++i) {
@@ -84,8 +84,8 @@ TEST(Engine, TinyPoolPreemptsAndStillMatches) {
   LoadedModel m = tiny_llama();
   const auto prompts = prompts_for(m.model->config().vocab_size, 8);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.model, p, 24));
-  Engine engine(*m.model, m.tokenizer.get(), small_config(/*num_blocks=*/16));  // 64 positions for 8 requests
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 24));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(/*num_blocks=*/16));  // 64 positions for 8 requests
   std::vector<RequestHandle> handles;
   for (const auto& p : prompts) handles.push_back(engine.submit(greedy_request(p, 24)));
   for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(handles[i].wait().token_ids, alone[i]) << "request " << i;
@@ -98,8 +98,8 @@ TEST(Engine, SharedPrefixIsReusedWithIdenticalOutput) {
   LoadedModel m = tiny_llama();
   std::vector<int32_t> prompt;
   for (int i = 0; i < 21; ++i) prompt.push_back(5 + i);
-  const auto want = fixtures::greedy(*m.model, prompt, 8);
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  const auto want = fixtures::greedy(*m.runner, prompt, 8);
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   const RequestResult first = engine.submit(greedy_request(prompt, 8)).wait();
   const RequestResult second = engine.submit(greedy_request(prompt, 8)).wait();
   EXPECT_EQ(first.token_ids, want);
@@ -116,8 +116,8 @@ TEST(Engine, SharedPrefixIsReusedWithIdenticalOutput) {
 TEST(Engine, StopTokenIdsAndEos) {
   LoadedModel m = tiny_llama();
   const std::vector<int32_t> prompt = {7, 8, 9, 10};
-  const auto want = fixtures::greedy(*m.model, prompt, 10);
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  const auto want = fixtures::greedy(*m.runner, prompt, 10);
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   GenerationRequest r = greedy_request(prompt, 10);
   r.stop_token_ids = {want[3]};
   const RequestResult got = engine.submit(r).wait();
@@ -129,7 +129,7 @@ TEST(Engine, StopTokenIdsAndEos) {
 
 TEST(Engine, LogprobsAreLogSoftmaxOfTheModel) {
   LoadedModel m = tiny_llama();
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   GenerationRequest r = greedy_request({4, 5, 6}, 5);
   r.logprobs = true;
   r.top_logprobs = 3;
@@ -159,7 +159,7 @@ std::vector<std::string> pieces_of(Engine& engine, const GenerationRequest& r) {
 
 TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
   LoadedModel m = tiny_llama();
-  Engine engine(*m.model, m.tokenizer.get(), small_config(128));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(128));
   const GenerationRequest base = greedy_request({12, 40, 77, 3, 9}, 40);
   const std::vector<std::string> pieces = pieces_of(engine, base);
   std::string full;
@@ -202,7 +202,7 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
 
 TEST(Engine, CancelFreesBlocksWithinAStep) {
   LoadedModel m = tiny_llama();
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   // The engine keeps generating on its own thread while this one cancels, so on a loaded
   // machine the request can finish all 200 tokens first: then try again (the cancel
   // must land in one of a few tries, or cancelling is broken).
@@ -237,7 +237,7 @@ TEST(Engine, AdmissionRejectsWhatCanNeverFitAndFullQueues) {
   EngineConfig config = small_config(/*num_blocks=*/8, /*max_num_seqs=*/1);  // 32 positions
   config.max_model_len = 40;
   config.max_waiting = 2;
-  Engine engine(*m.model, m.tokenizer.get(), config);
+  Engine engine(*m.runner, m.tokenizer.get(), config);
   auto expect_rejected = [&](const GenerationRequest& r, RequestRejected::Reason reason, const std::string& words) {
     try {
       engine.submit(r);
@@ -306,10 +306,10 @@ TEST(Engine, ManyThreadsSubmittingConcurrently) {
   };
   std::vector<std::vector<int32_t>> want(prompts.size());
   {
-    Engine alone(*m.model, m.tokenizer.get(), small_config(256, /*max_num_seqs=*/1));
+    Engine alone(*m.runner, m.tokenizer.get(), small_config(256, /*max_num_seqs=*/1));
     for (size_t i = 0; i < prompts.size(); ++i) want[i] = alone.submit(request(i)).wait().token_ids;
   }
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   std::vector<std::vector<int32_t>> got(prompts.size());
   std::vector<std::thread> threads;
   std::atomic<int> callbacks_done{0};
@@ -342,8 +342,8 @@ TEST(Engine, ManyThreadsSubmittingConcurrently) {
 TEST(Engine, ThrowingCallbackEndsOnlyItsRequest) {
   LoadedModel m = tiny_llama();
   const std::vector<int32_t> prompt = {9, 10, 11};
-  const auto want = fixtures::greedy(*m.model, prompt, 30);
-  Engine engine(*m.model, m.tokenizer.get(), small_config(64));
+  const auto want = fixtures::greedy(*m.runner, prompt, 30);
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(64));
   std::atomic<int> calls{0};
   GenerationRequest bad = greedy_request({5, 6, 7}, 200);
   bad.on_event = [&](const RequestEvent&) {
@@ -365,7 +365,7 @@ TEST(Engine, ShutdownCancelsWhatIsInFlight) {
   // once in a parallel ctest run); then try again. A shutdown must land in a few tries.
   bool cancelled = false;
   for (int attempt = 0; attempt < 5 && !cancelled; ++attempt) {
-    auto engine = std::make_unique<Engine>(*m.model, m.tokenizer.get(), small_config(64, 1));
+    auto engine = std::make_unique<Engine>(*m.runner, m.tokenizer.get(), small_config(64, 1));
     RequestHandle running = engine->submit(greedy_request({5, 6}, 240));
     RequestHandle waiting = engine->submit(greedy_request({7, 8}, 10));
     ASSERT_TRUE(running.next().has_value());
@@ -391,11 +391,11 @@ TEST(Engine, SmolLM2EightPromptsEqualSession) {
     prompts.push_back(m.tokenizer->encode(text, true));
   }
   std::vector<std::vector<int32_t>> alone;  // before the engine: it owns the model while it runs
-  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.model, p, 16));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 16));
   EngineConfig config;
   config.kv_cache_bytes = 64 << 20;
   config.scheduler = {8, 32};
-  Engine engine(*m.model, m.tokenizer.get(), config);
+  Engine engine(*m.runner, m.tokenizer.get(), config);
   std::vector<RequestHandle> handles;
   for (const auto& p : prompts) handles.push_back(engine.submit(greedy_request(p, 16)));
   for (size_t i = 0; i < prompts.size(); ++i) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "corvid/engine/session.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 
 namespace corvid::fixtures {
 
@@ -51,7 +51,7 @@ inline std::string test_name(std::string s) {
 }
 
 // n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off).
-inline std::vector<int32_t> greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t n) {
+inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n) {
   Session session(model, static_cast<int64_t>(prompt.size()) + n + 1);
   GenerateOptions opts;
   opts.max_new_tokens = n;

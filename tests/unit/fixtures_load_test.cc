@@ -6,7 +6,8 @@
 
 #include <filesystem>
 
-#include "corvid/formats/model_files.h"
+#include "corvid/models/registry.h"
+#include "corvid//formats/model_files.h"
 
 namespace corvid {
 namespace {

@@ -4,7 +4,8 @@
 
 #include <filesystem>
 
-#include "corvid/core/error.h"
+#include "corvid/models/registry.h"
+#include "corvid//core/error.h"
 #include "corvid/formats/gguf.h"
 #include "corvid/formats/gguf_model.h"
 #include "corvid/formats/json_file.h"
@@ -19,8 +20,8 @@ const std::string kCorpus = std::string(CORVID_SOURCE_DIR) + "/tests/fuzz/corpus
 TEST(FuzzSeeds, GgufSeedsParse) {
   for (const char* name : {"every_value_type.gguf", "kquants_v2_align64.gguf", "llama_mixed_types.gguf", "qwen3.gguf"})
     EXPECT_NO_THROW(GgufFile::open(kCorpus + "gguf/" + name)) << name;
-  EXPECT_NO_THROW(model_config_from_gguf(*GgufFile::open(kCorpus + "gguf/llama_mixed_types.gguf")));
-  EXPECT_NO_THROW(model_config_from_gguf(*GgufFile::open(kCorpus + "gguf/qwen3.gguf")));
+  EXPECT_NO_THROW(read_gguf_config(*GgufFile::open(kCorpus + "gguf/llama_mixed_types.gguf")));
+  EXPECT_NO_THROW(read_gguf_config(*GgufFile::open(kCorpus + "gguf/qwen3.gguf")));
   // The stories260K header seed has its tensor data cut off on purpose.
   EXPECT_THROW(GgufFile::open(kCorpus + "gguf/stories260K_header.gguf"), Error);
 }

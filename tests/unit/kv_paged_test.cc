@@ -23,16 +23,10 @@ namespace {
 
 using namespace corvid::testing;
 
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.num_hidden_layers = 2;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  return c;
-}
+std::vector<LayerState> tiny_config() { return uniform_kv_spec(/*layers=*/2, /*kv_heads=*/2, /*head_dim=*/8); }
 
 TEST(BlockPool, SizesFromByteBudget) {
-  const ModelConfig c = tiny_config();
+  const std::vector<LayerState> c = tiny_config();
   // 2 (K and V) x 2 layers x 4 positions x 2 heads x 8 dims x 4 bytes.
   EXPECT_EQ(BlockPool::bytes_per_block(c, 4), 2 * 2 * 4 * 2 * 8 * 4);
   EXPECT_EQ(BlockPool::blocks_for_budget(c, 4, 10 * 1024 + 5), 10);
@@ -51,7 +45,7 @@ TEST(BlockPool, SizesFromByteBudget) {
 // blocks; the CPU's kernels read F32 only, so a 16-bit cache there is refused up front,
 // by the cache and by the ops.
 TEST(BlockPool, HalfPrecisionSizesAndCpuRefusal) {
-  const ModelConfig c = tiny_config();
+  const std::vector<LayerState> c = tiny_config();
   EXPECT_EQ(BlockPool::bytes_per_block(c, 4, DType::BF16), 2 * 2 * 4 * 2 * 8 * 2);
   EXPECT_EQ(BlockPool::bytes_per_block(c, 4, DType::F16), BlockPool::bytes_per_block(c, 4) / 2);
   EXPECT_EQ(BlockPool::blocks_for_budget(c, 4, 10 * 1024 + 5, DType::BF16), 20);

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "corvid/core/buffer.h"
+#include "corvid/models/registry.h"
+#include "corvid//core/buffer.h"
 #include "corvid/formats/model_files.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 #include "corvid/models/rope_scaling.h"
+#include "model_util.h"
 
 namespace corvid {
 namespace {
@@ -17,10 +19,10 @@ namespace fs = std::filesystem;
 
 fs::path fixture(const char* name) { return fs::path(CORVID_SOURCE_DIR) / "tests" / "fixtures" / name; }
 
-OwnedTensor run(LlamaModel& model, const std::vector<int32_t>& tokens) {
+OwnedTensor run(Runner& model, const std::vector<int32_t>& tokens) {
   std::vector<int32_t> positions(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) positions[i] = static_cast<int32_t>(i);
-  KVCache kv(model.config(), static_cast<int64_t>(tokens.size()));
+  KVCache kv(model.model().state_spec(), static_cast<int64_t>(tokens.size()));
   OwnedTensor logits(DType::F32, {static_cast<int64_t>(tokens.size()), model.config().vocab_size});
   model.forward(tokens, positions, kv, logits.tensor, true);
   return logits;
@@ -45,10 +47,10 @@ TEST(LlamaModel, RopeFreqFactorsEqualLlama3Scaling) {
   WeightSet with_factors = files.weights;
   with_factors.tensors["rope_freqs.weight"] = Tensor(DType::F32, {static_cast<int64_t>(divisors.size())}, divisors.data());
 
-  LlamaModel reference(files.config, files.weights), factored(plain, with_factors), unscaled(plain, files.weights);
+  BoundModel reference(files), factored(plain, files, with_factors), unscaled(plain, files, files.weights);
   std::vector<int32_t> tokens;
   for (int i = 0; i < 40; ++i) tokens.push_back((i * 37 + 11) % static_cast<int>(plain.vocab_size));
-  OwnedTensor a = run(reference, tokens), b = run(factored, tokens), c = run(unscaled, tokens);
+  OwnedTensor a = run(*reference, tokens), b = run(*factored, tokens), c = run(*unscaled, tokens);
   double worst_ab = 0, worst_ac = 0;
   for (int64_t i = 0; i < a.tensor.numel(); ++i) {
     worst_ab = std::max(worst_ab, static_cast<double>(std::abs(a.ptr<float>()[i] - b.ptr<float>()[i])));
@@ -61,11 +63,12 @@ TEST(LlamaModel, RopeFreqFactorsEqualLlama3Scaling) {
 TEST(LlamaModel, PrefillEqualsTokenByTokenDecode) {
   // Batch invariance: a token's logits must not depend on how the sequence was chunked.
   ModelFiles files = open_model(fixture("qwen3_bf16").string());
-  LlamaModel model(files.config, files.weights);
+  BoundModel bound(files);
+  Runner& model = *bound;
   std::vector<int32_t> tokens;
   for (int i = 0; i < 24; ++i) tokens.push_back((i * 53 + 7) % static_cast<int>(files.config.vocab_size));
   OwnedTensor all = run(model, tokens);
-  KVCache kv(files.config, static_cast<int64_t>(tokens.size()));
+  KVCache kv(bound.spec(), static_cast<int64_t>(tokens.size()));
   OwnedTensor one(DType::F32, {1, files.config.vocab_size});
   for (size_t i = 0; i < tokens.size(); ++i) {
     int32_t pos = static_cast<int32_t>(i);

@@ -2,7 +2,8 @@
 
 #include <filesystem>
 
-#include "corvid/core/error.h"
+#include "corvid/models/registry.h"
+#include "corvid//core/error.h"
 #include "corvid/formats/model_files.h"
 #include "safetensors_builder.h"
 
@@ -115,15 +116,34 @@ TEST(ModelFiles, Errors) {
     EXPECT_EQ(std::string(e.what()).rfind(d.file("config.json") + ": bad JSON: ", 0), 0u) << e.what();
   }
   d.write("config.json", json{{"model_type", "bert"}}.dump());
-  expect_message([&] { open_model(d.str()); },
-                 d.file("config.json") + ": unsupported model_type 'bert' (supported: llama, mistral, qwen2, qwen3)");
+  try {
+    open_model(d.str());
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(d.file("config.json") + ": unsupported model_type 'bert' (supported: llama, mistral, ", 0), 0u)
+        << msg;
+    EXPECT_NE(msg.find("gemma3_text"), std::string::npos) << msg;
+  }
+  // Shapes, missing and unused tensors are checked when the model binds its weights.
   write_folder(d);
+  auto bind = [&] { make_model(open_model(d.str()), Device::CPU); };
+  EXPECT_NO_THROW(bind());
   SafetensorsBuilder wrong = tiny_llama_weights();
   wrong.add("model.layers.0.mlp.down_proj.weight", "BF16", {16, 8}, 2);  // transposed
   d.write("model.safetensors", wrong.build());
-  expect_message([&] { open_model(d.str()); },
-                 d.file("model.safetensors") +
-                     ": tensor model.layers.0.mlp.down_proj.weight has shape [16, 8], the config implies [8, 16]");
+  expect_message(bind, d.file("model.safetensors") +
+                           ": tensor model.layers.0.mlp.down_proj.weight has shape [16, 8], the config implies [8, 16]");
+  SafetensorsBuilder extra = tiny_llama_weights();
+  extra.add("model.layers.0.self_attn.o_proj.bias", "F32", {8}, 4);  // attention_bias is false
+  d.write("model.safetensors", extra.build());
+  expect_message(bind, d.file("model.safetensors") +
+                           ": tensor model.layers.0.self_attn.o_proj.bias is not used by the model (a config that "
+                           "disagrees with the weights?)");
+  SafetensorsBuilder missing;
+  missing.add("model.embed_tokens.weight", "F32", {4, 8}, 4).add("model.norm.weight", "F32", {8}, 4);
+  d.write("model.safetensors", missing.build());
+  expect_message(bind, d.file("model.safetensors") + ": missing tensor model.layers.0.input_layernorm.weight");
   std::filesystem::remove(d.file("model.safetensors"));
   expect_message([&] { open_model(d.str()); }, d.str() + ": no model.safetensors or model.safetensors.index.json");
   d.write("broken.gguf", std::string("GGUF\x01"));

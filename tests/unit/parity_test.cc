@@ -52,7 +52,7 @@ TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
   const int64_t vocab = m.model->config().vocab_size;
   for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
     const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
-    Session session(*m.model, static_cast<int64_t>(prompt.size()) + 1);
+    Session session(*m.runner, static_cast<int64_t>(prompt.size()) + 1);
     const Tensor& logits = session.score(prompt);
     const json& want = oracle["logits"][p];
     ASSERT_EQ(want.size(), prompt.size());
@@ -68,7 +68,7 @@ TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
     }
     RecordProperty("max_abs_logit_diff_prompt" + std::to_string(p), std::to_string(worst));
     const auto want_greedy = oracle["greedy"][p].get<std::vector<int32_t>>();
-    EXPECT_EQ(greedy(*m.model, prompt, static_cast<int64_t>(want_greedy.size())), want_greedy)
+    EXPECT_EQ(greedy(*m.runner, prompt, static_cast<int64_t>(want_greedy.size())), want_greedy)
         << GetParam() << " prompt " << p;
   }
 }
@@ -105,7 +105,7 @@ TEST_P(SmolLM2Parity, TopLogitsAndGreedyMatchTransformers) {
     const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
     // The tokenizer must reproduce the oracle's prompt ids.
     EXPECT_EQ(m.tokenizer->encode(oracle["prompt_texts"][p].get<std::string>(), false), prompt) << "prompt " << p;
-    Session session(*m.model, static_cast<int64_t>(prompt.size()) + 1);
+    Session session(*m.runner, static_cast<int64_t>(prompt.size()) + 1);
     const Tensor& logits = session.score(prompt);
     ASSERT_EQ(oracle["topk"][p].size(), prompt.size());
     const double worst =
@@ -113,7 +113,7 @@ TEST_P(SmolLM2Parity, TopLogitsAndGreedyMatchTransformers) {
     std::printf("smollm2 (%s) prompt %zu: %zu tokens, max |logit diff| over top-20 = %.4f\n", mode.name, p, prompt.size(), worst);
     const auto want = oracle["greedy"][p].get<std::vector<int32_t>>();
     const auto gaps = oracle["greedy_gaps"][p].get<std::vector<double>>();
-    const auto got = greedy(*m.model, prompt, static_cast<int64_t>(want.size()));
+    const auto got = greedy(*m.runner, prompt, static_cast<int64_t>(want.size()));
     size_t same = 0;
     while (same < want.size() && got[same] == want[same]) ++same;
     if (same < want.size()) {

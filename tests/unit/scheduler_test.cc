@@ -1,4 +1,4 @@
-// The scheduler and LlamaModel::forward_batch: batch composition (decode first,
+// The scheduler and Runner::forward_batch: batch composition (decode first,
 // chunked prefill under the token budget, sequence cap), prefix reuse, preemption
 // by recompute, and the key property — a sequence run in a batch with others gives
 // exactly the same logits (bit for bit) and tokens as run alone.
@@ -21,13 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace corvid::testing;
 
-ModelConfig pool_config() {
-  ModelConfig c;
-  c.num_hidden_layers = 1;
-  c.num_key_value_heads = 1;
-  c.head_dim = 4;
-  return c;
-}
+std::vector<LayerState> pool_config() { return uniform_kv_spec(/*layers=*/1, /*kv_heads=*/1, /*head_dim=*/4); }
 
 std::vector<int32_t> tokens_from(int32_t first, int n) {
   std::vector<int32_t> t;
@@ -178,12 +172,12 @@ TEST_P(SchedulerBatchedForward, MatchesEachSequenceAloneBitForBit) {
   const auto prompts = test_prompts(m.model->config().vocab_size, 6, 5);
   const int64_t n_new = 12;
   std::vector<Trace> alone;
-  for (const auto& p : prompts) alone.push_back(run_alone(*m.model, p, n_new));
+  for (const auto& p : prompts) alone.push_back(run_alone(*m.runner, p, n_new));
   // A roomy pool with a small budget (prefill chunks next to decode tokens).
-  expect_same_traces(run_batched(*m.model, prompts, n_new, {4, 16}, 4, 256), alone, "roomy pool");
+  expect_same_traces(run_batched(*m.runner, prompts, n_new, {4, 16}, 4, 256), alone, "roomy pool");
   // A pool too small for everyone at once: preemption by recompute.
   int64_t preemptions = 0;
-  expect_same_traces(run_batched(*m.model, prompts, n_new, {6, 64}, 4, 26, &preemptions), alone, "tiny pool");
+  expect_same_traces(run_batched(*m.runner, prompts, n_new, {6, 64}, 4, 26, &preemptions), alone, "tiny pool");
   EXPECT_GT(preemptions, 0);
 }
 
@@ -197,10 +191,10 @@ TEST(SchedulerBatchedForward, PrefixHitsPrefillFewerTokensWithTheSameOutput) {
   std::vector<std::vector<int32_t>> prompts = {shared, shared, shared};
   prompts[2].push_back(9);
   std::vector<Trace> alone;
-  for (const auto& p : prompts) alone.push_back(run_alone(*m.model, p, 4));
+  for (const auto& p : prompts) alone.push_back(run_alone(*m.runner, p, 4));
   // One at a time (max_num_seqs 1), so the later prompts find the first one's blocks.
   int64_t prefilled = 0;
-  expect_same_traces(run_batched(*m.model, prompts, 4, {1, 64}, 4, 64, nullptr, &prefilled), alone, "prefix");
+  expect_same_traces(run_batched(*m.runner, prompts, 4, {1, 64}, 4, 64, nullptr, &prefilled), alone, "prefix");
   const int64_t without_cache = 24 + 24 + 25 + 3 * 3;  // prompts, then 3 decode steps each
   EXPECT_EQ(prefilled, without_cache - 20 - 24);  // 5 of 6 blocks, then all 6 of the shared prefix reused
 }
@@ -208,12 +202,12 @@ TEST(SchedulerBatchedForward, PrefixHitsPrefillFewerTokensWithTheSameOutput) {
 TEST(SchedulerBatchedForward, RejectsBadBatches) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama").string());
   const int64_t vocab = m.model->config().vocab_size;
-  BlockPool pool(m.model->config(), 4, 8);
+  BlockPool pool(m.model->state_spec(), 4, 8);
   const std::vector<int32_t> tokens = {1, 2, 3, 4, 5}, bad_token = {1, static_cast<int32_t>(vocab)};
   const std::vector<int32_t> two_blocks = {0, 1}, one_block = {0}, outside = {0, 8};
   OwnedTensor one_row(DType::F32, {1, vocab}), two_rows(DType::F32, {2, vocab});
   auto run = [&](std::vector<BatchSequence> batch, const Tensor& logits) {
-    m.model->forward_batch(batch, pool, logits);
+    m.runner->forward_batch(batch, pool, logits);
   };
   EXPECT_NO_THROW(run({{tokens, 0, two_blocks, true}}, one_row.tensor));
   EXPECT_THROW(run({{tokens, 0, one_block, true}}, one_row.tensor), Error);   // 5 positions, 4 slots
@@ -223,7 +217,7 @@ TEST(SchedulerBatchedForward, RejectsBadBatches) {
   EXPECT_THROW(run({}, one_row.tensor), Error);
   BlockPool other_shape(pool_config(), 4, 8);
   const std::vector<BatchSequence> batch = {{tokens, 0, two_blocks, true}};
-  EXPECT_THROW(m.model->forward_batch(batch, other_shape, one_row.tensor), Error);
+  EXPECT_THROW(m.runner->forward_batch(batch, other_shape, one_row.tensor), Error);
 }
 
 TEST(SchedulerBatchedForward, SmolLM2EightPromptsMatchAlone) {
@@ -236,8 +230,8 @@ TEST(SchedulerBatchedForward, SmolLM2EightPromptsMatchAlone) {
     prompts.push_back(m.tokenizer->encode(text, true));
   }
   std::vector<Trace> alone;
-  for (const auto& p : prompts) alone.push_back(run_alone(*m.model, p, 16));
-  expect_same_traces(run_batched(*m.model, prompts, 16, {8, 32}, 16, 64), alone, "smollm2");
+  for (const auto& p : prompts) alone.push_back(run_alone(*m.runner, p, 16));
+  expect_same_traces(run_batched(*m.runner, prompts, 16, {8, 32}, 16, 64), alone, "smollm2");
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "corvid/engine/session.h"
+#include "corvid/models/registry.h"
+#include "corvid//engine/session.h"
+#include "model_util.h"
 #include "corvid/formats/model_files.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 
 namespace corvid {
 namespace {
@@ -23,7 +25,8 @@ std::vector<int32_t> greedy_run(Session& s, std::span<const int32_t> new_tokens,
 
 TEST(Session, ContinueFromKeepsTheCommonPrefixAndMatchesAFreshSession) {
   ModelFiles files = open_model((fs::path(CORVID_SOURCE_DIR) / "tests" / "fixtures" / "llama").string());
-  LlamaModel model(files.config, files.weights);
+  BoundModel bound(files);
+  Runner& model = *bound;
   const std::vector<int32_t> turn1 = {1, 20, 30, 40, 50};
   Session chat(model, 128);
   const auto answer1 = greedy_run(chat, turn1, 6);

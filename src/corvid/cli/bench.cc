@@ -42,10 +42,11 @@ void run_bench(const BenchArgs& a) {
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),
                                                             parse_device(a.common.device));
-  LlamaModel& model = *m.model;
+  Model& model = *m.model;
+  Runner& runner = *m.runner;
   const int64_t vocab = model.config().vocab_size;
   const DType kv_dtype = kv_cache_dtype(a.common, model.device());
-  KVCache kv(model.config(), a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
+  KVCache kv(model.state_spec(), a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());
@@ -59,16 +60,16 @@ void run_bench(const BenchArgs& a) {
   for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms caches and page-faults the weights in
     if (a.prompt > 0) {
       auto t0 = clock::now();
-      model.forward(std::span(tokens).first(static_cast<size_t>(a.prompt)), std::span(positions).first(static_cast<size_t>(a.prompt)),
-                    kv, logits.tensor, false);
+      runner.forward(std::span(tokens).first(static_cast<size_t>(a.prompt)), std::span(positions).first(static_cast<size_t>(a.prompt)),
+                     kv, logits.tensor, false);
       double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r) pp.push_back(static_cast<double>(a.prompt) / s);
     }
     if (a.gen > 0) {
       auto t0 = clock::now();
       for (int64_t i = 0; i < a.gen; ++i)
-        model.forward(std::span(tokens).subspan(static_cast<size_t>(i), 1), std::span(positions).subspan(static_cast<size_t>(i), 1),
-                      kv, logits.tensor, false);
+        runner.forward(std::span(tokens).subspan(static_cast<size_t>(i), 1), std::span(positions).subspan(static_cast<size_t>(i), 1),
+                        kv, logits.tensor, false);
       double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r) tg.push_back(static_cast<double>(a.gen) / s);
     }

@@ -8,6 +8,7 @@
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
+#include "corvid/models/registry.h"
 
 namespace corvid::cli {
 

@@ -112,7 +112,7 @@ void run_serve(const ServeArgs& a) {
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;
   config.max_waiting = a.max_waiting;
-  Engine engine(*m.model, m.tokenizer.get(), config);
+  Engine engine(*m.runner, m.tokenizer.get(), config);
 
   const std::optional<ChatTemplate> chat_template = serving_template(a);
   if (!chat_template) std::fprintf(stderr, "corvid serve: the model has no chat template: only /v1/completions works\n");
@@ -142,9 +142,7 @@ void run_serve(const ServeArgs& a) {
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  const double kv_gib = static_cast<double>(engine.num_blocks()) *
-                        static_cast<double>(BlockPool::bytes_per_block(m.model->config(), engine.block_size(),
-                                                                       config.kv_dtype)) /
+  const double kv_gib = static_cast<double>(engine.num_blocks()) * static_cast<double>(engine.bytes_per_block()) /
                         static_cast<double>(int64_t{1} << 30);
   std::printf("corvid serve: %s (%s on %s, %lld KV blocks of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
               api_config.model_name.c_str(), m.model->config().architecture.c_str(),

@@ -11,7 +11,7 @@
 namespace corvid {
 
 // Reads `config_path` (a config.json, or a folder holding one) and builds every
-// weight the Llama family needs in `dtype` (norms stay F32, as GGUF stores them),
+// weight its family asks for in `dtype` (norms stay F32, as GGUF stores them),
 // then binds the model on `device`. No tokenizer: the result serves `corvid bench`.
 // Values: projections uniform with std 1/sqrt(in_features), embeddings std 0.02,
 // norms 1 ± 0.05; deterministic for a seed.

@@ -59,24 +59,25 @@ struct Engine::Active {
   bool done = false;
 };
 
-Engine::Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig& config)
-    : model_(model), tokenizer_(tokenizer), config_(config) {
-  const ModelConfig& mc = model.config();
+Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& config)
+    : runner_(runner), tokenizer_(tokenizer), config_(config) {
+  const ModelConfig& mc = runner.config();
+  const std::vector<LayerState>& spec = runner.model().state_spec();
   CORVID_CHECK(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
   CORVID_CHECK(config.max_waiting > 0, "engine: max_waiting must be positive, got ", config.max_waiting);
   config.scheduler.validate();
   const int64_t blocks = config.num_blocks > 0
                              ? config.num_blocks
-                             : BlockPool::blocks_for_budget(mc, config.block_size, config.kv_cache_bytes,
+                             : BlockPool::blocks_for_budget(spec, config.block_size, config.kv_cache_bytes,
                                                              config.kv_dtype);
   CORVID_CHECK(blocks > 0, "engine: a KV cache budget of ", config.kv_cache_bytes,
                " bytes holds no block (one block of ", config.block_size, " positions takes ",
-               BlockPool::bytes_per_block(mc, config.block_size, config.kv_dtype), " bytes)");
-  pool_ = std::make_unique<BlockPool>(mc, config.block_size, blocks, model.device(), config.kv_dtype);
+               BlockPool::bytes_per_block(spec, config.block_size, config.kv_dtype), " bytes)");
+  pool_ = std::make_unique<BlockPool>(spec, config.block_size, blocks, runner.device(), config.kv_dtype);
   cache_ = std::make_unique<PrefixCache>(*pool_, config.enable_prefix_caching);
   scheduler_ = std::make_unique<Scheduler>(*cache_, config.scheduler);
   max_model_len_ = config.max_model_len > 0 ? config.max_model_len : mc.max_position_embeddings;
-  if (max_model_len_ <= 0) max_model_len_ = blocks * config.block_size;
+  if (max_model_len_ <= 0) max_model_len_ = pool_->max_positions_per_sequence();
   eos_ids_ = stop_token_ids(tokenizer, mc);
   stats_.blocks_total = blocks;
   thread_ = std::thread(&Engine::loop, this);
@@ -95,7 +96,7 @@ void Engine::shutdown() {
 
 void Engine::validate(const GenerationRequest& r) const {
   using Reason = RequestRejected::Reason;
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   auto invalid = [](auto&&... parts) {
     std::ostringstream out;
     (out << ... << parts);
@@ -125,7 +126,7 @@ void Engine::validate(const GenerationRequest& r) const {
                                                "maximum context length of " + std::to_string(max_model_len_) +
                                                " tokens (max_model_len)");
   }
-  const int64_t capacity = pool_->num_blocks() * pool_->block_size();
+  const int64_t capacity = pool_->max_positions_per_sequence();
   if (total > capacity) {
     throw RequestRejected(Reason::TooLong, "this request needs " + std::to_string(total) + " tokens (" +
                                                std::to_string(prompt) + " in the prompt + " +
@@ -286,7 +287,7 @@ void Engine::loop() {
 }
 
 void Engine::run_step(const StepPlan& plan) {
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   batch_.clear();
   int64_t n_out = 0;
   for (const ScheduledChunk& c : plan.chunks) {
@@ -295,11 +296,11 @@ void Engine::run_step(const StepPlan& plan) {
     n_out += c.sample;
   }
   // On a GPU the logits stay there: the device samples and only token ids come back.
-  const bool device_sampling = model_.device() != Device::CPU;
+  const bool device_sampling = runner_.device() != Device::CPU;
   Tensor logits;
   try {
     logits = device_sampling ? device_logits(n_out) : host_logits(n_out);
-    model_.forward_batch(batch_, *pool_, logits);
+    runner_.forward_batch(batch_, *pool_, logits);
   } catch (const std::exception& e) {
     // The step failed as a whole: every sequence in it ends with the error.
     for (const ScheduledChunk& c : plan.chunks) {
@@ -334,17 +335,17 @@ void Engine::run_step(const StepPlan& plan) {
 }
 
 Tensor Engine::host_logits(int64_t rows) {
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   logits_.resize(static_cast<size_t>(rows * vocab));
   return Tensor(DType::F32, {rows, vocab}, logits_.data(), Device::CPU);
 }
 
 Tensor Engine::device_logits(int64_t rows) {
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   if (device_logits_.tensor.rows() < rows || !device_logits_.buffer.data()) {
     // Grown in steps of 64 rows, so a growing batch reallocates rarely (and a step
     // without logits, all prefill chunks, allocates nothing each time).
-    device_logits_ = DeviceTensor(model_.device(), DType::F32, {std::max<int64_t>(64, (rows + 63) / 64 * 64), vocab});
+    device_logits_ = DeviceTensor(runner_.device(), DType::F32, {std::max<int64_t>(64, (rows + 63) / 64 * 64), vocab});
   }
   Tensor t = device_logits_.tensor;
   t.shape[0] = rows;
@@ -353,7 +354,7 @@ Tensor Engine::device_logits(int64_t rows) {
 
 int32_t Engine::sample_on_host(Active& active, float* logits, const float*& raw_logits) {
   const GenerationRequest& r = active.request;
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   raw_logits = nullptr;
   if (r.logprobs || r.top_logprobs > 0) {  // the sampler rewrites logits
     logprob_scratch_.assign(logits, logits + vocab);
@@ -366,7 +367,7 @@ int32_t Engine::sample_on_host(Active& active, float* logits, const float*& raw_
 }
 
 void Engine::sample_on_device(const Tensor& logits) {
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   const size_t rows = sampling_rows_.size();
   row_params_.clear();
   for (Active* active : sampling_rows_) {
@@ -412,7 +413,7 @@ void Engine::sample_on_device(const Tensor& logits) {
 
 void Engine::on_token(Active& active, int32_t token, const float* raw_logits) {
   const GenerationRequest& r = active.request;
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   Sequence& seq = active.seq;
   seq.tokens.push_back(token);
   ++active.generated;

@@ -1,6 +1,6 @@
 // Engine: the serving engine under the HTTP server. One scheduler thread owns the
 // model, the paged KV cache (BlockPool + PrefixCache) and the Scheduler; it runs
-// continuous batching steps (LlamaModel::forward_batch) while any request is in
+// continuous batching steps (Runner::forward_batch) while any request is in
 // flight and sleeps otherwise.
 //
 // Any thread may submit() and cancel(). Each request samples with its own Sampler
@@ -32,7 +32,7 @@
 #include "corvid/engine/scheduler.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/prefix_cache.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 #include "corvid/ops/sampling.h"
 #include "corvid/tokenizer/tokenizer.h"
 
@@ -59,9 +59,9 @@ struct EngineStats {
 
 class Engine {
  public:
-  // The model must outlive the engine and must not be used by anything else meanwhile.
-  // tokenizer may be null (then no text, no stop strings, no EOS from it).
-  Engine(LlamaModel& model, const Tokenizer* tokenizer, const EngineConfig& config);
+  // The runner (and its model) must outlive the engine and must not be used by anything
+  // else meanwhile. tokenizer may be null (then no text, no stop strings, no EOS from it).
+  Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& config);
   // Cancels what is in flight (each request gets its "cancelled" event) and joins the thread.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -80,6 +80,11 @@ class Engine {
   int64_t max_model_len() const { return max_model_len_; }
   int64_t num_blocks() const { return pool_->num_blocks(); }
   int64_t block_size() const { return pool_->block_size(); }
+  // The longest sequence (prompt + output) the KV pool can hold.
+  int64_t max_tokens_per_sequence() const { return pool_->max_positions_per_sequence(); }
+  int64_t bytes_per_block() const {
+    return BlockPool::bytes_per_block(runner_.model().state_spec(), pool_->block_size(), pool_->dtype());
+  }
 
  private:
   struct Active;
@@ -103,7 +108,7 @@ class Engine {
   void validate(const GenerationRequest& request) const;
   void publish_stats();
 
-  LlamaModel& model_;
+  Runner& runner_;
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   int64_t max_model_len_ = 0;

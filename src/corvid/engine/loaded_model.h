@@ -1,21 +1,24 @@
-// LoadedModel: a checkpoint opened from disk with its tokenizer and the model
-// bound to its weights — what every entry point starts from.
+// LoadedModel: a checkpoint opened from disk with its tokenizer, the model bound
+// to its weights (models/registry.h picks the family) and the runner that steps
+// it — what every entry point starts from.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "corvid/engine/runner.h"
 #include "corvid/formats/model_files.h"
-#include "corvid/models/llama.h"
+#include "corvid/models/model.h"
+#include "corvid/models/weight_loader.h"
 #include "corvid/tokenizer/tokenizer.h"
 
 namespace corvid {
 
 struct LoadedModel {
-  std::unique_ptr<ModelFiles> files;  // owns the mappings the model's weight views point into
-  std::unique_ptr<WeightSet> device_weights;  // the weights copied to the GPU (CUDA only)
+  std::unique_ptr<ModelFiles> files;  // owns the mappings the model's host weight views point into
   std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Runner> runner;
   Device device = Device::CPU;
 
   // Opens a GGUF file or a Hugging Face folder; on CUDA the weights are uploaded
@@ -23,21 +26,13 @@ struct LoadedModel {
   // the file and the problem (bad file, unsupported architecture, missing tokenizer…).
   static LoadedModel load(const std::string& path, Device device = Device::CPU);
 
-  // Builds `model` over files->weights on `device` (uploading them first off the CPU).
+  // Builds `model` (and its runner) over files->weights on `device`.
   void bind_model();
 };
 
-// A copy of `host` whose tensors live on `device`, in one allocation that the
-// returned set's owners keep alive (each tensor 256-byte aligned). Weights the device
-// keeps in another layout (ops::device_weight_dtype) pass through a staging buffer of
-// at most staging_limit bytes (whole rows; at least one row), a chunk of rows at a time, so
-// that loading needs little more device memory than the weights themselves.
-inline constexpr size_t kUploadStagingBytes = size_t{64} << 20;
+// A copy of `host` whose tensors live on `device` (each in its own allocation, in
+// ops::device_weight_dtype's layout), staged through at most staging_limit bytes.
 WeightSet upload_weights(const WeightSet& host, Device device, size_t staging_limit = kUploadStagingBytes);
-
-}  // namespace corvid
-
-namespace corvid {
 
 // Opens only the tokenizer of a GGUF file (also a tokenizer-only one) or a
 // Hugging Face folder (tokenizer.json + tokenizer_config.json).

@@ -14,14 +14,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Session::Session(LlamaModel& model, int64_t context_size, DType kv_dtype)
-    : model_(model), kv_(model.config(), context_size, model.device(), kv_dtype) {
-  const int64_t vocab = model.config().vocab_size;
-  if (model.device() == Device::CPU) {
+Session::Session(Runner& runner, int64_t context_size, DType kv_dtype)
+    : runner_(runner), kv_(runner.model().state_spec(), context_size, runner.device(), kv_dtype) {
+  const int64_t vocab = runner.config().vocab_size;
+  if (runner.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});
     next_logits_ = logits_.tensor;
   } else {
-    device_logits_ = DeviceTensor(model.device(), DType::F32, {1, vocab});
+    device_logits_ = DeviceTensor(runner.device(), DType::F32, {1, vocab});
     next_logits_ = device_logits_.tensor;
   }
 }
@@ -33,7 +33,7 @@ void Session::prefill(int64_t chunk) {
     positions_.clear();
     for (size_t i = cached_; i < end; ++i) positions_.push_back(static_cast<int32_t>(i));
     std::span<const int32_t> piece(tokens_.data() + cached_, end - cached_);
-    model_.forward(piece, positions_, kv_, next_logits_, /*all_logits=*/false);
+    runner_.forward(piece, positions_, kv_, next_logits_, /*all_logits=*/false);
     cached_ = end;
   }
 }
@@ -43,11 +43,11 @@ const Tensor& Session::score(std::span<const int32_t> new_tokens) {
   CORVID_CHECK(n > 0, "score: no tokens");
   CORVID_CHECK(static_cast<int64_t>(tokens_.size()) + n <= kv_.capacity(), "score: ", tokens_.size() + new_tokens.size(),
                " tokens exceed the context size ", kv_.capacity());
-  all_logits_ = OwnedTensor(DType::F32, {n, model_.config().vocab_size});
+  all_logits_ = OwnedTensor(DType::F32, {n, runner_.config().vocab_size});
   prefill(/*chunk=*/kv_.capacity());  // anything pending from an earlier turn first
   positions_.clear();
   for (int64_t i = 0; i < n; ++i) positions_.push_back(static_cast<int32_t>(static_cast<int64_t>(tokens_.size()) + i));
-  model_.forward(new_tokens, positions_, kv_, all_logits_.tensor, /*all_logits=*/true);
+  runner_.forward(new_tokens, positions_, kv_, all_logits_.tensor, /*all_logits=*/true);
   tokens_.insert(tokens_.end(), new_tokens.begin(), new_tokens.end());
   cached_ = tokens_.size();
   return all_logits_.tensor;
@@ -82,7 +82,7 @@ GenerationStats Session::generate(std::span<const int32_t> new_tokens, const Gen
   stats.prefill_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = runner_.config().vocab_size;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     std::span<const int32_t> prompt(tokens_.data(), prompt_end);
     std::span<const int32_t> output(tokens_.data() + prompt_end, tokens_.size() - prompt_end);

@@ -12,7 +12,7 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/sampler.h"
 #include "corvid/kv/kv_cache.h"
-#include "corvid/models/llama.h"
+#include "corvid/engine/runner.h"
 
 namespace corvid {
 
@@ -37,7 +37,7 @@ struct GenerationStats {
 class Session {
  public:
   // kv_dtype: the KV cache's (kv/kv_cache.h: F32, or F16 / BF16 on a GPU).
-  Session(LlamaModel& model, int64_t context_size, DType kv_dtype = DType::F32);
+  Session(Runner& runner, int64_t context_size, DType kv_dtype = DType::F32);
 
   // Appends `new_tokens` to the sequence, then samples up to max_new_tokens, calling
   // on_token for each (return false to stop early). Throws corvid::Error, before any
@@ -69,7 +69,7 @@ class Session {
   // Forwards tokens_[cached_:] in chunks; leaves the last position's logits in logits_.
   void prefill(int64_t chunk);
 
-  LlamaModel& model_;
+  Runner& runner_;
   KVCache kv_;
   std::vector<int32_t> tokens_;  // the sequence so far
   size_t cached_ = 0;            // how many of tokens_ have their keys and values in kv_

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,21 +14,25 @@
 
 namespace corvid {
 
-// GGUF general.architecture values this build can run.
-const std::vector<std::string>& supported_gguf_architectures();
-
-// Throws corvid::Error("<path>: ...") for an unsupported architecture or missing
-// or inconsistent metadata. Note rope_interleaved: llama.cpp's converter permutes
-// the q/k rows of `llama` models for adjacent-pair RoPE, so for arch llama it is
-// true; qwen2/qwen3 keep HF's rotate-half layout (false).
+// The fields every decoder family shares, from the `<arch>.*` metadata. Which
+// architectures run, and what each family reads beyond these (rope layout, sliding
+// windows, ...), is the model registry's business (models/registry.h). Throws
+// corvid::Error("<path>: ...") for missing or inconsistent metadata.
 ModelConfig model_config_from_gguf(const GgufFile& gguf);
 
+// A family's own per-layer tensor name: blk.N.<gguf> is model.layers.N.<hf>.
+struct GgufName {
+  const char* gguf;
+  const char* hf;
+};
+
 // GGUF tensor name → Hugging Face name ("blk.3.attn_q.weight" →
-// "model.layers.3.self_attn.q_proj.weight"); names without a mapping come back unchanged.
-std::string hf_name_from_gguf(const std::string& gguf_name);
+// "model.layers.3.self_attn.q_proj.weight"): the family's names first, then the ones
+// llama.cpp's converters share; names without a mapping come back unchanged.
+std::string hf_name_from_gguf(const std::string& gguf_name, std::span<const GgufName> family_names = {});
 
 // Every tensor of the file under its HF name; `owners` keeps the GgufFile (and so the
 // mapping) alive. Tensors without an HF counterpart (e.g. rope_freqs.weight) keep their GGUF name.
-WeightSet gguf_weight_set(std::shared_ptr<GgufFile> gguf);
+WeightSet gguf_weight_set(std::shared_ptr<GgufFile> gguf, std::span<const GgufName> family_names = {});
 
 }  // namespace corvid

@@ -126,8 +126,8 @@ void check_positive(const std::string& source, const char* key, int64_t v) {
   if (v <= 0) fail(source, ": field ", key, " must be positive, not ", v);
 }
 
-// rope_scaling (or the newer rope_parameters) → RopeScaling. Types corvid does not
-// implement fail here, at load, rather than producing subtly wrong positions.
+}  // namespace
+
 RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const char* field) {
   RopeScaling out;
   if (!rs.is_object()) fail(source, ": field ", field, " must be an object, not ", json_kind(rs));
@@ -167,42 +167,12 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const 
   return out;
 }
 
-// Per-family defaults, from each transformers config class.
-struct FamilyDefaults {
-  std::optional<int64_t> num_key_value_heads;  // absent: this; unset → num_attention_heads
-  std::optional<int64_t> head_dim;             // absent: this; unset → hidden_size / heads
-  int64_t max_position_embeddings;
-  std::vector<int64_t> bos, eos;
-};
-
-FamilyDefaults defaults_for(const std::string& arch) {
-  if (arch == "llama") return {std::nullopt, std::nullopt, 2048, {1}, {2}};
-  if (arch == "mistral") return {8, std::nullopt, 4096 * 32, {1}, {2}};
-  if (arch == "qwen2") return {32, std::nullopt, 32768, {}, {}};
-  return {32, 128, 32768, {}, {}};  // qwen3
-}
-
-}  // namespace
-
-const std::vector<std::string>& supported_architectures() {
-  static const std::vector<std::string> kArchs = {"llama", "mistral", "qwen2", "qwen3"};
-  return kArchs;
-}
-
-ModelConfig parse_model_config(const json& config, const std::string& source) {
+ModelConfig parse_model_config(const json& config, const std::string& source, const ConfigDefaults& d) {
   if (!config.is_object()) fail(source, ": config must be a JSON object, not ", json_kind(config));
   Fields f(config, source);
   ModelConfig c;
   c.architecture = f.string("model_type", "");
   if (c.architecture.empty()) fail(source, ": missing required field model_type");
-  bool known = false;
-  for (const std::string& a : supported_architectures()) known |= a == c.architecture;
-  if (!known) {
-    std::string list;
-    for (const std::string& a : supported_architectures()) list += (list.empty() ? "" : ", ") + a;
-    fail(source, ": unsupported model_type '", c.architecture, "' (supported: ", list, ")");
-  }
-  const FamilyDefaults d = defaults_for(c.architecture);
 
   c.vocab_size = f.integer("vocab_size");
   c.hidden_size = f.integer("hidden_size");
@@ -239,10 +209,10 @@ ModelConfig parse_model_config(const json& config, const std::string& source) {
 
   c.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings);
   check_positive(source, "max_position_embeddings", c.max_position_embeddings);
-  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  c.rms_norm_eps = f.number("rms_norm_eps", d.rms_norm_eps);
   if (!(c.rms_norm_eps > 0)) fail(source, ": field rms_norm_eps must be positive");
-  c.hidden_act = f.string("hidden_act", "silu");
-  c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+  c.hidden_act = f.string("hidden_act", f.string("hidden_activation", d.hidden_act));
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", d.tie_word_embeddings);
   c.torch_dtype = f.string("torch_dtype", f.string("dtype", ""));
 
   // RoPE: newer transformers nest rope_theta and the scaling inside rope_parameters.
@@ -264,25 +234,15 @@ ModelConfig parse_model_config(const json& config, const std::string& source) {
          c.head_dim, " (need an even number in 2..head_dim)");
   c.rope_interleaved = false;  // HF checkpoints use rotate-half
 
-  // Family-specific attention details.
-  if (c.architecture == "llama") {
-    c.attention_bias = f.boolean("attention_bias", false);
-    c.mlp_bias = f.boolean("mlp_bias", false);
-  } else if (c.architecture == "mistral") {
-    // Mistral slides on every layer unless sliding_window is null (Mistral v0.2+).
-    if (!f.present("sliding_window")) c.sliding_window = 4096;
-    else c.sliding_window = f.opt_integer("sliding_window");
-    c.max_window_layers = 0;
-  } else {
-    c.attention_bias = c.architecture == "qwen2" ? true : f.boolean("attention_bias", false);
-    c.qk_norm = c.architecture == "qwen3";
-    // Qwen ships sliding_window values that only apply when use_sliding_window is true.
-    if (f.boolean("use_sliding_window", false)) {
-      c.sliding_window = f.present("sliding_window") ? f.opt_integer("sliding_window") : std::optional<int64_t>(4096);
-      c.max_window_layers = f.integer("max_window_layers", 28);
+  if (const json* types = f.get("layer_types")) {
+    if (!types->is_array()) f.type_error("layer_types", *types, "an array");
+    for (const json& t : *types) {
+      if (!t.is_string()) fail(source, ": field layer_types must hold strings, not ", json_kind(t));
+      c.layer_types.push_back(t.get<std::string>());
     }
+    if (static_cast<int64_t>(c.layer_types.size()) != c.num_hidden_layers)
+      fail(source, ": layer_types has ", c.layer_types.size(), " entries for ", c.num_hidden_layers, " layers");
   }
-  if (c.sliding_window) check_positive(source, "sliding_window", *c.sliding_window);
 
   c.bos_token_ids = f.token_ids("bos_token_id", d.bos);
   c.eos_token_ids = f.token_ids("eos_token_id", d.eos);

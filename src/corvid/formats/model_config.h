@@ -33,7 +33,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;   // "llama", "mistral", "qwen2", "qwen3" (model_type)
+  std::string architecture;   // config.json model_type, or the GGUF general.architecture
+  std::string family;         // the registry's family name (models/registry.h), set when resolved
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -58,6 +59,7 @@ struct ModelConfig {
   std::string hidden_act = "silu";
   std::string torch_dtype;           // as stored: "bfloat16", "float16", "float32"
   std::vector<int64_t> bos_token_ids, eos_token_ids;
+  std::vector<std::string> layer_types;  // per layer ("full_attention", "sliding_attention", ...) when given
 
   // Bytes of KV cache one token takes at `bytes_per_elem` (K and V, all layers).
   int64_t kv_bytes_per_token(int bytes_per_elem) const {
@@ -74,13 +76,28 @@ struct GenerationConfig {
   std::optional<int64_t> bos_token_id;
 };
 
-// Parses a config.json object; `source` names the file in error messages.
-// Throws corvid::Error for unknown architectures (listing the supported ones) and for
-// missing or inconsistent fields.
-ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source);
-GenerationConfig parse_generation_config(const nlohmann::json& config, const std::string& source);
+// Defaults of the fields a family's transformers config class fills in when
+// config.json leaves them out (each family's registry entry gives its own).
+struct ConfigDefaults {
+  std::optional<int64_t> num_key_value_heads;  // absent: this; unset → num_attention_heads
+  std::optional<int64_t> head_dim;             // absent: this; unset → hidden_size / heads
+  int64_t max_position_embeddings = 2048;
+  std::vector<int64_t> bos = {1}, eos = {2};
+  double rms_norm_eps = 1e-6;
+  std::string hidden_act = "silu";
+  bool tie_word_embeddings = false;
+};
 
-// The model types this build can run.
-const std::vector<std::string>& supported_architectures();
+// A rope_scaling (or rope_parameters) object → RopeScaling; `field` names it in errors.
+// Types corvid does not implement fail here, at load.
+RopeScaling parse_rope_scaling(const nlohmann::json& rope, const std::string& source, const char* field);
+
+// Parses the fields every decoder family shares from a config.json object; `source`
+// names the file in error messages. Which model_types run, and what each family
+// reads beyond these, is the model registry's business (models/registry.h). Throws
+// corvid::Error for missing or inconsistent fields.
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& source,
+                               const ConfigDefaults& defaults = {});
+GenerationConfig parse_generation_config(const nlohmann::json& config, const std::string& source);
 
 }  // namespace corvid

@@ -7,7 +7,6 @@
 #include "corvid/formats/gguf_model.h"
 #include "corvid/formats/json_file.h"
 #include "corvid/formats/safetensors.h"
-#include "corvid/formats/weight_check.h"
 
 namespace corvid {
 namespace {
@@ -27,23 +26,24 @@ bool looks_like_gguf(const std::string& path) {
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
 }
 
-ModelFiles open_gguf(const std::string& path) {
+ModelFiles open_gguf(const std::string& path, const ConfigResolver& resolve) {
   ModelFiles m;
   m.path = path;
   m.gguf = GgufFile::open(path);
-  m.config = model_config_from_gguf(*m.gguf);
-  m.weights = gguf_weight_set(m.gguf);
-  check_weights(m.config, m.weights);
+  ResolvedConfig r = resolve(nullptr, m.gguf.get(), path);
+  m.config = std::move(r.config);
+  m.weights = gguf_weight_set(m.gguf, r.gguf_names);
   return m;
 }
 
-ModelFiles open_folder(const std::string& dir) {
+ModelFiles open_folder(const std::string& dir, const ConfigResolver& resolve) {
   ModelFiles m;
   m.path = dir;
   const fs::path d(dir);
   const std::string config = (d / "config.json").string();
   if (!is_file(config)) fail(dir, ": no config.json (not a Hugging Face model folder)");
-  m.config = parse_model_config(read_json_file(config), config);
+  m.config_json = read_json_file(config);
+  m.config = resolve(&m.config_json, nullptr, config).config;
   const std::string gen = (d / "generation_config.json").string();
   if (is_file(gen)) m.generation = parse_generation_config(read_json_file(gen), gen);
   // Check the tokenizer before mapping gigabytes of weights.
@@ -52,18 +52,17 @@ ModelFiles open_folder(const std::string& dir) {
   const std::string tok_config = (d / "tokenizer_config.json").string();
   if (is_file(tok_config)) m.tokenizer_config_json = tok_config;
   m.weights = load_safetensors_checkpoint(dir);
-  check_weights(m.config, m.weights);
   return m;
 }
 
 }  // namespace
 
-ModelFiles open_model(const std::string& path) {
+ModelFiles open_model_files(const std::string& path, const ConfigResolver& resolve) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) fail(path, ": no such file or directory");
-  if (fs::is_directory(st)) return open_folder(path);
-  if (fs::is_regular_file(st) && looks_like_gguf(path)) return open_gguf(path);
+  if (fs::is_directory(st)) return open_folder(path, resolve);
+  if (fs::is_regular_file(st) && looks_like_gguf(path)) return open_gguf(path, resolve);
   fail(path, ": not a model (expected a .gguf file or a Hugging Face model folder)");
 }
 

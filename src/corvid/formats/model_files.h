@@ -4,10 +4,15 @@
 // tokenizer.json, optional tokenizer_config.json).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "corvid/formats/gguf.h"
+#include "corvid/formats/gguf_model.h"
 #include "corvid/formats/model_config.h"
 #include "corvid/formats/weights.h"
 
@@ -16,6 +21,7 @@ namespace corvid {
 struct ModelFiles {
   std::string path;                   // as given
   ModelConfig config;
+  nlohmann::json config_json;         // config.json as read (a family reads its own fields); null for GGUF
   GenerationConfig generation;        // empty for GGUF (it has no generation config)
   WeightSet weights;                  // HF tensor names in both cases
   std::shared_ptr<GgufFile> gguf;     // set for GGUF: its metadata holds the tokenizer
@@ -24,9 +30,21 @@ struct ModelFiles {
   bool is_gguf() const { return gguf != nullptr; }
 };
 
+// What the model layer (models/registry.h) makes of a checkpoint's configuration:
+// the config with its family's defaults and fields, and the family's GGUF tensor
+// names. Called once the config is read and before any tensor is indexed, so an
+// unsupported model fails before its weights are touched.
+struct ResolvedConfig {
+  ModelConfig config;
+  std::span<const GgufName> gguf_names;
+};
+using ConfigResolver =
+    std::function<ResolvedConfig(const nlohmann::json* hf_config, const GgufFile* gguf, const std::string& source)>;
+
 // Throws corvid::Error("<path>: ...") when the path does not exist, is neither a
-// GGUF file nor a folder, or when any part is missing or invalid — including
-// weights whose shapes disagree with the config (see weight_check.h).
-ModelFiles open_model(const std::string& path);
+// GGUF file nor a folder, or when any part is missing or invalid. Tensor shapes are
+// checked when a model binds them (models/weight_loader.h). Callers want
+// models/registry.h's open_model, which passes the registry's resolver.
+ModelFiles open_model_files(const std::string& path, const ConfigResolver& resolve);
 
 }  // namespace corvid

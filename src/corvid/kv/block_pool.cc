@@ -5,26 +5,34 @@
 
 namespace corvid {
 
-int64_t BlockPool::bytes_per_block(const ModelConfig& config, int64_t block_size, DType dtype) {
-  return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
-         static_cast<int64_t>(dtype_info(dtype).block_bytes);
+int64_t BlockPool::bytes_per_block(std::span<const LayerState> spec, int64_t block_size, DType dtype) {
+  return kv_elements_per_position(spec) * block_size * static_cast<int64_t>(dtype_info(dtype).block_bytes);
 }
 
-int64_t BlockPool::blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes, DType dtype) {
-  const int64_t per_block = bytes_per_block(config, block_size, dtype);
+int64_t BlockPool::blocks_for_budget(std::span<const LayerState> spec, int64_t block_size, int64_t bytes,
+                                     DType dtype) {
+  const int64_t per_block = bytes_per_block(spec, block_size, dtype);
   return per_block > 0 && bytes > 0 ? bytes / per_block : 0;
 }
 
-BlockPool::BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device, DType dtype)
+BlockPool::BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device,
+                     DType dtype)
     : block_size_(block_size), device_(device), dtype_(dtype) {
   check_kv_dtype(dtype, device);
   CORVID_CHECK(block_size > 0, "block pool: block size must be positive, got ", block_size);
   CORVID_CHECK(num_blocks > 0 && num_blocks <= INT32_MAX / block_size, "block pool: ", num_blocks,
                " blocks is not a usable pool size");
+  check_state_spec(spec);
   const int64_t rows = num_blocks * block_size;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
-    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, config.num_key_value_heads, config.head_dim});
+  for (int64_t l = 0; l < static_cast<int64_t>(spec.size()); ++l) {
+    const LayerState& s = spec[static_cast<size_t>(l)];
+    if (s.kind == StateKind::SharedKV) {
+      storage_.push_back(storage_[static_cast<size_t>(s.source)]);
+      continue;
+    }
+    storage_.push_back(static_cast<int64_t>(keys_.size()));
+    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
   }
   refcounts_.assign(static_cast<size_t>(num_blocks), 0);
   on_free_list_.assign(static_cast<size_t>(num_blocks), 1);

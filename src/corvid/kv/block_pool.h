@@ -4,10 +4,11 @@
 // handed out in small pieces as sequences grow and blocks can be shared between
 // sequences with a common prefix (kv/prefix_cache.h).
 //
-// Layout per layer: keys and values [num_blocks * block_size, n_kv_heads, head_dim]
-// of the pool's dtype (F32, or F16 / BF16 on a GPU); position p of a sequence with
-// table T is row T[p / block_size] * block_size + p % block_size of every layer (what
-// ops::paged_attention reads).
+// Layout per layer with storage (the model's state spec): keys and values
+// [num_blocks * block_size, kv_heads, head_dim] of the pool's dtype (F32, or F16 /
+// BF16 on a GPU); position p of a sequence with table T is row
+// T[p / block_size] * block_size + p % block_size of every layer (what
+// ops::paged_attention reads). A SharedKV layer's views are its source's.
 //
 // The pool keeps a free list and a reference count per block. It does not decide
 // what happens to a block whose count drops to zero: the prefix cache either keeps
@@ -19,27 +20,31 @@
 #include <vector>
 
 #include "corvid/core/device.h"
-#include "corvid/formats/model_config.h"
+#include "corvid/kv/kv_store.h"
+#include "corvid/kv/state_spec.h"
 
 namespace corvid {
 
-class BlockPool {
+class BlockPool final : public KvStore {
  public:
-  BlockPool(const ModelConfig& config, int64_t block_size, int64_t num_blocks, Device device = Device::CPU,
+  BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device = Device::CPU,
             DType dtype = DType::F32);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
   // Bytes one block takes over all layers (keys and values).
-  static int64_t bytes_per_block(const ModelConfig& config, int64_t block_size, DType dtype = DType::F32);
+  static int64_t bytes_per_block(std::span<const LayerState> spec, int64_t block_size, DType dtype = DType::F32);
   // How many blocks a budget of `bytes` holds (0 if not even one).
-  static int64_t blocks_for_budget(const ModelConfig& config, int64_t block_size, int64_t bytes,
+  static int64_t blocks_for_budget(std::span<const LayerState> spec, int64_t block_size, int64_t bytes,
                                    DType dtype = DType::F32);
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(refcounts_.size()); }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
-  Device device() const { return device_; }
+  Device device() const override { return device_; }
+  // The most positions one sequence can have: every layer keeps every position, so all
+  // blocks in one table.
+  int64_t max_positions_per_sequence() const { return num_blocks() * block_size_; }
   DType dtype() const { return dtype_; }
 
   // A block from the free list with a reference count of 1, or nothing when the list is empty.
@@ -54,13 +59,16 @@ class BlockPool {
   // Blocks with a nonzero count.
   int64_t num_referenced() const { return referenced_; }
 
-  const Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].tensor; }
-  const Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)].tensor; }
-  int64_t num_layers() const { return static_cast<int64_t>(keys_.size()); }
+  const Tensor& keys(int64_t layer) const override { return keys_[index(layer)].tensor; }
+  const Tensor& values(int64_t layer) const override { return values_[index(layer)].tensor; }
+  int64_t num_layers() const override { return static_cast<int64_t>(storage_.size()); }
+  bool paged() const override { return true; }
 
  private:
   void check_block(int32_t block) const;
+  size_t index(int64_t layer) const { return static_cast<size_t>(storage_[static_cast<size_t>(layer)]); }
 
+  std::vector<int64_t> storage_;  // per layer: its index into keys_/values_ (shared layers: the source's)
   int64_t block_size_;
   Device device_;
   DType dtype_ = DType::F32;

@@ -12,13 +12,20 @@ void check_kv_dtype(DType dtype, Device device) {
                device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA)");
 }
 
-KVCache::KVCache(const ModelConfig& config, int64_t capacity, Device device, DType dtype)
+KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, DType dtype)
     : capacity_(capacity), device_(device), dtype_(dtype) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
   check_kv_dtype(dtype, device);
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
-    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, config.num_key_value_heads, config.head_dim});
+  check_state_spec(spec);
+  for (int64_t l = 0; l < static_cast<int64_t>(spec.size()); ++l) {
+    const LayerState& s = spec[static_cast<size_t>(l)];
+    if (s.kind == StateKind::SharedKV) {
+      storage_.push_back(storage_[static_cast<size_t>(s.source)]);
+      continue;
+    }
+    storage_.push_back(static_cast<int64_t>(keys_.size()));
+    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, s.kv_heads, s.head_dim});
+    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{capacity, s.kv_heads, s.head_dim});
   }
 }
 

@@ -1,16 +1,16 @@
-// KVCache: keys and values of one sequence for every layer (F32, or F16 / BF16 on a
-// GPU: ops::attention's cache dtypes), laid out
-// [capacity, n_kv_heads, head_dim] per layer so that ops::attention reads
-// positions as rows. This is the contiguous single-sequence cache of the
-// foundation; the paged block pool of the serving engine replaces it behind
-// the same "rows by position" view.
+// KVCache: keys and values of one sequence for every layer with storage (F32, or
+// F16 / BF16 on a GPU: ops::attention's cache dtypes), laid out
+// [capacity, kv_heads, head_dim] per layer (shapes from the model's state spec)
+// so that ops::attention reads positions as rows. The contiguous store of
+// Session and bench; the serving engine's paged BlockPool is the other KvStore.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "corvid/core/device.h"
-#include "corvid/formats/model_config.h"
+#include "corvid/kv/kv_store.h"
+#include "corvid/kv/state_spec.h"
 
 namespace corvid {
 
@@ -21,20 +21,24 @@ DType default_kv_dtype(Device device);
 // Throws unless a cache of `dtype` works on `device`.
 void check_kv_dtype(DType dtype, Device device);
 
-class KVCache {
+class KVCache final : public KvStore {
  public:
   // Zero-filled keys and values for `capacity` positions, on `device`, in `dtype`.
-  KVCache(const ModelConfig& config, int64_t capacity, Device device = Device::CPU, DType dtype = DType::F32);
+  KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU, DType dtype = DType::F32);
 
   int64_t capacity() const { return capacity_; }
-  Device device() const { return device_; }
+  Device device() const override { return device_; }
   DType dtype() const { return dtype_; }
-  const Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].tensor; }
-  const Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)].tensor; }
+  const Tensor& keys(int64_t layer) const override { return keys_[index(layer)].tensor; }
+  const Tensor& values(int64_t layer) const override { return values_[index(layer)].tensor; }
+  int64_t num_layers() const override { return static_cast<int64_t>(storage_.size()); }
+  bool paged() const override { return false; }
   // Bytes held, for reporting.
   size_t nbytes() const;
 
  private:
+  size_t index(int64_t layer) const { return static_cast<size_t>(storage_[static_cast<size_t>(layer)]); }
+  std::vector<int64_t> storage_;  // per layer: its index into keys_/values_ (shared layers: the source's)
   int64_t capacity_;
   Device device_;
   DType dtype_;

@@ -78,14 +78,24 @@ float apply_yarn(std::vector<float>& inv, const RopeScaling& s, double theta, in
 }  // namespace
 
 ops::RopeParams make_rope_params(const ModelConfig& config) {
+  return make_rope_params(config, config.rope_theta, config.rope_scaling);
+}
+
+ops::RopeParams identity_rope(int64_t head_dim) {
+  ops::RopeParams params;
+  params.rotary_dim = static_cast<int>(head_dim);
+  params.inv_freq.assign(static_cast<size_t>(head_dim / 2), 0.0f);
+  return params;
+}
+
+ops::RopeParams make_rope_params(const ModelConfig& config, double theta, const RopeScaling& s) {
   ops::RopeParams params;
   const int dim = static_cast<int>(config.rotary_dim > 0 ? config.rotary_dim : config.head_dim);
   CORVID_CHECK(dim > 0 && dim % 2 == 0 && dim <= config.head_dim, "rope: rotary dim ", dim,
                " must be even and at most head_dim ", config.head_dim);
   params.rotary_dim = dim;
   params.interleaved = config.rope_interleaved;
-  params.inv_freq = base_inv_freq(config.rope_theta, dim);
-  const RopeScaling& s = config.rope_scaling;
+  params.inv_freq = base_inv_freq(theta, dim);
   switch (s.type) {
     case RopeScaling::Type::None:
       break;
@@ -96,7 +106,7 @@ ops::RopeParams make_rope_params(const ModelConfig& config) {
       apply_llama3(params.inv_freq, s);
       break;
     case RopeScaling::Type::Yarn:
-      params.attention_factor = apply_yarn(params.inv_freq, s, config.rope_theta, dim, config.max_position_embeddings);
+      params.attention_factor = apply_yarn(params.inv_freq, s, theta, dim, config.max_position_embeddings);
       break;
   }
   return params;

@@ -10,5 +10,11 @@
 namespace corvid {
 
 ops::RopeParams make_rope_params(const ModelConfig& config);
+// The same with another base and scaling (families whose layer kinds rotate differently:
+// Gemma's sliding layers at theta 1e4 unscaled, its global ones at 1e6 scaled).
+ops::RopeParams make_rope_params(const ModelConfig& config, double theta, const RopeScaling& scaling);
+// A rotation by zero (every frequency 0): what a layer without positional encoding
+// (NoPE) stores and attends with, bit for bit its unrotated q and k.
+ops::RopeParams identity_rope(int64_t head_dim);
 
 }  // namespace corvid

@@ -5,6 +5,7 @@
 #include "corvid/ops/ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 #include <string>
@@ -266,6 +267,29 @@ void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, co
   silu_mul(half_of(0), half_of(1), out.reshaped({1, half}));
 }
 
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const Device device = common_device("gelu_tanh_mul", {&gate, &up, &out});
+  check_f32("gelu_tanh_mul", "gate", gate);
+  check_f32("gelu_tanh_mul", "up", up);
+  check_f32("gelu_tanh_mul", "out", out);
+  check_same_shape("gelu_tanh_mul", "gate", gate, "up", up);
+  check_same_shape("gelu_tanh_mul", "gate", gate, "out", out);
+  CORVID_DISPATCH(device, gelu_tanh_mul, gate, up, out);
+}
+
+void scale(const Tensor& x, float s) {
+  const Device device = common_device("scale", {&x});
+  check_f32("scale", "x", x);
+  CORVID_DISPATCH(device, scale, x, s);
+}
+
+void softcap(const Tensor& x, float cap) {
+  const Device device = common_device("softcap", {&x});
+  check_f32("softcap", "x", x);
+  CORVID_CHECK(cap > 0 && std::isfinite(cap), "ops::softcap: cap must be positive, got ", cap);
+  CORVID_DISPATCH(device, softcap, x, cap);
+}
+
 void add(const Tensor& x, const Tensor& y) {
   const Device device = common_device("add", {&x, &y});
   check_f32("add", "x", x);
@@ -465,6 +489,12 @@ void quantize_row(DType t, const float* src, void* dst, int64_t k) {
       bytes_for(t, k);  // throws unless k is a whole number of blocks
       cpu::quant_kernels(t).quantize(src, dst, k);
   }
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t k) {
+  CORVID_CHECK(is_weight_dtype(t), "dequantize_row: ", dtype_name(t), " is not a weight dtype");
+  bytes_for(t, k);  // throws unless k is a whole number of blocks
+  cpu::dequantize_row(t, src, dst, k);
 }
 
 }  // namespace corvid::ops

@@ -38,6 +38,8 @@ bool kv_cache_dtype_supported(DType t, Device device);
 // Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block
 // format (k a whole number of blocks). For building weights in code (dummy weights, tests).
 void quantize_row(DType t, const float* src, void* dst, int64_t k);
+// The inverse: one host row of dtype t (F32/F16/BF16 or a GGUF block format) as k floats.
+void dequantize_row(DType t, const void* src, float* dst, int64_t k);
 void set_quantized_matmul(QuantizedMatmul mode);
 QuantizedMatmul quantized_matmul();
 // Profiling (CORVID_OP_TIMES=1, CUDA): forgets the GPU op times summed so far, so that
@@ -92,6 +94,16 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 // blocks take matching gate and up rows; gate_up is then left as it was). Same results as
 // the two ops. None of x, gate_up and out may overlap.
 void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out);
+
+// out = gelu_tanh(gate) * up, elementwise (GeGLU with the tanh-approximated GELU,
+// transformers' gelu_pytorch_tanh), all F32 of equal shape. out may alias gate.
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+
+// x *= s elementwise, in place (F32).
+void scale(const Tensor& x, float s);
+
+// x = cap * tanh(x / cap) elementwise, in place (F32; cap > 0): logit soft-capping.
+void softcap(const Tensor& x, float cap);
 
 // x += y elementwise (F32, equal shapes).
 void add(const Tensor& x, const Tensor& y);

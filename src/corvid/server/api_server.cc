@@ -157,7 +157,7 @@ void ApiServer::check_model(const std::string& requested) const {
 
 int64_t ApiServer::default_max_tokens(size_t prompt_tokens) const {
   // As many as fit: the context length and the KV cache both bound a sequence.
-  const int64_t limit = std::min(engine_.max_model_len(), engine_.num_blocks() * engine_.block_size());
+  const int64_t limit = std::min(engine_.max_model_len(), engine_.max_tokens_per_sequence());
   return std::max<int64_t>(1, limit - static_cast<int64_t>(prompt_tokens));
 }
 

@@ -19,6 +19,9 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void scale(const Tensor& x, float s);
+void softcap(const Tensor& x, float cap);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,

@@ -165,6 +165,38 @@ void add(const Tensor& x, const Tensor& y) {
   });
 }
 
+// transformers' gelu_pytorch_tanh in float: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+static float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const int64_t cols = gate.cols();
+  for_rows(gate.rows(), cols, [&](int64_t r0, int64_t r1) {
+    const float* g = gate.ptr<float>();
+    const float* u = up.ptr<float>();
+    float* o = out.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+  });
+}
+
+void scale(const Tensor& x, float s) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    float* a = x.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) a[i] *= s;
+  });
+}
+
+void softcap(const Tensor& x, float cap) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    float* a = x.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) a[i] = cap * std::tanh(a[i] / cap);
+  });
+}
+
 void softmax(const Tensor& x) {
   const int64_t cols = x.cols();
   for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {

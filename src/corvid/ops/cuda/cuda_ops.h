@@ -61,6 +61,9 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 bool matmul_silu_mul_fuses(const Tensor& x, const Tensor& w, const Tensor& out);
 void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+void scale(const Tensor& x, float s);
+void softcap(const Tensor& x, float cap);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);

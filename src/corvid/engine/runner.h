@@ -1,0 +1,104 @@
+// Runner: what turns the engine's view of a step (sequences, block tables) into
+// a model's Step and runs it: token and position lists, KV slot mapping, the
+// padding of decode batches, CUDA-graph recordings, and the logits buffer. The
+// model (models/model.h) sees only the Step; every family shares this code.
+//
+// Recordings: on a device that records work, single-token steps over a
+// contiguous cache after the first run from one recording, and decode-only
+// batches from one recording per (padded batch, table width) bucket: the batch is
+// padded to a power of two with rows that write nowhere (slot -1) and read block
+// 0, the block tables to a power-of-two width. A recording is re-made when any
+// buffer it holds moves (the KV store's, the model's scratch, the logits, the
+// backend's own).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "corvid/core/device.h"
+#include "corvid/kv/block_pool.h"
+#include "corvid/kv/kv_cache.h"
+#include "corvid/models/model.h"
+
+namespace corvid {
+
+// One sequence's share of a batched step (Runner::forward_batch).
+struct BatchSequence {
+  std::span<const int32_t> tokens;       // the new tokens: a prefill chunk or one decode token
+  int32_t start = 0;                     // position of tokens[0]; earlier positions are in the pool
+  std::span<const int32_t> block_table;  // its blocks, covering positions [0, start + tokens.size())
+  bool logits = false;                   // compute logits for its last token
+};
+
+class Runner {
+ public:
+  explicit Runner(Model& model);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  Model& model() const { return model_; }
+  const ModelConfig& config() const { return model_.config(); }
+  Device device() const { return model_.device(); }
+
+  // Runs `tokens` at `positions` (same length), writing their keys and values into
+  // `kv` at those positions; earlier positions must already be in `kv`.
+  // logits: [n, vocab] when all_logits, else [1, vocab] for the last token (F32), on
+  // the host or on the model's device (host logits are copied back from the device).
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
+               const Tensor& logits, bool all_logits);
+
+  // One step over many sequences of different lengths (prefill chunks and decode tokens
+  // together): every matmul runs over the concatenated tokens, attention runs per token
+  // over its own sequence's blocks in `pool` (keys and values of the new tokens are
+  // written there first). logits: F32 [number of sequences with logits set, vocab], in
+  // batch order, on the host or the model's device. On the CPU a sequence gets the same
+  // bits as forward() gives it alone (matmul and attention are batch invariant).
+  void forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits);
+
+  // Recording on (the default) or off (every op runs eagerly).
+  void set_step_recording(bool on) { record_steps_ = on; }
+  // Whether the last single-token step ran from a recording (false: eager, or recording failed).
+  bool step_recorded() const { return record_steps_ && single_.id >= 0; }
+
+  // Decode-only batches up to this size run from recordings (per padded batch size).
+  static constexpr int64_t kMaxRecordedBatch = 256;
+
+ private:
+  // What a recording was made against; any change makes it stale.
+  struct Recording {
+    int64_t id = -1;
+    uint64_t kv = 0;
+    const void* logits = nullptr;
+    uint64_t model_generation = 0, backend_generation = 0, logits_generation = 0;
+    bool warm = false;  // the shape ran once eagerly (scratch and library state at size)
+    bool same_inputs(const Recording& o) const {
+      return kv == o.kv && logits == o.logits && model_generation == o.model_generation &&
+             backend_generation == o.backend_generation && logits_generation == o.logits_generation;
+    }
+  };
+
+  // Runs `run` from recording `rec` (made first when stale); false when recording failed.
+  template <class Fn>
+  bool run_recorded(Recording& rec, const Recording& want, Fn run);
+  // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
+  Tensor logits_target(const Tensor& logits, int64_t rows);
+  void check_logits(const Tensor& logits, int64_t rows, const char* op) const;
+  void forward_decode_recorded(BlockPool& pool, int64_t max_blocks, const Tensor& logits);
+
+  Model& model_;
+  bool record_steps_ = true;
+  bool warm_ = false;  // a contiguous forward has run: constant inputs (RoPE tables) are on the device
+  Recording single_;
+  std::map<std::pair<int64_t, int64_t>, Recording> batches_;
+  DeviceTensor device_logits_;  // [rows, vocab]: logits before the copy to the host
+  uint64_t logits_generation_ = 0;
+  struct Scratch {  // host inputs of a step, reused between steps
+    std::vector<int32_t> tokens, positions, slots, query_seq, tables;
+    std::vector<int64_t> out_rows;
+  } step_;
+};
+
+}  // namespace corvid

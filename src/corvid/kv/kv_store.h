@@ -1,0 +1,29 @@
+// KvStore: where a step's attention reads and writes keys and values, layer by
+// layer — a contiguous single-sequence cache (KVCache: the row of position p is
+// p) or the serving engine's paged pool (BlockPool: rows through block tables).
+// Both are allocated from a model's state spec; a SharedKV layer's views are its
+// source layer's.
+#pragma once
+
+#include <cstdint>
+
+#include "corvid/core/tensor.h"
+
+namespace corvid {
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+  // [rows, kv_heads, head_dim] of the store's dtype.
+  virtual const Tensor& keys(int64_t layer) const = 0;
+  virtual const Tensor& values(int64_t layer) const = 0;
+  virtual int64_t num_layers() const = 0;
+  virtual Device device() const = 0;
+  // false: contiguous, position p is row p; true: rows through block tables.
+  virtual bool paged() const = 0;
+  // Identifies the store by every buffer a step reads or writes (a recorded step
+  // holds their addresses; a new store can reuse an old one's first address).
+  uint64_t signature() const;
+};
+
+}  // namespace corvid

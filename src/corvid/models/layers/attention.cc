@@ -1,0 +1,78 @@
+#include "corvid/models/layers/attention.h"
+
+#include "corvid/core/error.h"
+
+namespace corvid::layers {
+
+void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const AttentionWeights& opts,
+                    Attention& a) {
+  const int64_t q_dim = a.heads * a.head_dim, kv_dim = a.kv_heads * a.head_dim;
+  if (opts.fuse_qkv && !opts.qkv_bias) {
+    WeightLoader::Fused f = w.fused({{p + "q_proj.weight", {q_dim, hidden}},
+                                     {p + "k_proj.weight", {kv_dim, hidden}},
+                                     {p + "v_proj.weight", {kv_dim, hidden}}});
+    a.q_proj = f.parts[0], a.k_proj = f.parts[1], a.v_proj = f.parts[2];
+    a.qkv_proj = f.whole;
+  } else {
+    a.q_proj = w.get(p + "q_proj.weight", {q_dim, hidden});
+    a.k_proj = w.get(p + "k_proj.weight", {kv_dim, hidden});
+    a.v_proj = w.get(p + "v_proj.weight", {kv_dim, hidden});
+  }
+  a.o_proj = w.get(p + "o_proj.weight", {hidden, q_dim});
+  if (opts.qkv_bias) {
+    a.q_bias = w.get(p + "q_proj.bias", {q_dim}, WeightRole::Bias);
+    a.k_bias = w.get(p + "k_proj.bias", {kv_dim}, WeightRole::Bias);
+    a.v_bias = w.get(p + "v_proj.bias", {kv_dim}, WeightRole::Bias);
+  }
+  if (opts.o_bias) a.o_bias = w.get(p + "o_proj.bias", {hidden}, WeightRole::Bias);
+  if (a.qk_norm == QkNorm::PerHead) {
+    a.q_norm = w.norm(p + "q_norm.weight", a.head_dim, opts.norm_plus_one);
+    a.k_norm = w.norm(p + "k_norm.weight", a.head_dim, opts.norm_plus_one);
+  } else if (a.qk_norm == QkNorm::Whole) {
+    a.q_norm = w.norm(p + "q_norm.weight", q_dim, opts.norm_plus_one);
+    a.k_norm = w.norm(p + "k_norm.weight", kv_dim, opts.norm_plus_one);
+  }
+}
+
+static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
+
+void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Tensor& out) const {
+  const int64_t n = h.rows(), q_dim = heads * head_dim, kv_dim = kv_heads * head_dim;
+  Tensor q = rows_of(s.q, n, q_dim), k = rows_of(s.k, n, kv_dim), v = rows_of(s.v, n, kv_dim);
+  if (n == 1 && qkv_proj.data) {
+    // One token: q, k and v are consecutive slices of one GEMV's output row.
+    ops::matmul(h, qkv_proj, row_slice(s.fused, 0, q_dim + 2 * kv_dim));
+    q = row_slice(s.fused, 0, q_dim);
+    k = row_slice(s.fused, q_dim, kv_dim);
+    v = row_slice(s.fused, q_dim + kv_dim, kv_dim);
+  } else {
+    ops::matmul(h, q_proj, q, bias(q_bias));
+    ops::matmul(h, k_proj, k, bias(k_bias));
+    ops::matmul(h, v_proj, v, bias(v_bias));
+  }
+  if (qk_norm == QkNorm::Whole) {
+    ops::rms_norm(q, q_norm, eps, q);
+    ops::rms_norm(k, k_norm, eps, k);
+  }
+  const Tensor q_heads = q.reshaped({n, heads, head_dim}), k_heads = k.reshaped({n, kv_heads, head_dim});
+  const Tensor v_heads = v.reshaped({n, kv_heads, head_dim});
+  if (qk_norm == QkNorm::PerHead) {
+    ops::rms_norm(q_heads, q_norm, eps, q_heads);
+    ops::rms_norm(k_heads, k_norm, eps, k_heads);
+  }
+  const Tensor attn = rows_of(s.attn, n, q_dim).reshaped({n, heads, head_dim});
+  const KvStore& kv = *step.kv;
+  const Tensor& k_cache = kv.keys(layer);
+  const Tensor& v_cache = kv.values(layer);
+  if (!kv.paged()) {
+    // Contiguous: a position's row is the position itself.
+    ops::rope_store_kv_attention(q_heads, k_heads, v_heads, step.positions, rope, k_cache, v_cache, scale, window,
+                                 attn);
+  } else {
+    ops::rope_store_kv(q_heads, k_heads, v_heads, step.positions, rope, step.slots, k_cache, v_cache);
+    ops::paged_attention(q_heads, k_cache, v_cache, step.paged, step.positions, scale, window, attn);
+  }
+  ops::matmul(rows_of(s.attn, n, q_dim), o_proj, out, bias(o_bias));
+}
+
+}  // namespace corvid::layers

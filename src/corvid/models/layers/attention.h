@@ -1,0 +1,55 @@
+// Attention: a decoder layer's self-attention, from its input (normed hidden rows)
+// to its output projection: q/k/v projections (one fused GEMV for a single token
+// when q|k|v lie back to back), optional q/k norms per head or over the whole
+// projection, RoPE (any frequencies; identity for NoPE layers), the store of the
+// new keys and values, causal attention (optionally windowed) over the step's KV
+// store, and o_proj. The variants a family needs are fields, not subclasses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "corvid/models/layers/scratch.h"
+#include "corvid/models/model.h"
+#include "corvid/models/weight_loader.h"
+
+namespace corvid::layers {
+
+enum class QkNorm {
+  None,
+  PerHead,  // RMSNorm over each head's head_dim (Qwen3, Gemma)
+  Whole,    // RMSNorm over the whole q (k) projection (OLMo 2)
+};
+
+struct Attention {
+  int64_t layer = 0;  // index into the KV store
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 0;     // multiplies q·k
+  int64_t window = 0;  // keys visible to a query, itself included (0: all earlier ones)
+  float eps = 1e-6f;   // of the q/k norms
+  QkNorm qk_norm = QkNorm::None;
+  ops::RopeParams rope;
+  Tensor q_proj, k_proj, v_proj, o_proj;
+  Tensor q_bias, k_bias, v_bias, o_bias;  // empty (data == nullptr) when absent
+  Tensor q_norm, k_norm;
+  Tensor qkv_proj;  // q|k|v as one matrix when back to back (no biases), else empty
+
+  // h [n, hidden] (may be `out`) → out [n, hidden]. Keys and values of the step's
+  // tokens go to step.kv's layer `layer` at step.slots.
+  void forward(const Tensor& h, const Step& step, Scratch& scratch, const Tensor& out) const;
+};
+
+// Biases and norms a checkpoint's attention carries, in HF's layout under `prefix`
+// ("model.layers.3.self_attn."): q_proj, k_proj, v_proj, o_proj (.weight/.bias),
+// q_norm, k_norm.
+struct AttentionWeights {
+  bool qkv_bias = false, o_bias = false;
+  bool norm_plus_one = false;  // q/k norms store w for (1 + w)
+  bool fuse_qkv = true;        // ask for q|k|v back to back (a single token's one GEMV)
+};
+// Loads the projections and norms of `a` (whose shape fields are set) for a model of
+// width `hidden`.
+void load_attention(WeightLoader& w, const std::string& prefix, int64_t hidden, const AttentionWeights& opts,
+                    Attention& a);
+
+}  // namespace corvid::layers

@@ -1,0 +1,53 @@
+// Scratch: the activation buffers of one step, shared by a model's layers, on the
+// model's device and grown to the largest step seen. A recorded step holds their
+// addresses, so every growth bumps `generation` (Model::buffers_generation).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "corvid/core/device.h"
+
+namespace corvid::layers {
+
+struct ScratchDims {
+  int64_t hidden = 0, q = 0, kv = 0, ffn = 0;  // widest q / kv projection and MLP over all layers
+};
+
+struct Scratch {
+  Device device = Device::CPU;
+  ScratchDims dims;
+  int64_t tokens = 0;
+  uint64_t generation = 0;
+  DeviceTensor x, h, a, q, k, v, attn, gate, up;  // [tokens, width] F32
+  DeviceTensor fused;  // [1, q|k|v or gate|up]: a single token's fused GEMV output
+
+  void ensure(int64_t n) {
+    if (tokens >= n) return;
+    ++generation;
+    tokens = n;
+    const Device d = device;
+    x = DeviceTensor(d, DType::F32, {n, dims.hidden});
+    h = DeviceTensor(d, DType::F32, {n, dims.hidden});
+    a = DeviceTensor(d, DType::F32, {n, dims.hidden});
+    q = DeviceTensor(d, DType::F32, {n, dims.q});
+    k = DeviceTensor(d, DType::F32, {n, dims.kv});
+    v = DeviceTensor(d, DType::F32, {n, dims.kv});
+    attn = DeviceTensor(d, DType::F32, {n, dims.q});
+    gate = DeviceTensor(d, DType::F32, {n, dims.ffn});
+    up = DeviceTensor(d, DType::F32, {n, dims.ffn});
+    fused = DeviceTensor(d, DType::F32, {1, std::max(dims.q + 2 * dims.kv, 2 * dims.ffn)});
+  }
+};
+
+// A [1, cols] view at column `offset` of a one-row buffer.
+inline Tensor row_slice(const DeviceTensor& t, int64_t offset, int64_t cols) {
+  return Tensor(DType::F32, {1, cols}, t.tensor.ptr<float>() + offset, t.tensor.device);
+}
+
+// The first n rows of a buffer, `cols` wide (a layer narrower than the widest).
+inline Tensor rows_of(const DeviceTensor& t, int64_t n, int64_t cols) {
+  return Tensor(DType::F32, {n, cols}, t.tensor.data, t.tensor.device);
+}
+
+}  // namespace corvid::layers

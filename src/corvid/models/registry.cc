@@ -1,0 +1,91 @@
+#include "corvid/models/registry.h"
+
+#include "corvid/core/error.h"
+#include "corvid/formats/printable.h"
+#include "corvid/models/families.h"
+
+namespace corvid {
+
+const std::vector<Family>& model_families() {
+  static const std::vector<Family> kFamilies = {
+      llama_family(),
+      gemma3_family(),
+  };
+  return kFamilies;
+}
+
+namespace {
+
+std::string supported(std::vector<std::string> Family::*names) {
+  std::string list;
+  for (const Family& f : model_families())
+    for (const std::string& n : f.*names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+}  // namespace
+
+const Family& family_for_model_type(const std::string& model_type, const std::string& source) {
+  for (const Family& f : model_families())
+    for (const std::string& t : f.model_types)
+      if (t == model_type) return f;
+  fail(source, ": unsupported model_type '", printable(model_type), "' (supported: ", supported(&Family::model_types),
+       ")");
+}
+
+const Family& family_for_gguf_arch(const std::string& arch, const std::string& source) {
+  for (const Family& f : model_families())
+    for (const std::string& a : f.gguf_archs)
+      if (a == arch) return f;
+  fail(source, ": unsupported GGUF architecture '", printable(arch), "' (supported: ", supported(&Family::gguf_archs),
+       ")");
+}
+
+ModelConfig read_model_config(const nlohmann::json& config, const std::string& source) {
+  if (!config.is_object()) fail(source, ": config must be a JSON object");
+  auto it = config.find("model_type");
+  if (it == config.end() || !it->is_string()) fail(source, ": missing required field model_type");
+  const Family& family = family_for_model_type(it->get<std::string>(), source);
+  ModelConfig c = parse_model_config(config, source, family.defaults(it->get<std::string>()));
+  c.family = family.name;
+  family.configure(c, FamilySource{&config, nullptr, source});
+  return c;
+}
+
+ModelConfig read_gguf_config(const GgufFile& gguf) {
+  const Family& family = family_for_gguf_arch(gguf.get_string("general.architecture"), gguf.path());
+  ModelConfig c = model_config_from_gguf(gguf);
+  c.family = family.name;
+  family.configure(c, FamilySource{nullptr, &gguf, gguf.path()});
+  return c;
+}
+
+ModelFiles open_model(const std::string& path) {
+  return open_model_files(path, [](const nlohmann::json* hf, const GgufFile* gguf, const std::string& source) {
+    if (hf) return ResolvedConfig{read_model_config(*hf, source), {}};
+    const Family& family = family_for_gguf_arch(gguf->get_string("general.architecture"), gguf->path());
+    return ResolvedConfig{read_gguf_config(*gguf), family.gguf_names};
+  });
+}
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, const FamilySource& source, const WeightSet& weights,
+                                  Device device) {
+  const Family& family = source.gguf ? family_for_gguf_arch(config.architecture, source.path)
+                                     : family_for_model_type(config.architecture, source.path);
+  WeightLoader loader(weights, device);
+  return family.make(config, source, loader);
+}
+
+std::unique_ptr<Model> make_model(const ModelFiles& files, Device device) {
+  return make_model(files.config, FamilySource{files.gguf ? nullptr : &files.config_json, files.gguf.get(), files.path},
+                    files.weights, device);
+}
+
+std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, const nlohmann::json& config_json,
+                                        const std::string& source, DType dtype, uint64_t seed, Device device) {
+  const Family& family = family_for_model_type(config.architecture, source);
+  WeightLoader loader(source + " (dummy weights, " + std::string(dtype_name(dtype)) + ")", dtype, seed, device);
+  return family.make(config, FamilySource{&config_json, nullptr, source}, loader);
+}
+
+}  // namespace corvid

@@ -1,0 +1,109 @@
+// WeightLoader: the one way a family gets its weights. The family asks for each
+// tensor by name and shape (its constructor is the inventory); the loader
+// - reads it from the checkpoint (safetensors or GGUF, under HF names), checking the
+//   shape, or makes it up (dummy weights: a config alone, for benchmarks at real shapes);
+// - puts it on the model's device (uploading in its stored format; GPU row layouts
+//   per ops::device_weight_dtype);
+// - places weights the family wants to multiply as one matrix (q|k|v, gate|up) back
+//   to back on request (fused);
+// and at finish() fails on any checkpoint tensor nobody asked for, naming it, so a
+// tensor present but unused is a load error rather than a silently wrong model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corvid/core/device.h"
+#include "corvid/core/tensor.h"
+#include "corvid/formats/weights.h"
+
+namespace corvid {
+
+// How a dummy weight is filled (its role in the model).
+enum class WeightRole {
+  Embedding,   // N(0, 0.02)-like
+  Projection,  // std 1/sqrt(in_features)
+  Norm,        // 1 ± 0.05 (F32)
+  Bias,        // ±0.02 (F32)
+};
+
+// What a bound model keeps of its loader: the memory its weight views point into.
+struct WeightStorage {
+  std::vector<std::shared_ptr<const void>> owners;
+  int64_t parameters = 0;  // elements of every weight handed out
+};
+
+class WeightLoader {
+ public:
+  // Weights from a checkpoint (host tensors under HF names; `files` outlives the model).
+  WeightLoader(const WeightSet& files, Device device);
+  // Made-up weights: matrices in `dtype` (norms and biases F32), deterministic for a seed.
+  WeightLoader(std::string source, DType dtype, uint64_t seed, Device device);
+
+  const std::string& source() const { return source_; }
+  Device device() const { return device_; }
+  bool dummy() const { return files_ == nullptr; }
+  // Whether the checkpoint holds `name` (dummy weights: never).
+  bool has(const std::string& name) const;
+
+  // A tensor of exactly `shape` (outermost first, as PyTorch stores it). Missing or of
+  // another shape: corvid::Error naming the file and the tensor.
+  Tensor get(const std::string& name, std::vector<int64_t> shape, WeightRole role = WeightRole::Projection);
+  // get() when the checkpoint has it, else an empty tensor (data == nullptr). Dummy
+  // weights make it when `dummy_present`.
+  Tensor optional(const std::string& name, std::vector<int64_t> shape, WeightRole role, bool dummy_present);
+  // A norm weight [size] as F32 on the device, with 1 added to every element when
+  // plus_one: (1 + w) norms store w zero-centred (Gemma), and the model then runs the
+  // plain x * w norm.
+  Tensor norm(const std::string& name, int64_t size, bool plus_one = false);
+
+  // Weights the family multiplies as one matrix: each part get()'s own shape (2-D, same
+  // columns); `parts` come back in order. On a GPU they are placed back to back and
+  // `whole` is the [sum of rows, cols] matrix over them; on the CPU `whole` is set
+  // only when the file already holds them back to back with one dtype.
+  struct Fused {
+    Tensor whole;
+    std::vector<Tensor> parts;
+  };
+  struct Part {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  Fused fused(const std::vector<Part>& parts);
+
+  // A tensor the family reads once at load (rope frequency factors), as host floats.
+  std::vector<float> read_f32(const std::string& name, int64_t count);
+  // Names the checkpoint may hold that the model knowingly does without.
+  void ignore(const std::string& name);
+
+  // Throws for the first checkpoint tensor no one asked for or ignored; returns the
+  // storage the handed-out views point into.
+  WeightStorage finish();
+
+ private:
+  const Tensor& host(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
+  Tensor place(const Tensor& host_tensor);
+  const Tensor& make_dummy(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
+
+  const WeightSet* files_ = nullptr;
+  std::string source_;
+  Device device_ = Device::CPU;
+  DType dummy_dtype_ = DType::F32;
+  uint64_t seed_ = 0, next_stream_ = 0;
+  std::vector<std::string> used_;
+  std::vector<std::pair<std::string, Tensor>> made_;  // dummies and transformed norms (host)
+  WeightStorage storage_;
+  DeviceBuffer staging_;
+};
+
+// Copies host tensor `src` into device memory `dst` (bytes for dst_dtype =
+// ops::device_weight_dtype(src, device)): straight, or through `staging` (at most
+// staging_limit bytes of whole rows at a time) when the device keeps another layout.
+inline constexpr size_t kUploadStagingBytes = size_t{64} << 20;
+// `staging` is reused between calls (grown as needed).
+void upload_tensor(const Tensor& src, void* dst, Device device, DeviceBuffer& staging,
+                   size_t staging_limit = kUploadStagingBytes);
+
+}  // namespace corvid

@@ -1,0 +1,63 @@
+// Elementwise ops the non-Llama families need: GeGLU's gelu_tanh_mul, scale
+// (embedding and residual multipliers) and logit softcap. Each mirrors
+// ops/cpu/elementwise.cc's float arithmetic (tanhf where the CPU calls std::tanh).
+#include "corvid/ops/cuda/context.h"
+#include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/pdl.cuh"
+
+namespace corvid::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+__global__ void gelu_tanh_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) o[i] = gelu_tanh(g[i]) * u[i];
+}
+
+__global__ void scale_kernel(float* x, float s, int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) x[i] *= s;
+}
+
+__global__ void softcap_kernel(float* x, float cap, int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) x[i] = cap * tanhf(x[i] / cap);
+}
+
+}  // namespace
+
+void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const int64_t count = gate.numel();
+  if (count == 0) return;
+  launch_pdl("gelu_tanh_mul_kernel", gelu_tanh_mul_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
+             context().stream, gate.ptr<float>(), up.ptr<float>(), out.ptr<float>(), count);
+}
+
+void scale(const Tensor& x, float s) {
+  const int64_t count = x.numel();
+  if (count == 0) return;
+  launch_pdl("scale_kernel", scale_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), context().stream,
+             x.ptr<float>(), s, count);
+}
+
+void softcap(const Tensor& x, float cap) {
+  const int64_t count = x.numel();
+  if (count == 0) return;
+  launch_pdl("softcap_kernel", softcap_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), context().stream,
+             x.ptr<float>(), cap, count);
+}
+
+}  // namespace corvid::ops::cuda
