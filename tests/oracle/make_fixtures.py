@@ -110,6 +110,42 @@ FIXTURES = {
                     dict(tok="qwen2", long_prompt=True,
                          what="Qwen3, q_norm/k_norm, head_dim 128 (the 8B models') != hidden/heads (16), "
                               "GQA 4/2, prompts up to 60 tokens")),
+    # Issue 18: the three silent bugs' fixtures, and the new families.
+    "llama_bias": (dict(BASE, architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=512,
+                        intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False,
+                        attention_bias=True, mlp_bias=True, head_dim=16),
+                   dict(tok="gpt2",
+                        what="Llama with attention_bias (q/k/v and o_proj biases) and mlp_bias "
+                             "(gate/up/down biases)")),
+    "qwen2_swa": (dict(BASE, architectures=["Qwen2ForCausalLM"], model_type="qwen2", vocab_size=512,
+                       intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False,
+                       use_sliding_window=True, sliding_window=16, max_window_layers=1),
+                  dict(tok="qwen2", long_prompt=True,
+                       what="Qwen2 with use_sliding_window: window 16 on layers >= max_window_layers (1), "
+                            "layer 0 full, prompts far longer than the window")),
+    "gemma3": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma3ForCausalLM"],
+                    model_type="gemma3_text", vocab_size=512, intermediate_size=160, head_dim=16,
+                    num_hidden_layers=3, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                    query_pre_attn_scalar=24, sliding_window=16, sliding_window_pattern=2,
+                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                    rope_scaling=dict(rope_type="linear", factor=2.0), final_logit_softcapping=30.0,
+                    attn_logit_softcapping=None, tie_word_embeddings=True),
+               dict(tok="gpt2", long_prompt=True,
+                    what="Gemma 3 text: sandwich (1+w) norms, GeGLU, embeddings x sqrt(hidden), q/k norms, "
+                         "query_pre_attn_scalar 24 != head_dim, layers sliding (window 16, theta 1e4) / full "
+                         "(theta 1e6, linear rope factor 2) from sliding_window_pattern 2, final logit "
+                         "softcap 30, tied; classic config keys")),
+    "gemma3_v5": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma3ForCausalLM"],
+                       model_type="gemma3_text", vocab_size=512, intermediate_size=128, head_dim=64,
+                       num_hidden_layers=2, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                       query_pre_attn_scalar=64, sliding_window=8,
+                       layer_types=["sliding_attention", "full_attention"],
+                       rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                        "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
+                       final_logit_softcapping=None, tie_word_embeddings=True),
+                  dict(tok="gpt2", long_prompt=True, v5_config=True,
+                       what="Gemma 3 text, head_dim 64, window 8, no softcap, config.json as transformers 5 "
+                            "writes it (layer_types, rope_parameters per layer type)")),
 }
 
 
