@@ -1,5 +1,5 @@
 // Batched serving on the GPU: ops::paged_attention's CUDA kernels against the CPU's,
-// and LlamaModel::forward_batch on the GPU (through the Scheduler, with prefix hits and
+// and Runner::forward_batch on the GPU (through the Scheduler, with prefix hits and
 // preemption) against each prompt run alone on the CPU. Skips without a GPU.
 //
 // Tolerances:
@@ -113,7 +113,7 @@ TEST_P(CudaBatchedForward, MatchesEachSequenceAloneOnTheCpu) {
   const auto prompts = test_prompts(cpu.model->config().vocab_size, 6, 5);
   const int64_t n_new = 12;
   std::vector<Trace> alone;
-  for (const auto& p : prompts) alone.push_back(run_alone(*cpu.model, p, n_new));
+  for (const auto& p : prompts) alone.push_back(run_alone(*cpu.runner, p, n_new));
   for (ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
     NumericsScope numerics(mode);
     const bool exact = mode == ops::QuantizedMatmul::Exact;
@@ -122,7 +122,7 @@ TEST_P(CudaBatchedForward, MatchesEachSequenceAloneOnTheCpu) {
     // a pool too small for everyone (preemption by recompute).
     for (const auto& [config, blocks] : {std::pair{SchedulerConfig{4, 16}, int64_t{256}},
                                          std::pair{SchedulerConfig{6, 64}, int64_t{26}}}) {
-      const std::vector<Trace> batched = run_batched(*gpu.model, prompts, n_new, config, 4, blocks, &preemptions);
+      const std::vector<Trace> batched = run_batched(*gpu.runner, prompts, n_new, config, 4, blocks, &preemptions);
       ASSERT_EQ(batched.size(), alone.size());
       for (size_t s = 0; s < alone.size(); ++s) {
         if (exact) {

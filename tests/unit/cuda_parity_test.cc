@@ -54,6 +54,10 @@ using testing::NumericsScope;
 
 constexpr double kTinyAtol = 1e-3;
 constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still identical (H200, 2026-11-30)
+// Fast's f16 operands round activations to 11 bits, so its error grows with the logits'
+// scale: the tolerance is also 2% of the fixture's largest |logit| (Gemma's, with its
+// sqrt(hidden) embedding scale, reach 64; measured worst 0.44 there, H200 2026-12-01).
+constexpr double kTinyFastRel = 0.02;
 constexpr double kSmolFastAtol = 1.5;
 constexpr double kSmolFastTieGap = 0.5;
 
@@ -81,16 +85,20 @@ TEST_P(CudaTinyParity, LogitsAndGreedyMatchTransformersAndCpu) {
   LoadedModel cpu = LoadedModel::load(dir.string(), Device::CPU);
   ASSERT_EQ(gpu.model->device(), Device::CUDA);
   const int64_t vocab = gpu.model->config().vocab_size;
+  double largest = 0;
+  for (const json& prompt_logits : oracle["logits"])
+    for (const json& row : prompt_logits)
+      for (const json& x : row) largest = std::max(largest, std::abs(x.get<double>()));
   for (const Numerics& numerics : kModes) {
     NumericsScope scope(numerics.mode);
     const bool exact = numerics.mode == ops::QuantizedMatmul::Exact;
-    const double atol = exact ? kTinyAtol : kTinyFastAtol;
+    const double atol = exact ? kTinyAtol : std::max(kTinyFastAtol, kTinyFastRel * largest);
     double worst_oracle = 0, worst_cpu = 0;
     size_t greedy_same = 0, greedy_total = 0;
     for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
       const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
-      Session gs(*gpu.model, static_cast<int64_t>(prompt.size()) + 1, numerics.kv);
-      Session cs(*cpu.model, static_cast<int64_t>(prompt.size()) + 1);
+      Session gs(*gpu.runner, static_cast<int64_t>(prompt.size()) + 1, numerics.kv);
+      Session cs(*cpu.runner, static_cast<int64_t>(prompt.size()) + 1);
       const Tensor& gl = gs.score(prompt);
       const Tensor& cl = cs.score(prompt);
       const json& want = oracle["logits"][p];
@@ -106,7 +114,7 @@ TEST_P(CudaTinyParity, LogitsAndGreedyMatchTransformersAndCpu) {
         }
       }
       const auto want_greedy = oracle["greedy"][p].get<std::vector<int32_t>>();
-      const auto got_greedy = greedy(*gpu.model, prompt, static_cast<int64_t>(want_greedy.size()));
+      const auto got_greedy = greedy(*gpu.runner, prompt, static_cast<int64_t>(want_greedy.size()));
       if (exact) {
         EXPECT_EQ(got_greedy, want_greedy) << GetParam() << " prompt " << p;
       }
@@ -139,7 +147,7 @@ TEST(CudaStepRecording, SameBitsAsEagerDecode) {
     eager.runner->set_step_recording(false);
     const std::vector<int32_t> prompt = {0, 17, 42, 99, 7};
     for (int session = 0; session < 2; ++session) {
-      Session a(*recorded.model, 64), b(*eager.model, 64);
+      Session a(*recorded.runner, 64), b(*eager.runner, 64);
       GenerateOptions opts;
       opts.max_new_tokens = 40;
       std::vector<int32_t> ta, tb;
@@ -179,7 +187,7 @@ TEST(CudaStepRecording, InterleavedModelsKeepTheirOwnState) {
     }
     return out;
   };
-  EXPECT_EQ(turns(*a.model, *b.model), turns(*a_eager.model, *b_eager.model));
+  EXPECT_EQ(turns(*a.runner, *b.runner), turns(*a_eager.runner, *b_eager.runner));
   EXPECT_TRUE(a.runner->step_recorded() && b.runner->step_recorded());
 }
 
@@ -199,15 +207,15 @@ TEST(CudaSmolLM2Parity, TopLogitsAndGreedyMatchTransformersAndCpu) {
     const bool exact = numerics.mode == ops::QuantizedMatmul::Exact;
     for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
       const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
-      Session session(*gpu.model, static_cast<int64_t>(prompt.size()) + 1);
+      Session session(*gpu.runner, static_cast<int64_t>(prompt.size()) + 1);
       const Tensor& logits = session.score(prompt);
       ASSERT_EQ(oracle["topk"][p].size(), prompt.size());
       const double worst = fixtures::expect_top_logits(logits, oracle["topk"][p], vocab,
                                                        exact ? kSmolGpuAtol : kSmolFastAtol, p);
       const auto want = oracle["greedy"][p].get<std::vector<int32_t>>();
       const auto gaps = oracle["greedy_gaps"][p].get<std::vector<double>>();
-      const auto got = greedy(*gpu.model, prompt, static_cast<int64_t>(want.size()));
-      const auto on_cpu = greedy(*cpu.model, prompt, static_cast<int64_t>(want.size()));
+      const auto got = greedy(*gpu.runner, prompt, static_cast<int64_t>(want.size()));
+      const auto on_cpu = greedy(*cpu.runner, prompt, static_cast<int64_t>(want.size()));
       size_t same = 0, same_cpu = 0;
       while (same < want.size() && got[same] == want[same]) ++same;
       while (same_cpu < want.size() && got[same_cpu] == on_cpu[same_cpu]) ++same_cpu;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,7 +94,7 @@ class WeightLoader {
   DType dummy_dtype_ = DType::F32;
   uint64_t seed_ = 0, next_stream_ = 0;
   std::vector<std::string> used_;
-  std::vector<std::pair<std::string, Tensor>> made_;  // dummies and transformed norms (host)
+  std::deque<std::pair<std::string, Tensor>> made_;  // dummies (host); a deque: host() hands out references
   WeightStorage storage_;
   DeviceBuffer staging_;
 };
