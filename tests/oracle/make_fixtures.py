@@ -146,6 +146,26 @@ FIXTURES = {
                   dict(tok="gpt2", long_prompt=True, v5_config=True,
                        what="Gemma 3 text, head_dim 64, window 8, no softcap, config.json as transformers 5 "
                             "writes it (layer_types, rope_parameters per layer type)")),
+    "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
+                   intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
+                   rms_norm_eps=1e-6),
+              dict(tok="gpt2", what="OLMo 2: post-norms (no input norm), q/k RMSNorm over the whole projection")),
+    "granite": (dict(BASE, architectures=["GraniteForCausalLM"], model_type="granite", vocab_size=512,
+                     intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=True, attention_bias=False,
+                     mlp_bias=False, embedding_multiplier=4.0, residual_multiplier=0.5,
+                     attention_multiplier=0.125, logits_scaling=2.5),
+                dict(tok="gpt2", what="Granite: embedding x4, residual x0.5, attention scale 0.125 (not "
+                                      "1/sqrt(16)), logits / 2.5, tied")),
+    "smollm3": (dict(BASE, architectures=["SmolLM3ForCausalLM"], model_type="smollm3", vocab_size=512,
+                     intermediate_size=160, rope_theta=2000000.0, tie_word_embeddings=True, attention_bias=False,
+                     mlp_bias=False, no_rope_layers=[1, 0], use_sliding_window=False, pad_token_id=0),
+                dict(tok="gpt2", long_prompt=True, what="SmolLM3: layer 1 NoPE (no_rope_layers [1, 0]), tied, "
+                                                        "rope_theta 2e6")),
+    "phi3": (dict(BASE, architectures=["Phi3ForCausalLM"], model_type="phi3", vocab_size=512,
+                  intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=24,
+                  original_max_position_embeddings=256, partial_rotary_factor=0.5, pad_token_id=0),
+             dict(tok="gpt2", long_prompt=True, what="Phi-3: fused qkv_proj and gate_up_proj, sliding window 24 "
+                                                     "on every layer, partial rotary 0.5 (8 of 16 dims)")),
 }
 
 

@@ -7,5 +7,9 @@ namespace corvid {
 
 Family llama_family();    // llama, mistral, qwen2, qwen3 (llama.cc)
 Family gemma3_family();   // gemma3_text (gemma3.cc)
+Family olmo2_family();    // olmo2 (olmo2.cc)
+Family granite_family();  // granite (granite.cc)
+Family smollm3_family();  // smollm3 (smollm3.cc)
+Family phi3_family();     // phi3 (phi3.cc)
 
 }  // namespace corvid

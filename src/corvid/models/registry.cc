@@ -10,6 +10,10 @@ const std::vector<Family>& model_families() {
   static const std::vector<Family> kFamilies = {
       llama_family(),
       gemma3_family(),
+      olmo2_family(),
+      granite_family(),
+      smollm3_family(),
+      phi3_family(),
   };
   return kFamilies;
 }

@@ -1,0 +1,145 @@
+// OLMo 2: post-norm decoder layers — x += post_attn_norm(attn(x)); x += post_mlp_norm(mlp(x))
+// (no norm before either block) — with RMSNorm over the whole q and k projections
+// (not per head) before RoPE. GGUF olmo2 uses llama.cpp's post_attention_norm and
+// post_ffw_norm names.
+#include <cmath>
+
+#include "corvid/core/error.h"
+#include "corvid/models/config_fields.h"
+#include "corvid/models/families.h"
+#include "corvid/models/layers/attention.h"
+#include "corvid/models/layers/mlp.h"
+#include "corvid/models/layers/output.h"
+#include "corvid/models/rope_scaling.h"
+
+namespace corvid {
+
+namespace {
+
+ConfigDefaults olmo2_defaults(const std::string&) {
+  ConfigDefaults d;
+  d.max_position_embeddings = 2048;
+  d.bos = {};
+  d.eos = {50279};
+  d.rms_norm_eps = 1e-5;
+  return d;
+}
+
+void configure_olmo2(ModelConfig& c, const FamilySource& src) {
+  if (src.hf) {
+    CORVID_CHECK(!config_fields::boolean(*src.hf, "attention_bias", false, src.path), src.path,
+                 ": OLMo 2 with attention_bias is not supported");
+  }
+}
+
+class Olmo2 final : public Model {
+ public:
+  Olmo2(const ModelConfig& config, WeightLoader& w);
+
+  const ModelConfig& config() const override { return config_; }
+  Device device() const override { return device_; }
+  const std::vector<LayerState>& state_spec() const override { return state_; }
+  void forward(const Step& step, const Tensor& logits) override;
+  uint64_t buffers_generation() const override { return scratch_.generation; }
+  int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
+  int64_t parameter_count() const override { return storage_.parameters; }
+
+ private:
+  struct Layer {
+    Tensor post_attention_norm, post_feedforward_norm;
+    layers::Attention attn;
+    layers::GatedMlp mlp;
+  };
+
+  ModelConfig config_;
+  Device device_;
+  std::vector<LayerState> state_;
+  Tensor embed_tokens_;
+  std::vector<Layer> layers_;
+  layers::OutputHead head_;
+  layers::Scratch scratch_;
+  WeightStorage storage_;
+  int64_t bytes_per_token_ = 0;
+};
+
+int64_t bytes(const Tensor& t) { return t.data ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), device_(w.device()) {
+  const ModelConfig& c = config_;
+  CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::Silu, w.source(),
+               ": hidden_act ", c.hidden_act, " is not supported (silu only)");
+  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, w.source(),
+               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
+               c.num_key_value_heads);
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const ops::RopeParams rope = make_rope_params(c);
+  embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
+  head_.norm = w.norm("model.norm.weight", H);
+  head_.eps = eps;
+  head_.lm_head = w.optional("lm_head.weight", {c.vocab_size, H}, WeightRole::Projection, !c.tie_word_embeddings);
+  if (!head_.lm_head.data) {
+    CORVID_CHECK(c.tie_word_embeddings, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
+    head_.lm_head = embed_tokens_;
+  }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
+    layer.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H);
+    layers::Attention& a = layer.attn;
+    a.layer = i;
+    a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = D;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    a.eps = eps;
+    a.qk_norm = layers::QkNorm::Whole;
+    a.rope = rope;
+    load_attention(w, p + "self_attn.", H, {false, false, false, true}, a);
+    load_gated_mlp(w, p + "mlp.", H, I, false, layers::Activation::Silu, layer.mlp);
+    state_.push_back(LayerState{StateKind::FullKV, a.kv_heads, D});
+    layers_.push_back(std::move(layer));
+  }
+  storage_ = w.finish();
+  bytes_per_token_ = bytes(head_.norm) + bytes(head_.lm_head);
+  for (const Layer& l : layers_)
+    for (const Tensor* t : {&l.post_attention_norm, &l.post_feedforward_norm, &l.attn.q_proj, &l.attn.k_proj,
+                            &l.attn.v_proj, &l.attn.o_proj, &l.attn.q_norm, &l.attn.k_norm, &l.mlp.gate_proj,
+                            &l.mlp.up_proj, &l.mlp.down_proj})
+      bytes_per_token_ += bytes(*t);
+  scratch_.device = device_;
+  scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
+}
+
+void Olmo2::forward(const Step& step, const Tensor& logits) {
+  const int64_t n = static_cast<int64_t>(step.tokens.size());
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  scratch_.ensure(n);
+  const Tensor x = scratch_.x.rows(n), h = scratch_.h.rows(n);
+  ops::embedding(embed_tokens_, step.tokens, x);
+  for (const Layer& l : layers_) {
+    l.attn.forward(x, step, scratch_, h);
+    ops::rms_norm(h, l.post_attention_norm, eps, h);
+    ops::add(x, h);
+    l.mlp.forward(x, scratch_, h);
+    ops::rms_norm(h, l.post_feedforward_norm, eps, h);
+    ops::add(x, h);
+  }
+  head_.forward(x, step.out_rows, scratch_, logits);
+}
+
+// llama.cpp's olmo2: the two post-norms.
+const GgufName kOlmo2Names[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+};
+
+}  // namespace
+
+Family olmo2_family() {
+  return {"olmo2", {"olmo2"}, {"olmo2"}, olmo2_defaults, configure_olmo2, kOlmo2Names,
+          [](const ModelConfig& c, const FamilySource&, WeightLoader& w) -> std::unique_ptr<Model> {
+            return std::make_unique<Olmo2>(c, w);
+          }};
+}
+
+}  // namespace corvid

@@ -1,0 +1,175 @@
+#include "corvid/models/prenorm_decoder.h"
+
+#include <cmath>
+
+#include "corvid/core/env.h"
+#include "corvid/core/error.h"
+#include "corvid/models/layers/attention.h"
+#include "corvid/models/layers/mlp.h"
+#include "corvid/models/layers/output.h"
+#include "corvid/models/rope_scaling.h"
+
+namespace corvid {
+
+namespace {
+
+// CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
+bool fuse_projections() { return !env_flag("CORVID_NO_FUSION"); }
+
+int64_t bytes(const Tensor& t) { return t.data ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+// Rows [row0, row0 + rows) of a 2-D weight, as a view (every layout keeps rows whole).
+Tensor row_view(const Tensor& t, int64_t row0, int64_t rows) {
+  return Tensor(t.dtype, {rows, t.cols()}, static_cast<char*>(t.data) + row0 * t.row_bytes(), t.device);
+}
+
+class PreNormDecoder final : public Model {
+ public:
+  PreNormDecoder(const ModelConfig& config, const PreNormSpec& spec, WeightLoader& w);
+
+  const ModelConfig& config() const override { return config_; }
+  Device device() const override { return device_; }
+  const std::vector<LayerState>& state_spec() const override { return state_; }
+  void forward(const Step& step, const Tensor& logits) override;
+  uint64_t buffers_generation() const override { return scratch_.generation; }
+  int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
+  int64_t parameter_count() const override { return storage_.parameters; }
+
+ private:
+  struct Layer {
+    Tensor input_norm, post_attention_norm;
+    layers::Attention attn;
+    layers::GatedMlp mlp;
+  };
+
+  ModelConfig config_;
+  PreNormSpec spec_;
+  Device device_;
+  std::vector<LayerState> state_;
+  Tensor embed_tokens_;
+  std::vector<Layer> layers_;
+  layers::OutputHead head_;
+  layers::Scratch scratch_;
+  WeightStorage storage_;
+  int64_t bytes_per_token_ = 0;
+};
+
+PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spec, WeightLoader& w)
+    : config_(config), spec_(spec), device_(w.device()) {
+  const ModelConfig& c = config_;
+  CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::Silu, w.source(),
+               ": hidden_act ", c.hidden_act, " is not supported (silu only)");
+  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, w.source(),
+               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
+               c.num_key_value_heads);
+  const int64_t L = c.num_hidden_layers;
+  CORVID_CHECK(spec.rope.empty() || static_cast<int64_t>(spec.rope.size()) == L, w.source(), ": ", spec.rope.size(),
+               " per-layer rope flags for ", L, " layers");
+  CORVID_CHECK(spec.window.empty() || static_cast<int64_t>(spec.window.size()) == L, w.source(), ": ",
+               spec.window.size(), " per-layer windows for ", L, " layers");
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  ops::RopeParams rope = make_rope_params(c);
+  if (w.has("rope_freqs.weight")) {
+    // GGUF files of Llama 3.x store their RoPE scaling as one divisor per frequency
+    // (llama.cpp's rope_freqs), computed by the converter from the llama3 rope_scaling.
+    const std::vector<float> divisors = w.read_f32("rope_freqs.weight", static_cast<int64_t>(rope.inv_freq.size()));
+    for (size_t i = 0; i < divisors.size(); ++i) {
+      CORVID_CHECK(std::isfinite(divisors[i]) && divisors[i] > 0, w.source(), ": rope_freqs.weight[", i, "] is ",
+                   divisors[i]);
+      rope.inv_freq[i] /= divisors[i];
+    }
+  }
+  const ops::RopeParams nope = identity_rope(D);
+  embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
+  head_.norm = w.norm("model.norm.weight", H);
+  head_.eps = eps;
+  head_.logit_scale = spec.logit_scale;
+  head_.lm_head = w.optional("lm_head.weight", {c.vocab_size, H}, WeightRole::Projection, !c.tie_word_embeddings);
+  if (!head_.lm_head.data) {
+    CORVID_CHECK(c.tie_word_embeddings, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
+    head_.lm_head = embed_tokens_;
+  }
+  const bool fuse = fuse_projections();
+  for (int64_t i = 0; i < L; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.input_norm = w.norm(p + "input_layernorm.weight", H);
+    layer.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
+    layers::Attention& a = layer.attn;
+    a.layer = i;
+    a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = D;
+    a.scale = spec.attention_scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
+    a.eps = eps;
+    a.qk_norm = spec.qk_norm ? layers::QkNorm::PerHead : layers::QkNorm::None;
+    a.rope = spec.rope.empty() || spec.rope[static_cast<size_t>(i)] ? rope : nope;
+    a.window = spec.window.empty() ? 0 : spec.window[static_cast<size_t>(i)];
+    if (spec.fused_checkpoint) {
+      // One stored matrix each: q|k|v and gate|up rows, viewed as the parts.
+      a.qkv_proj = w.get(p + "self_attn.qkv_proj.weight", {q_dim + 2 * kv_dim, H});
+      a.q_proj = row_view(a.qkv_proj, 0, q_dim);
+      a.k_proj = row_view(a.qkv_proj, q_dim, kv_dim);
+      a.v_proj = row_view(a.qkv_proj, q_dim + kv_dim, kv_dim);
+      a.o_proj = w.get(p + "self_attn.o_proj.weight", {H, q_dim});
+      layers::GatedMlp& m = layer.mlp;
+      m.ffn = I;
+      m.gate_up_proj = w.get(p + "mlp.gate_up_proj.weight", {2 * I, H});
+      m.gate_proj = row_view(m.gate_up_proj, 0, I);
+      m.up_proj = row_view(m.gate_up_proj, I, I);
+      m.down_proj = w.get(p + "mlp.down_proj.weight", {H, I});
+    } else {
+      load_attention(w, p + "self_attn.", H, {spec.qkv_bias, spec.o_bias, false, fuse}, a);
+      load_gated_mlp(w, p + "mlp.", H, I, spec.mlp_bias, layers::Activation::Silu, layer.mlp);
+    }
+    if (!fuse) a.qkv_proj = layer.mlp.gate_up_proj = Tensor();
+    state_.push_back(a.window > 0 ? LayerState{StateKind::SlidingKV, a.kv_heads, D, a.window}
+                                  : LayerState{StateKind::FullKV, a.kv_heads, D});
+    layers_.push_back(std::move(layer));
+  }
+  storage_ = w.finish();
+  bytes_per_token_ = bytes(head_.norm) + bytes(head_.lm_head);
+  for (const Layer& l : layers_) {
+    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.attn.q_proj, &l.attn.k_proj, &l.attn.v_proj,
+                            &l.attn.o_proj, &l.attn.q_bias, &l.attn.k_bias, &l.attn.v_bias, &l.attn.o_bias,
+                            &l.attn.q_norm, &l.attn.k_norm, &l.mlp.gate_proj, &l.mlp.up_proj, &l.mlp.down_proj,
+                            &l.mlp.gate_bias, &l.mlp.up_bias, &l.mlp.down_bias})
+      bytes_per_token_ += bytes(*t);
+  }
+  scratch_.device = device_;
+  scratch_.dims = {H, q_dim, kv_dim, I};
+}
+
+void PreNormDecoder::forward(const Step& step, const Tensor& logits) {
+  const int64_t n = static_cast<int64_t>(step.tokens.size());
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const float residual = spec_.residual_scale;
+  scratch_.ensure(n);
+  const Tensor x = scratch_.x.rows(n), h = scratch_.h.rows(n);
+  ops::embedding(embed_tokens_, step.tokens, x);
+  if (spec_.embedding_scale != 1.0f) ops::scale(x, spec_.embedding_scale);
+  ops::rms_norm(x, layers_[0].input_norm, eps, h);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    l.attn.forward(h, step, scratch_, h);
+    if (residual != 1.0f) ops::scale(h, residual);
+    ops::add_rms_norm(x, h, l.post_attention_norm, eps, h);
+    l.mlp.forward(h, scratch_, h);
+    if (residual != 1.0f) ops::scale(h, residual);
+    // The residual add fused with the next layer's input norm.
+    if (i + 1 < layers_.size()) {
+      ops::add_rms_norm(x, h, layers_[i + 1].input_norm, eps, h);
+    } else {
+      ops::add(x, h);
+    }
+  }
+  head_.forward(x, step.out_rows, scratch_, logits);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_prenorm_decoder(const ModelConfig& config, const PreNormSpec& spec, WeightLoader& w) {
+  return std::make_unique<PreNormDecoder>(config, spec, w);
+}
+
+}  // namespace corvid
