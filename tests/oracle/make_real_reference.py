@@ -1,3 +1,16 @@
+#!/usr/bin/env python3
+"""Reference greedy continuations for a real GGUF checkpoint, computed outside corvid:
+transformers (torch, CPU, float32, eager attention) loads the GGUF through gguf-py,
+i.e. runs the dequantized model. Prompts are tokenized with HF `tokenizers` from the
+released tokenizer.json given as the argument (plus BOS 2), since transformers' own
+conversion of the Gemma 3 GGUF tokenizer splits words wrongly.
+
+    cd <folder holding gemma-3-270m.Q4_K_M.gguf>
+    python3 tests/oracle/make_real_reference.py ../shared/tokenizers/gemma3/tokenizer.json
+    # writes ref3.json; tests/fixtures/real/gemma3-270m.json holds its runs
+
+Needs torch, transformers, gguf, accelerate, tokenizers.
+"""
 import json, sys, torch
 from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM
