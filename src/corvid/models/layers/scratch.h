@@ -19,7 +19,7 @@ struct Scratch {
   ScratchDims dims;
   int64_t tokens = 0;
   uint64_t generation = 0;
-  DeviceTensor x, h, a, q, k, v, attn, gate, up;  // [tokens, width] F32
+  DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32
   DeviceTensor fused;  // [1, q|k|v or gate|up]: a single token's fused GEMV output
 
   void ensure(int64_t n) {
@@ -29,7 +29,6 @@ struct Scratch {
     const Device d = device;
     x = DeviceTensor(d, DType::F32, {n, dims.hidden});
     h = DeviceTensor(d, DType::F32, {n, dims.hidden});
-    a = DeviceTensor(d, DType::F32, {n, dims.hidden});
     q = DeviceTensor(d, DType::F32, {n, dims.q});
     k = DeviceTensor(d, DType::F32, {n, dims.kv});
     v = DeviceTensor(d, DType::F32, {n, dims.kv});
