@@ -151,8 +151,6 @@ class Gemma3 final : public Model {
   int64_t bytes_per_token_ = 0;
 };
 
-int64_t bytes(const Tensor& t) { return t.data ? static_cast<int64_t>(t.nbytes()) : 0; }
-
 Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w)
     : config_(config), device_(w.device()) {
   const ModelConfig& c = config_;
@@ -168,14 +166,8 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
   const ops::RopeParams local = make_rope_params(c, g.local_theta, RopeScaling{});
   const ops::RopeParams global = make_rope_params(c, g.global_theta, g.global_scaling);
   embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
-  head_.norm = w.norm("model.norm.weight", H, g.norm_plus_one);
-  head_.eps = eps;
+  head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings, g.norm_plus_one);
   head_.softcap = g.final_softcap;
-  head_.lm_head = w.optional("lm_head.weight", {c.vocab_size, H}, WeightRole::Projection, !c.tie_word_embeddings);
-  if (!head_.lm_head.data) {
-    CORVID_CHECK(c.tie_word_embeddings, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
-    head_.lm_head = embed_tokens_;
-  }
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const bool sliding = g.sliding[static_cast<size_t>(i)];
@@ -199,12 +191,11 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
     layers_.push_back(std::move(L));
   }
   storage_ = w.finish();
-  bytes_per_token_ = bytes(head_.norm) + bytes(head_.lm_head);
+  bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
   for (const Layer& L : layers_)
-    for (const Tensor* t : {&L.input_norm, &L.post_attention_norm, &L.pre_feedforward_norm, &L.post_feedforward_norm,
-                            &L.attn.q_proj, &L.attn.k_proj, &L.attn.v_proj, &L.attn.o_proj, &L.attn.q_norm,
-                            &L.attn.k_norm, &L.mlp.gate_proj, &L.mlp.up_proj, &L.mlp.down_proj})
-      bytes_per_token_ += bytes(*t);
+    bytes_per_token_ += L.attn.weight_bytes() + L.mlp.weight_bytes() +
+                        layers::weight_bytes({&L.input_norm, &L.post_attention_norm, &L.pre_feedforward_norm,
+                                              &L.post_feedforward_norm});
   scratch_.device = device_;
   scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
 }

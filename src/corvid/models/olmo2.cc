@@ -62,8 +62,6 @@ class Olmo2 final : public Model {
   int64_t bytes_per_token_ = 0;
 };
 
-int64_t bytes(const Tensor& t) { return t.data ? static_cast<int64_t>(t.nbytes()) : 0; }
-
 Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), device_(w.device()) {
   const ModelConfig& c = config_;
   CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::Silu, w.source(),
@@ -75,13 +73,7 @@ Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), devi
   const float eps = static_cast<float>(c.rms_norm_eps);
   const ops::RopeParams rope = make_rope_params(c);
   embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
-  head_.norm = w.norm("model.norm.weight", H);
-  head_.eps = eps;
-  head_.lm_head = w.optional("lm_head.weight", {c.vocab_size, H}, WeightRole::Projection, !c.tie_word_embeddings);
-  if (!head_.lm_head.data) {
-    CORVID_CHECK(c.tie_word_embeddings, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
-    head_.lm_head = embed_tokens_;
-  }
+  head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer layer;
@@ -100,12 +92,10 @@ Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), devi
     layers_.push_back(std::move(layer));
   }
   storage_ = w.finish();
-  bytes_per_token_ = bytes(head_.norm) + bytes(head_.lm_head);
+  bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
   for (const Layer& l : layers_)
-    for (const Tensor* t : {&l.post_attention_norm, &l.post_feedforward_norm, &l.attn.q_proj, &l.attn.k_proj,
-                            &l.attn.v_proj, &l.attn.o_proj, &l.attn.q_norm, &l.attn.k_norm, &l.mlp.gate_proj,
-                            &l.mlp.up_proj, &l.mlp.down_proj})
-      bytes_per_token_ += bytes(*t);
+    bytes_per_token_ += l.attn.weight_bytes() + l.mlp.weight_bytes() +
+                        layers::weight_bytes({&l.post_attention_norm, &l.post_feedforward_norm});
   scratch_.device = device_;
   scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
 }

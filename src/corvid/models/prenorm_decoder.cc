@@ -16,8 +16,6 @@ namespace {
 // CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
 bool fuse_projections() { return !env_flag("CORVID_NO_FUSION"); }
 
-int64_t bytes(const Tensor& t) { return t.data ? static_cast<int64_t>(t.nbytes()) : 0; }
-
 // Rows [row0, row0 + rows) of a 2-D weight, as a view (every layout keeps rows whole).
 Tensor row_view(const Tensor& t, int64_t row0, int64_t rows) {
   return Tensor(t.dtype, {rows, t.cols()}, static_cast<char*>(t.data) + row0 * t.row_bytes(), t.device);
@@ -83,14 +81,8 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
   }
   const ops::RopeParams nope = identity_rope(D);
   embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
-  head_.norm = w.norm("model.norm.weight", H);
-  head_.eps = eps;
+  head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings);
   head_.logit_scale = spec.logit_scale;
-  head_.lm_head = w.optional("lm_head.weight", {c.vocab_size, H}, WeightRole::Projection, !c.tie_word_embeddings);
-  if (!head_.lm_head.data) {
-    CORVID_CHECK(c.tie_word_embeddings, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
-    head_.lm_head = embed_tokens_;
-  }
   const bool fuse = fuse_projections();
   for (int64_t i = 0; i < L; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -128,14 +120,10 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
     layers_.push_back(std::move(layer));
   }
   storage_ = w.finish();
-  bytes_per_token_ = bytes(head_.norm) + bytes(head_.lm_head);
-  for (const Layer& l : layers_) {
-    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.attn.q_proj, &l.attn.k_proj, &l.attn.v_proj,
-                            &l.attn.o_proj, &l.attn.q_bias, &l.attn.k_bias, &l.attn.v_bias, &l.attn.o_bias,
-                            &l.attn.q_norm, &l.attn.k_norm, &l.mlp.gate_proj, &l.mlp.up_proj, &l.mlp.down_proj,
-                            &l.mlp.gate_bias, &l.mlp.up_bias, &l.mlp.down_bias})
-      bytes_per_token_ += bytes(*t);
-  }
+  bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
+  for (const Layer& l : layers_)
+    bytes_per_token_ +=
+        l.attn.weight_bytes() + l.mlp.weight_bytes() + layers::weight_bytes({&l.input_norm, &l.post_attention_norm});
   scratch_.device = device_;
   scratch_.dims = {H, q_dim, kv_dim, I};
 }

@@ -34,6 +34,13 @@ void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const
   }
 }
 
+int64_t Attention::weight_bytes() const {
+  int64_t total = 0;
+  for (const Tensor* t : {&q_proj, &k_proj, &v_proj, &o_proj, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm, &k_norm})
+    if (t->data) total += static_cast<int64_t>(t->nbytes());
+  return total;
+}
+
 static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
 
 void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Tensor& out) const {

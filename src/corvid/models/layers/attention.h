@@ -37,6 +37,8 @@ struct Attention {
   // h [n, hidden] (may be `out`) → out [n, hidden]. Keys and values of the step's
   // tokens go to step.kv's layer `layer` at step.slots.
   void forward(const Tensor& h, const Step& step, Scratch& scratch, const Tensor& out) const;
+  // Bytes of its weights (what a decode step reads).
+  int64_t weight_bytes() const;
 };
 
 // Biases and norms a checkpoint's attention carries, in HF's layout under `prefix`

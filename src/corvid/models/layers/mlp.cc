@@ -29,6 +29,13 @@ void load_gated_mlp(WeightLoader& w, const std::string& p, int64_t hidden, int64
   m.down_proj = w.get(p + "down_proj.weight", {hidden, ffn});
 }
 
+int64_t GatedMlp::weight_bytes() const {
+  int64_t total = 0;
+  for (const Tensor* t : {&gate_proj, &up_proj, &down_proj, &gate_bias, &up_bias, &down_bias})
+    if (t->data) total += static_cast<int64_t>(t->nbytes());
+  return total;
+}
+
 static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
 
 void GatedMlp::forward(const Tensor& h, Scratch& s, const Tensor& out) const {

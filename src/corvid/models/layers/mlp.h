@@ -25,6 +25,8 @@ struct GatedMlp {
 
   // h [n, hidden] (may be `out`) → out [n, hidden].
   void forward(const Tensor& h, Scratch& scratch, const Tensor& out) const;
+  // Bytes of its weights (what a decode step reads).
+  int64_t weight_bytes() const;
 };
 
 // gate_proj / up_proj / down_proj (.weight, and .bias when `bias`) under `prefix`

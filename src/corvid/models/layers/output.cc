@@ -28,4 +28,24 @@ void OutputHead::forward(const Tensor& x, std::span<const int64_t> rows, Scratch
   if (softcap > 0.0f) ops::softcap(logits, softcap);
 }
 
+OutputHead load_output_head(WeightLoader& w, const Tensor& embed_tokens, int64_t vocab, int64_t hidden, float eps,
+                            bool tied, bool plus_one) {
+  OutputHead head;
+  head.norm = w.norm("model.norm.weight", hidden, plus_one);
+  head.eps = eps;
+  head.lm_head = w.optional("lm_head.weight", {vocab, hidden}, WeightRole::Projection, !tied);
+  if (!head.lm_head.data) {
+    CORVID_CHECK(tied, w.source(), ": missing tensor lm_head.weight (tie_word_embeddings is false)");
+    head.lm_head = embed_tokens;
+  }
+  return head;
+}
+
+int64_t weight_bytes(std::initializer_list<const Tensor*> weights) {
+  int64_t total = 0;
+  for (const Tensor* t : weights)
+    if (t->data) total += static_cast<int64_t>(t->nbytes());
+  return total;
+}
+
 }  // namespace corvid::layers

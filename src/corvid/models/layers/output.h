@@ -7,6 +7,7 @@
 #include <span>
 
 #include "corvid/models/layers/scratch.h"
+#include "corvid/models/weight_loader.h"
 
 namespace corvid::layers {
 
@@ -20,5 +21,14 @@ struct OutputHead {
   // [rows.size(), vocab] get the rows asked for, in order.
   void forward(const Tensor& x, std::span<const int64_t> rows, Scratch& scratch, const Tensor& logits) const;
 };
+
+// The final norm (model.norm.weight; `plus_one` for (1 + w) norms) and the output matrix:
+// lm_head.weight, or the embedding table when the checkpoint ties them (a missing
+// lm_head of an untied config is an error naming the file).
+OutputHead load_output_head(WeightLoader& w, const Tensor& embed_tokens, int64_t vocab, int64_t hidden, float eps,
+                            bool tied, bool plus_one = false);
+
+// Bytes of the given weights (absent ones count 0): what a decode step reads.
+int64_t weight_bytes(std::initializer_list<const Tensor*> weights);
 
 }  // namespace corvid::layers
