@@ -15,25 +15,19 @@ int64_t BlockPool::blocks_for_budget(std::span<const LayerState> spec, int64_t b
   return per_block > 0 && bytes > 0 ? bytes / per_block : 0;
 }
 
-BlockPool::BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device,
-                     DType dtype)
-    : block_size_(block_size), device_(device), dtype_(dtype) {
+// The pool's rows, after the checks that must come before any allocation.
+static int64_t checked_rows(int64_t block_size, int64_t num_blocks, Device device, DType dtype) {
   check_kv_dtype(dtype, device);
   CORVID_CHECK(block_size > 0, "block pool: block size must be positive, got ", block_size);
   CORVID_CHECK(num_blocks > 0 && num_blocks <= INT32_MAX / block_size, "block pool: ", num_blocks,
                " blocks is not a usable pool size");
-  check_state_spec(spec);
-  const int64_t rows = num_blocks * block_size;
-  for (int64_t l = 0; l < static_cast<int64_t>(spec.size()); ++l) {
-    const LayerState& s = spec[static_cast<size_t>(l)];
-    if (s.kind == StateKind::SharedKV) {
-      storage_.push_back(storage_[static_cast<size_t>(s.source)]);
-      continue;
-    }
-    storage_.push_back(static_cast<int64_t>(keys_.size()));
-    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
-    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
-  }
+  return num_blocks * block_size;
+}
+
+BlockPool::BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device,
+                     DType dtype)
+    : block_size_(block_size), device_(device), dtype_(dtype),
+      layers_(spec, checked_rows(block_size, num_blocks, device, dtype), device, dtype) {
   refcounts_.assign(static_cast<size_t>(num_blocks), 0);
   on_free_list_.assign(static_cast<size_t>(num_blocks), 1);
   // Lowest ids on top of the stack (handed out first), which keeps tests readable.

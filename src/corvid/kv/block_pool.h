@@ -21,6 +21,7 @@
 
 #include "corvid/core/device.h"
 #include "corvid/kv/kv_store.h"
+#include "corvid/kv/layer_tensors.h"
 #include "corvid/kv/state_spec.h"
 
 namespace corvid {
@@ -59,20 +60,18 @@ class BlockPool final : public KvStore {
   // Blocks with a nonzero count.
   int64_t num_referenced() const { return referenced_; }
 
-  const Tensor& keys(int64_t layer) const override { return keys_[index(layer)].tensor; }
-  const Tensor& values(int64_t layer) const override { return values_[index(layer)].tensor; }
-  int64_t num_layers() const override { return static_cast<int64_t>(storage_.size()); }
+  const Tensor& keys(int64_t layer) const override { return layers_.keys(layer); }
+  const Tensor& values(int64_t layer) const override { return layers_.values(layer); }
+  int64_t num_layers() const override { return layers_.num_layers(); }
   bool paged() const override { return true; }
 
  private:
   void check_block(int32_t block) const;
-  size_t index(int64_t layer) const { return static_cast<size_t>(storage_[static_cast<size_t>(layer)]); }
 
-  std::vector<int64_t> storage_;  // per layer: its index into keys_/values_ (shared layers: the source's)
   int64_t block_size_;
   Device device_;
   DType dtype_ = DType::F32;
-  std::vector<DeviceTensor> keys_, values_;
+  LayerTensors layers_;
   std::vector<int32_t> refcounts_;
   std::vector<uint8_t> on_free_list_;
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first

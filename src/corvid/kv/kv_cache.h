@@ -10,6 +10,7 @@
 
 #include "corvid/core/device.h"
 #include "corvid/kv/kv_store.h"
+#include "corvid/kv/layer_tensors.h"
 #include "corvid/kv/state_spec.h"
 
 namespace corvid {
@@ -29,20 +30,18 @@ class KVCache final : public KvStore {
   int64_t capacity() const { return capacity_; }
   Device device() const override { return device_; }
   DType dtype() const { return dtype_; }
-  const Tensor& keys(int64_t layer) const override { return keys_[index(layer)].tensor; }
-  const Tensor& values(int64_t layer) const override { return values_[index(layer)].tensor; }
-  int64_t num_layers() const override { return static_cast<int64_t>(storage_.size()); }
+  const Tensor& keys(int64_t layer) const override { return layers_.keys(layer); }
+  const Tensor& values(int64_t layer) const override { return layers_.values(layer); }
+  int64_t num_layers() const override { return layers_.num_layers(); }
   bool paged() const override { return false; }
   // Bytes held, for reporting.
   size_t nbytes() const;
 
  private:
-  size_t index(int64_t layer) const { return static_cast<size_t>(storage_[static_cast<size_t>(layer)]); }
-  std::vector<int64_t> storage_;  // per layer: its index into keys_/values_ (shared layers: the source's)
   int64_t capacity_;
   Device device_;
   DType dtype_;
-  std::vector<DeviceTensor> keys_, values_;
+  LayerTensors layers_;
 };
 
 }  // namespace corvid

@@ -9,6 +9,7 @@
 
 #include "corvid/core/error.h"
 #include "corvid/models/families.h"
+#include "corvid/models/decoder_base.h"
 #include "corvid/models/layers/attention.h"
 #include "corvid/models/layers/mlp.h"
 #include "corvid/models/layers/output.h"
@@ -120,17 +121,11 @@ Gemma3Params gemma3_params(const ModelConfig& c, const FamilySource& src) {
   return g;
 }
 
-class Gemma3 final : public Model {
+class Gemma3 final : public DecoderBase {
  public:
   Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w);
 
-  const ModelConfig& config() const override { return config_; }
-  Device device() const override { return device_; }
-  const std::vector<LayerState>& state_spec() const override { return spec_; }
   void forward(const Step& step, const Tensor& logits) override;
-  uint64_t buffers_generation() const override { return scratch_.generation; }
-  int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
-  int64_t parameter_count() const override { return storage_.parameters; }
 
  private:
   struct Layer {
@@ -139,20 +134,14 @@ class Gemma3 final : public Model {
     layers::GatedMlp mlp;
   };
 
-  ModelConfig config_;
-  Device device_;
-  std::vector<LayerState> spec_;
   Tensor embed_tokens_;
   float embed_scale_ = 1.0f;
   std::vector<Layer> layers_;
   layers::OutputHead head_;
-  layers::Scratch scratch_;
-  WeightStorage storage_;
-  int64_t bytes_per_token_ = 0;
 };
 
 Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w)
-    : config_(config), device_(w.device()) {
+    : DecoderBase(config, w.device()) {
   const ModelConfig& c = config_;
   CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::GeluTanh, w.source(),
                ": Gemma 3 uses gelu_pytorch_tanh, not ", c.hidden_act);
@@ -186,7 +175,7 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
     a.window = sliding ? *c.sliding_window : 0;
     load_attention(w, p + "self_attn.", H, {false, false, g.norm_plus_one, true}, a);
     load_gated_mlp(w, p + "mlp.", H, I, false, layers::Activation::GeluTanh, L.mlp);
-    spec_.push_back(sliding ? LayerState{StateKind::SlidingKV, a.kv_heads, D, a.window}
+    state_.push_back(sliding ? LayerState{StateKind::SlidingKV, a.kv_heads, D, a.window}
                             : LayerState{StateKind::FullKV, a.kv_heads, D});
     layers_.push_back(std::move(L));
   }
@@ -196,7 +185,6 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
     bytes_per_token_ += L.attn.weight_bytes() + L.mlp.weight_bytes() +
                         layers::weight_bytes({&L.input_norm, &L.post_attention_norm, &L.pre_feedforward_norm,
                                               &L.post_feedforward_norm});
-  scratch_.device = device_;
   scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
 }
 

@@ -7,6 +7,7 @@
 #include "corvid/core/error.h"
 #include "corvid/models/config_fields.h"
 #include "corvid/models/families.h"
+#include "corvid/models/decoder_base.h"
 #include "corvid/models/layers/attention.h"
 #include "corvid/models/layers/mlp.h"
 #include "corvid/models/layers/output.h"
@@ -32,17 +33,11 @@ void configure_olmo2(ModelConfig& c, const FamilySource& src) {
   }
 }
 
-class Olmo2 final : public Model {
+class Olmo2 final : public DecoderBase {
  public:
   Olmo2(const ModelConfig& config, WeightLoader& w);
 
-  const ModelConfig& config() const override { return config_; }
-  Device device() const override { return device_; }
-  const std::vector<LayerState>& state_spec() const override { return state_; }
   void forward(const Step& step, const Tensor& logits) override;
-  uint64_t buffers_generation() const override { return scratch_.generation; }
-  int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
-  int64_t parameter_count() const override { return storage_.parameters; }
 
  private:
   struct Layer {
@@ -51,18 +46,12 @@ class Olmo2 final : public Model {
     layers::GatedMlp mlp;
   };
 
-  ModelConfig config_;
-  Device device_;
-  std::vector<LayerState> state_;
   Tensor embed_tokens_;
   std::vector<Layer> layers_;
   layers::OutputHead head_;
-  layers::Scratch scratch_;
-  WeightStorage storage_;
-  int64_t bytes_per_token_ = 0;
 };
 
-Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), device_(w.device()) {
+Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : DecoderBase(config, w.device()) {
   const ModelConfig& c = config_;
   CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::Silu, w.source(),
                ": hidden_act ", c.hidden_act, " is not supported (silu only)");
@@ -96,7 +85,6 @@ Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : config_(config), devi
   for (const Layer& l : layers_)
     bytes_per_token_ += l.attn.weight_bytes() + l.mlp.weight_bytes() +
                         layers::weight_bytes({&l.post_attention_norm, &l.post_feedforward_norm});
-  scratch_.device = device_;
   scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
 }
 

@@ -4,6 +4,7 @@
 
 #include "corvid/core/env.h"
 #include "corvid/core/error.h"
+#include "corvid/models/decoder_base.h"
 #include "corvid/models/layers/attention.h"
 #include "corvid/models/layers/mlp.h"
 #include "corvid/models/layers/output.h"
@@ -21,17 +22,11 @@ Tensor row_view(const Tensor& t, int64_t row0, int64_t rows) {
   return Tensor(t.dtype, {rows, t.cols()}, static_cast<char*>(t.data) + row0 * t.row_bytes(), t.device);
 }
 
-class PreNormDecoder final : public Model {
+class PreNormDecoder final : public DecoderBase {
  public:
   PreNormDecoder(const ModelConfig& config, const PreNormSpec& spec, WeightLoader& w);
 
-  const ModelConfig& config() const override { return config_; }
-  Device device() const override { return device_; }
-  const std::vector<LayerState>& state_spec() const override { return state_; }
   void forward(const Step& step, const Tensor& logits) override;
-  uint64_t buffers_generation() const override { return scratch_.generation; }
-  int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
-  int64_t parameter_count() const override { return storage_.parameters; }
 
  private:
   struct Layer {
@@ -40,20 +35,14 @@ class PreNormDecoder final : public Model {
     layers::GatedMlp mlp;
   };
 
-  ModelConfig config_;
   PreNormSpec spec_;
-  Device device_;
-  std::vector<LayerState> state_;
   Tensor embed_tokens_;
   std::vector<Layer> layers_;
   layers::OutputHead head_;
-  layers::Scratch scratch_;
-  WeightStorage storage_;
-  int64_t bytes_per_token_ = 0;
 };
 
 PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spec, WeightLoader& w)
-    : config_(config), spec_(spec), device_(w.device()) {
+    : DecoderBase(config, w.device()), spec_(spec) {
   const ModelConfig& c = config_;
   CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::Silu, w.source(),
                ": hidden_act ", c.hidden_act, " is not supported (silu only)");
@@ -124,7 +113,6 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
   for (const Layer& l : layers_)
     bytes_per_token_ +=
         l.attn.weight_bytes() + l.mlp.weight_bytes() + layers::weight_bytes({&l.input_norm, &l.post_attention_norm});
-  scratch_.device = device_;
   scratch_.dims = {H, q_dim, kv_dim, I};
 }
 

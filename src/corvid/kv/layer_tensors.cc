@@ -1,0 +1,24 @@
+#include "corvid/kv/layer_tensors.h"
+
+namespace corvid {
+
+LayerTensors::LayerTensors(std::span<const LayerState> spec, int64_t rows, Device device, DType dtype) {
+  check_state_spec(spec);
+  for (const LayerState& s : spec) {
+    if (s.kind == StateKind::SharedKV) {
+      storage_.push_back(storage_[static_cast<size_t>(s.source)]);
+      continue;
+    }
+    storage_.push_back(static_cast<int64_t>(keys_.size()));
+    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+  }
+}
+
+size_t LayerTensors::nbytes() const {
+  size_t total = 0;
+  for (size_t l = 0; l < keys_.size(); ++l) total += keys_[l].tensor.nbytes() + values_[l].tensor.nbytes();
+  return total;
+}
+
+}  // namespace corvid
