@@ -38,7 +38,7 @@ void run_inspect(const InspectArgs& a) {
   }
   std::printf("model:          %s\n", a.path.c_str());
   std::printf("format:         %s\n", files.gguf ? "GGUF" : "safetensors");
-  std::printf("architecture:   %s\n", c.architecture.c_str());
+  std::printf("architecture:   %s (family %s)\n", c.architecture.c_str(), c.family.c_str());
   std::printf("layers:         %lld\n", static_cast<long long>(c.num_hidden_layers));
   std::printf("hidden size:    %lld (intermediate %lld)\n", static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.intermediate_size));
@@ -52,8 +52,24 @@ void run_inspect(const InspectArgs& a) {
   for (const auto& [dtype, entry] : by_dtype)
     std::printf("  %-6s        %lld tensors, %s\n", dtype.c_str(), static_cast<long long>(entry.first),
                 human_bytes(static_cast<double>(entry.second)).c_str());
+  // The model's own state spec (binding it on the CPU reads no weight data: views into
+  // the mapped files, checked against the config).
+  const std::unique_ptr<Model> model = make_model(files, Device::CPU);
+  const std::vector<LayerState>& spec = model->state_spec();
+  int64_t full = 0, sliding = 0, shared = 0, window = 0;
+  for (const LayerState& s : spec) {
+    full += s.kind == StateKind::FullKV;
+    sliding += s.kind == StateKind::SlidingKV;
+    shared += s.kind == StateKind::SharedKV;
+    if (s.kind == StateKind::SlidingKV) window = s.window;
+  }
+  std::printf("layer state:    %lld full attention", static_cast<long long>(full));
+  if (sliding) std::printf(", %lld sliding (window %lld)", static_cast<long long>(sliding), static_cast<long long>(window));
+  if (shared) std::printf(", %lld sharing another layer's KV", static_cast<long long>(shared));
+  std::printf("\n");
   const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : dtype_info(kv_dtype_named(a.kv_cache_dtype)).block_bytes;
-  const int64_t kv_per_token = c.kv_bytes_per_token(elem_bytes);
+  // Every layer with storage keeps every position today (sliding blocks are not freed yet).
+  const int64_t kv_per_token = kv_elements_per_position(spec) * elem_bytes;
   std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(),
               elem_bytes);
   const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes);
