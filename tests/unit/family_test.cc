@@ -2,6 +2,7 @@
 // configs a family must refuse, and the opt-in real-weight checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -96,15 +97,27 @@ TEST(Gemma3Config, LayerKindsFromThePatternOrTheList) {
   EXPECT_EQ(spec[1].kind, StateKind::FullKV);
 }
 
-// Opt-in (CORVID_REAL_WEIGHTS=1, after scripts/fetch-model.sh --model gemma3-270m): the
-// real Gemma 3 270M GGUF's greedy continuations equal transformers' on the dequantized
-// model (tests/fixtures/real/README.md), with corvid in exact numerics.
-TEST(RealWeights, Gemma3_270mGreedyEqualsTransformers) {
+// Opt-in (CORVID_REAL_WEIGHTS=1, after scripts/fetch-model.sh --model NAME): a real GGUF's
+// greedy continuations equal transformers' on the dequantized model
+// (tests/fixtures/real/*.json, README there), with corvid in exact numerics.
+std::vector<std::string> real_references() {
+  std::vector<std::string> names;
+  const fs::path dir = fixtures_dir() / "real";
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".json") names.push_back(e.path().stem());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class RealWeights : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RealWeights, GreedyEqualsTransformers) {
   const char* on = std::getenv("CORVID_REAL_WEIGHTS");
-  const fs::path model = fixtures::source_dir() / "models" / "gemma-3-270m.Q4_K_M.gguf";
   if (!on || std::string(on) != "1") GTEST_SKIP() << "CORVID_REAL_WEIGHTS=1 runs it";
-  ASSERT_TRUE(fs::exists(model)) << "run scripts/fetch-model.sh --model gemma3-270m";
-  const json ref = read_json(fixtures_dir() / "real" / "gemma3-270m.json");
+  const json ref = read_json(fixtures_dir() / "real" / (GetParam() + ".json"));
+  const fs::path model = fixtures::source_dir() / "models" / ref["model"].get<std::string>();
+  ASSERT_TRUE(fs::exists(model)) << "run scripts/fetch-model.sh --model " << GetParam();
   const ops::QuantizedMatmul before = ops::quantized_matmul();
   ops::set_quantized_matmul(ops::QuantizedMatmul::Exact);
   LoadedModel m = LoadedModel::load(model.string());
@@ -115,6 +128,10 @@ TEST(RealWeights, Gemma3_270mGreedyEqualsTransformers) {
   }
   ops::set_quantized_matmul(before);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, RealWeights, ::testing::ValuesIn(real_references()),
+                         [](const auto& p) { return fixtures::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(RealWeights);
 
 }  // namespace
 }  // namespace corvid
