@@ -208,7 +208,7 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
   std::vector<int32_t> shuffled = range(0, 97);
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(5));
   cases.push_back({"shuffled positions", 97, shuffled});
-  for (int64_t head_dim : {64, 128}) {
+  for (int64_t head_dim : {64, 128, 256}) {
     for (int64_t window : {0, 40}) {
       for (const AttentionCase& c : cases) {
         const int64_t n = static_cast<int64_t>(c.positions.size()), n_heads = 8, n_kv = 2, cap = c.capacity;
@@ -285,7 +285,7 @@ TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
             << dtype_name(kv) << " head_dim " << head_dim << " cache " << cap;
       }
     }
-    for (int64_t head_dim : {64, 128}) {
+    for (int64_t head_dim : {64, 128, 256}) {
       std::vector<int32_t> prompt(32);
       std::iota(prompt.begin(), prompt.end(), 100);
       EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, 200, prompt, 0, 45, kv), 2e-2)

@@ -410,7 +410,8 @@ void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const
   // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
   try {
     CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
-    if (g_rows == 2 && two_rows_fit<D>()) {
+    // Head size 256 (Gemma) keeps one row tile a warp: two would hold 256 accumulators a thread.
+    if (g_rows == 2 && D <= 128 && two_rows_fit<D>()) {
       launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
     } else {
       launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
@@ -432,23 +433,29 @@ int attention_prefill_rows() { return g_rows; }
 bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache, const Tensor& out) {
   const int64_t head_dim = q.dim(2);
   // Q is staged with float4 loads, the output stored as float2s.
-  return (head_dim == 64 || head_dim == 128) && aligned16(q.data) && reinterpret_cast<uintptr_t>(out.data) % 8 == 0 &&
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && aligned16(q.data) && reinterpret_cast<uintptr_t>(out.data) % 8 == 0 &&
          q.dim(0) <= INT32_MAX / 2 && k_cache.dim(0) <= INT32_MAX / 2 &&
          (q.dim(0) + kBlockQ - 1) / kBlockQ <= 65535;
 }
 
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
                        float scale, int64_t window, const Tensor& out, HalfOut out16) {
-  if (q.dim(2) == 64) launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16);
-  else launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16);
+  switch (q.dim(2)) {
+    case 64: launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
+    case 128: launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
+    default: launch<256>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
+  }
 }
 
 void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
                                 int block_size, const int32_t* positions, float scale, int64_t window,
                                 const Tensor& out, HalfOut out16) {
   const SequenceKv kv{table, block_size};
-  if (q.dim(2) == 64) launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out, out16);
-  else launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out, out16);
+  switch (q.dim(2)) {
+    case 64: launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
+    case 128: launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
+    default: launch<256>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
+  }
 }
 
 }  // namespace corvid::ops::cuda
