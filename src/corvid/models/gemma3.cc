@@ -165,18 +165,14 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
     L.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H, g.norm_plus_one);
     L.pre_feedforward_norm = w.norm(p + "pre_feedforward_layernorm.weight", H, g.norm_plus_one);
     L.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H, g.norm_plus_one);
-    layers::Attention& a = L.attn;
-    a.layer = i;
-    a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = D;
+    layers::Attention& a = L.attn = layers::attention_geometry(c, i);
     a.scale = static_cast<float>(1.0 / std::sqrt(g.query_pre_attn_scalar));
-    a.eps = eps;
     a.qk_norm = layers::QkNorm::PerHead;
     a.rope = sliding ? local : global;
     a.window = sliding ? *c.sliding_window : 0;
-    load_attention(w, p + "self_attn.", H, {false, false, g.norm_plus_one, true}, a);
+    load_attention(w, p + "self_attn.", H, {false, false, g.norm_plus_one}, a);
     load_gated_mlp(w, p + "mlp.", H, I, false, layers::Activation::GeluTanh, L.mlp);
-    state_.push_back(sliding ? LayerState{StateKind::SlidingKV, a.kv_heads, D, a.window}
-                            : LayerState{StateKind::FullKV, a.kv_heads, D});
+    state_.push_back(a.state());
     layers_.push_back(std::move(L));
   }
   storage_ = w.finish();

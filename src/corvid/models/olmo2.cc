@@ -68,16 +68,12 @@ Olmo2::Olmo2(const ModelConfig& config, WeightLoader& w) : DecoderBase(config, w
     Layer layer;
     layer.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
     layer.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H);
-    layers::Attention& a = layer.attn;
-    a.layer = i;
-    a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = D;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    a.eps = eps;
+    layers::Attention& a = layer.attn = layers::attention_geometry(c, i);
     a.qk_norm = layers::QkNorm::Whole;
     a.rope = rope;
-    load_attention(w, p + "self_attn.", H, {false, false, false, true}, a);
+    load_attention(w, p + "self_attn.", H, {}, a);
     load_gated_mlp(w, p + "mlp.", H, I, false, layers::Activation::Silu, layer.mlp);
-    state_.push_back(LayerState{StateKind::FullKV, a.kv_heads, D});
+    state_.push_back(a.state());
     layers_.push_back(std::move(layer));
   }
   storage_ = w.finish();

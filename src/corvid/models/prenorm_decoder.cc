@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/models/decoder_base.h"
 #include "corvid/models/layers/attention.h"
@@ -13,9 +12,6 @@
 namespace corvid {
 
 namespace {
-
-// CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks.
-bool fuse_projections() { return !env_flag("CORVID_NO_FUSION"); }
 
 // Rows [row0, row0 + rows) of a 2-D weight, as a view (every layout keeps rows whole).
 Tensor row_view(const Tensor& t, int64_t row0, int64_t rows) {
@@ -72,17 +68,13 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
   embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
   head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings);
   head_.logit_scale = spec.logit_scale;
-  const bool fuse = fuse_projections();
   for (int64_t i = 0; i < L; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = w.norm(p + "input_layernorm.weight", H);
     layer.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
-    layers::Attention& a = layer.attn;
-    a.layer = i;
-    a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = D;
-    a.scale = spec.attention_scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
-    a.eps = eps;
+    layers::Attention& a = layer.attn = layers::attention_geometry(c, i);
+    if (spec.attention_scale) a.scale = *spec.attention_scale;
     a.qk_norm = spec.qk_norm ? layers::QkNorm::PerHead : layers::QkNorm::None;
     a.rope = spec.rope.empty() || spec.rope[static_cast<size_t>(i)] ? rope : nope;
     a.window = spec.window.empty() ? 0 : spec.window[static_cast<size_t>(i)];
@@ -99,13 +91,12 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
       m.gate_proj = row_view(m.gate_up_proj, 0, I);
       m.up_proj = row_view(m.gate_up_proj, I, I);
       m.down_proj = w.get(p + "mlp.down_proj.weight", {H, I});
+      if (!w.fuses()) a.qkv_proj = m.gate_up_proj = Tensor();  // multiplied as their parts
     } else {
-      load_attention(w, p + "self_attn.", H, {spec.qkv_bias, spec.o_bias, false, fuse}, a);
+      load_attention(w, p + "self_attn.", H, {spec.qkv_bias, spec.o_bias, false}, a);
       load_gated_mlp(w, p + "mlp.", H, I, spec.mlp_bias, layers::Activation::Silu, layer.mlp);
     }
-    if (!fuse) a.qkv_proj = layer.mlp.gate_up_proj = Tensor();
-    state_.push_back(a.window > 0 ? LayerState{StateKind::SlidingKV, a.kv_heads, D, a.window}
-                                  : LayerState{StateKind::FullKV, a.kv_heads, D});
+    state_.push_back(a.state());
     layers_.push_back(std::move(layer));
   }
   storage_ = w.finish();

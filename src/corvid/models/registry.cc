@@ -29,20 +29,21 @@ std::string supported(std::vector<std::string> Family::*names) {
 
 }  // namespace
 
-const Family& family_for_model_type(const std::string& model_type, const std::string& source) {
+// The family listing `name` under `names`; otherwise an error naming `what` and the supported ones.
+static const Family& find_family(std::vector<std::string> Family::*names, const std::string& name, const char* what,
+                                 const std::string& source) {
   for (const Family& f : model_families())
-    for (const std::string& t : f.model_types)
-      if (t == model_type) return f;
-  fail(source, ": unsupported model_type '", printable(model_type), "' (supported: ", supported(&Family::model_types),
-       ")");
+    for (const std::string& n : f.*names)
+      if (n == name) return f;
+  fail(source, ": unsupported ", what, " '", printable(name), "' (supported: ", supported(names), ")");
+}
+
+const Family& family_for_model_type(const std::string& model_type, const std::string& source) {
+  return find_family(&Family::model_types, model_type, "model_type", source);
 }
 
 const Family& family_for_gguf_arch(const std::string& arch, const std::string& source) {
-  for (const Family& f : model_families())
-    for (const std::string& a : f.gguf_archs)
-      if (a == arch) return f;
-  fail(source, ": unsupported GGUF architecture '", printable(arch), "' (supported: ", supported(&Family::gguf_archs),
-       ")");
+  return find_family(&Family::gguf_archs, arch, "GGUF architecture", source);
 }
 
 ModelConfig read_model_config(const nlohmann::json& config, const std::string& source) {

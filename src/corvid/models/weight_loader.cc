@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "corvid/core/buffer.h"
+#include "corvid/core/env.h"
 #include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/ops.h"
@@ -48,6 +49,12 @@ float unit(uint64_t stream, uint64_t i) {
   return static_cast<float>(static_cast<double>(mix(stream ^ mix(i)) >> 11) * 0x1.0p-52 - 1.0);
 }
 
+// CORVID_NO_FUSION=1 turns the fused decode GEMVs off, for A/B benchmarks (read once).
+bool fusion_enabled() {
+  static const bool on = !env_flag("CORVID_NO_FUSION");
+  return on;
+}
+
 }  // namespace
 
 void upload_tensor(const Tensor& src, void* dst, Device device, DeviceBuffer& staging, size_t staging_limit) {
@@ -80,10 +87,10 @@ void upload_tensor(const Tensor& src, void* dst, Device device, DeviceBuffer& st
 }
 
 WeightLoader::WeightLoader(const WeightSet& files, Device device)
-    : files_(&files), source_(files.source), device_(device) {}
+    : files_(&files), source_(files.source), device_(device), fuse_(fusion_enabled()) {}
 
 WeightLoader::WeightLoader(std::string source, DType dtype, uint64_t seed, Device device)
-    : source_(std::move(source)), device_(device), dummy_dtype_(dtype), seed_(seed) {}
+    : source_(std::move(source)), device_(device), dummy_dtype_(dtype), seed_(seed), fuse_(fusion_enabled()) {}
 
 bool WeightLoader::has(const std::string& name) const { return files_ && files_->has(name); }
 
@@ -185,10 +192,10 @@ WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) {
       adjacent &= h->data == expected;
       expected += h->nbytes();
     }
-    if (adjacent) out.whole = Tensor(hosts[0]->dtype, {rows, hosts[0]->cols()}, hosts[0]->data, Device::CPU);
+    if (adjacent && fuse_) out.whole = Tensor(hosts[0]->dtype, {rows, hosts[0]->cols()}, hosts[0]->data, Device::CPU);
     return out;
   }
-  if (!uniform) {
+  if (!uniform || !fuse_) {
     for (const Tensor* h : hosts) out.parts.push_back(place(*h));
     return out;
   }

@@ -46,6 +46,9 @@ class WeightLoader {
   const std::string& source() const { return source_; }
   Device device() const { return device_; }
   bool dummy() const { return files_ == nullptr; }
+  // Whether families may multiply fused weights as one matrix (fused(); a checkpoint's own
+  // fused matrices): off under CORVID_NO_FUSION=1.
+  bool fuses() const { return fuse_; }
   // Whether the checkpoint holds `name` (dummy weights: never).
   bool has(const std::string& name) const;
 
@@ -63,7 +66,8 @@ class WeightLoader {
   // Weights the family multiplies as one matrix: each part get()'s own shape (2-D, same
   // columns); `parts` come back in order. On a GPU they are placed back to back and
   // `whole` is the [sum of rows, cols] matrix over them; on the CPU `whole` is set
-  // only when the file already holds them back to back with one dtype.
+  // only when the file already holds them back to back with one dtype. With fusion off
+  // (CORVID_NO_FUSION=1, for A/B runs) `whole` is always empty.
   struct Fused {
     Tensor whole;
     std::vector<Tensor> parts;
@@ -93,6 +97,7 @@ class WeightLoader {
   Device device_ = Device::CPU;
   DType dummy_dtype_ = DType::F32;
   uint64_t seed_ = 0, next_stream_ = 0;
+  bool fuse_ = true;
   std::vector<std::string> used_;
   std::deque<std::pair<std::string, Tensor>> made_;  // dummies (host); a deque: host() hands out references
   WeightStorage storage_;

@@ -1,5 +1,7 @@
 #include "corvid/models/layers/attention.h"
 
+#include <cmath>
+
 #include "corvid/core/error.h"
 
 namespace corvid::layers {
@@ -7,7 +9,7 @@ namespace corvid::layers {
 void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const AttentionWeights& opts,
                     Attention& a) {
   const int64_t q_dim = a.heads * a.head_dim, kv_dim = a.kv_heads * a.head_dim;
-  if (opts.fuse_qkv && !opts.qkv_bias) {
+  if (!opts.qkv_bias) {
     WeightLoader::Fused f = w.fused({{p + "q_proj.weight", {q_dim, hidden}},
                                      {p + "k_proj.weight", {kv_dim, hidden}},
                                      {p + "v_proj.weight", {kv_dim, hidden}}});
@@ -32,6 +34,20 @@ void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const
     a.q_norm = w.norm(p + "q_norm.weight", q_dim, opts.norm_plus_one);
     a.k_norm = w.norm(p + "k_norm.weight", kv_dim, opts.norm_plus_one);
   }
+}
+
+Attention attention_geometry(const ModelConfig& c, int64_t layer) {
+  Attention a;
+  a.layer = layer;
+  a.heads = c.num_attention_heads, a.kv_heads = c.num_key_value_heads, a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.eps = static_cast<float>(c.rms_norm_eps);
+  return a;
+}
+
+LayerState Attention::state() const {
+  return window > 0 ? LayerState{StateKind::SlidingKV, kv_heads, head_dim, window}
+                    : LayerState{StateKind::FullKV, kv_heads, head_dim};
 }
 
 int64_t Attention::weight_bytes() const {

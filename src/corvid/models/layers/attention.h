@@ -39,7 +39,14 @@ struct Attention {
   void forward(const Tensor& h, const Step& step, Scratch& scratch, const Tensor& out) const;
   // Bytes of its weights (what a decode step reads).
   int64_t weight_bytes() const;
+  // What the layer keeps per sequence: SlidingKV with its window, else FullKV.
+  LayerState state() const;
 };
+
+// The fields every decoder family sets alike: layer index, heads, KV heads and head_dim
+// from the config, the q/k norm eps = rms_norm_eps, scale 1/sqrt(head_dim). The family
+// sets the rest (norms, RoPE, window) and overrides what differs.
+Attention attention_geometry(const ModelConfig& c, int64_t layer);
 
 // Biases and norms a checkpoint's attention carries, in HF's layout under `prefix`
 // ("model.layers.3.self_attn."): q_proj, k_proj, v_proj, o_proj (.weight/.bias),
@@ -47,7 +54,6 @@ struct Attention {
 struct AttentionWeights {
   bool qkv_bias = false, o_bias = false;
   bool norm_plus_one = false;  // q/k norms store w for (1 + w)
-  bool fuse_qkv = true;        // ask for q|k|v back to back (a single token's one GEMV)
 };
 // Loads the projections and norms of `a` (whose shape fields are set) for a model of
 // width `hidden`.
