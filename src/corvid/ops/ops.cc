@@ -232,13 +232,19 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   }
 }
 
+// act(gate) * up's checks (silu_mul, gelu_tanh_mul): three F32 tensors of one shape, one device.
+static Device check_gated_mul(const char* op, const Tensor& gate, const Tensor& up, const Tensor& out) {
+  const Device device = common_device(op, {&gate, &up, &out});
+  check_f32(op, "gate", gate);
+  check_f32(op, "up", up);
+  check_f32(op, "out", out);
+  check_same_shape(op, "gate", gate, "up", up);
+  check_same_shape(op, "gate", gate, "out", out);
+  return device;
+}
+
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
-  const Device device = common_device("silu_mul", {&gate, &up, &out});
-  check_f32("silu_mul", "gate", gate);
-  check_f32("silu_mul", "up", up);
-  check_f32("silu_mul", "out", out);
-  check_same_shape("silu_mul", "gate", gate, "up", up);
-  check_same_shape("silu_mul", "gate", gate, "out", out);
+  const Device device = check_gated_mul("silu_mul", gate, up, out);
   CORVID_DISPATCH(device, silu_mul, gate, up, out);
 }
 
@@ -268,12 +274,7 @@ void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, co
 }
 
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
-  const Device device = common_device("gelu_tanh_mul", {&gate, &up, &out});
-  check_f32("gelu_tanh_mul", "gate", gate);
-  check_f32("gelu_tanh_mul", "up", up);
-  check_f32("gelu_tanh_mul", "out", out);
-  check_same_shape("gelu_tanh_mul", "gate", gate, "up", up);
-  check_same_shape("gelu_tanh_mul", "gate", gate, "out", out);
+  const Device device = check_gated_mul("gelu_tanh_mul", gate, up, out);
   CORVID_DISPATCH(device, gelu_tanh_mul, gate, up, out);
 }
 
