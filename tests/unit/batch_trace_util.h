@@ -12,13 +12,25 @@
 
 #include "corvid/engine/sampler.h"
 #include "corvid/engine/scheduler.h"
-#include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
-#include "corvid/kv/prefix_cache.h"
+#include "corvid/kv/kv_manager.h"
 #include "corvid/engine/runner.h"
 #include "ops_test_util.h"
 
 namespace corvid::testing {
+
+// A KV manager of exactly `num_blocks` blocks in every layer group, sized for `config`'s steps.
+inline KvManagerConfig kv_config(int64_t block_size, int64_t num_blocks, const SchedulerConfig& config = {},
+                                 Device device = Device::CPU, bool prefix_caching = true) {
+  KvManagerConfig c;
+  c.block_size = block_size;
+  c.num_blocks = num_blocks;
+  c.device = device;
+  c.prefix_caching = prefix_caching;
+  c.max_seqs = config.max_num_seqs;
+  c.max_chunk = config.max_num_batched_tokens;
+  return c;
+}
 
 inline Sequence make_seq(int64_t id, std::vector<int32_t> tokens) {
   Sequence s;
@@ -59,9 +71,8 @@ inline std::vector<Trace> run_batched(Runner& model, const std::vector<std::vect
                                const SchedulerConfig& config, int64_t block_size, int64_t num_blocks,
                                int64_t* preemptions = nullptr, int64_t* prefilled = nullptr) {
   const int64_t vocab = model.config().vocab_size;
-  BlockPool pool(model.model().state_spec(), block_size, num_blocks, model.device());
-  PrefixCache cache(pool);
-  Scheduler sched(cache, config);
+  KvManager kv(model.model().state_spec(), kv_config(block_size, num_blocks, config, model.device()));
+  Scheduler sched(kv, config);
   std::vector<Sequence> seqs;
   for (size_t i = 0; i < prompts.size(); ++i) seqs.push_back(make_seq(static_cast<int64_t>(i), prompts[i]));
   for (Sequence& s : seqs) sched.add(&s);
@@ -78,11 +89,11 @@ inline std::vector<Trace> run_batched(Runner& model, const std::vector<std::vect
     int64_t n_out = 0;
     for (const ScheduledChunk& c : plan.chunks) {
       batch.push_back({std::span<const int32_t>(c.seq->tokens.data() + c.start, static_cast<size_t>(c.n)),
-                       static_cast<int32_t>(c.start), c.seq->blocks, c.sample});
+                       static_cast<int32_t>(c.start), c.seq->kv.tables, c.sample});
       n_out += c.sample;
     }
     OwnedTensor logits(DType::F32, {n_out, vocab});
-    model.forward_batch(batch, pool, logits.tensor);
+    model.forward_batch(batch, kv, logits.tensor);
     sched.commit(plan);
     int64_t row = 0;
     for (const ScheduledChunk& c : plan.chunks) {
@@ -95,7 +106,7 @@ inline std::vector<Trace> run_batched(Runner& model, const std::vector<std::vect
       if (static_cast<int64_t>(t.tokens.size()) == n_new) sched.remove(c.seq);
     }
   }
-  EXPECT_EQ(pool.num_referenced(), 0);
+  EXPECT_EQ(kv.blocks_used(), 0);
   if (preemptions) *preemptions = sched.num_preemptions();
   return traces;
 }

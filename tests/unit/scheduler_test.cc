@@ -37,9 +37,8 @@ void fake_step(Scheduler& sched, const StepPlan& plan) {
 }
 
 TEST(Scheduler, ChunksPrefillUnderTheTokenBudgetAndDecodesFirst) {
-  BlockPool pool(pool_config(), 4, 64);
-  PrefixCache cache(pool);
-  Scheduler sched(cache, {/*max_num_seqs=*/4, /*max_num_batched_tokens=*/8});
+  KvManager kv(pool_config(), kv_config(4, 64));
+  Scheduler sched(kv, {/*max_num_seqs=*/4, /*max_num_batched_tokens=*/8});
   Sequence a = make_seq(1, tokens_from(10, 3)), b = make_seq(2, tokens_from(20, 13));
   sched.add(&a);
   sched.add(&b);
@@ -64,17 +63,16 @@ TEST(Scheduler, ChunksPrefillUnderTheTokenBudgetAndDecodesFirst) {
   ASSERT_EQ(p3.chunks.size(), 2u);
   EXPECT_EQ(p3.chunks[1].n, 1);  // b's last prompt token, sampled
   EXPECT_TRUE(p3.chunks[1].sample);
-  EXPECT_EQ(b.blocks.size(), 4u);  // 13 positions in blocks of 4
+  EXPECT_EQ(b.kv.tables[0].size(), 4u);  // 13 positions in blocks of 4
   fake_step(sched, p3);
   sched.remove(&a);
   sched.remove(&b);
-  EXPECT_EQ(pool.num_referenced(), 0);
+  EXPECT_EQ(kv.blocks_used(), 0);
 }
 
 TEST(Scheduler, CapsRunningSequences) {
-  BlockPool pool(pool_config(), 4, 64);
-  PrefixCache cache(pool);
-  Scheduler sched(cache, {/*max_num_seqs=*/2, /*max_num_batched_tokens=*/64});
+  KvManager kv(pool_config(), kv_config(4, 64));
+  Scheduler sched(kv, {/*max_num_seqs=*/2, /*max_num_batched_tokens=*/64});
   std::vector<Sequence> seqs;
   for (int i = 0; i < 3; ++i) seqs.push_back(make_seq(i, tokens_from(10 * i, 5)));
   for (Sequence& s : seqs) sched.add(&s);
@@ -92,13 +90,12 @@ TEST(Scheduler, CapsRunningSequences) {
 }
 
 TEST(Scheduler, ReusesCachedPrefixBlocks) {
-  BlockPool pool(pool_config(), 4, 64);
-  PrefixCache cache(pool);
-  Scheduler sched(cache, {4, 64});
+  KvManager kv(pool_config(), kv_config(4, 64));
+  Scheduler sched(kv, {4, 64});
   Sequence a = make_seq(1, tokens_from(10, 10));
   sched.add(&a);
   fake_step(sched, sched.schedule());
-  const std::vector<int32_t> a_blocks = a.blocks;
+  const std::vector<int32_t> a_blocks = a.kv.tables[0];
   sched.remove(&a);
   auto prompt = tokens_from(10, 9);  // shares two full blocks
   prompt.push_back(99);
@@ -109,35 +106,34 @@ TEST(Scheduler, ReusesCachedPrefixBlocks) {
   EXPECT_EQ(p.chunks[0].start, 8);
   EXPECT_EQ(p.chunks[0].n, 2);
   EXPECT_EQ(b.cached_tokens, 8);
-  EXPECT_EQ(std::vector<int32_t>(b.blocks.begin(), b.blocks.begin() + 2),
+  EXPECT_EQ(std::vector<int32_t>(b.kv.tables[0].begin(), b.kv.tables[0].begin() + 2),
             std::vector<int32_t>(a_blocks.begin(), a_blocks.begin() + 2));
   // An 8-token prompt equal to the cached blocks still runs its last token.
   Sequence c = make_seq(3, tokens_from(10, 8));
   sched.add(&c);
   p = sched.schedule();
   EXPECT_EQ(c.cached_tokens, 4);
-  EXPECT_EQ(cache.query_tokens(), 10 + 10 + 8);
-  EXPECT_EQ(cache.hit_tokens(), 8 + 4);
+  EXPECT_EQ(kv.query_tokens(), 10 + 10 + 8);
+  EXPECT_EQ(kv.hit_tokens(), 8 + 4);
   sched.remove(&b);
   sched.remove(&c);
-  EXPECT_EQ(pool.num_referenced(), 0);
+  EXPECT_EQ(kv.blocks_used(), 0);
 }
 
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
-  BlockPool pool(pool_config(), 2, 4);  // 8 positions in all
-  PrefixCache cache(pool, /*enabled=*/false);
-  Scheduler sched(cache, {4, 64});
+  KvManager kv(pool_config(), kv_config(2, 4, {}, Device::CPU, /*prefix_caching=*/false));  // 8 positions in all
+  Scheduler sched(kv, {4, 64});
   Sequence a = make_seq(1, tokens_from(10, 3)), b = make_seq(2, tokens_from(20, 3));
   sched.add(&a);
   sched.add(&b);
   fake_step(sched, sched.schedule());  // each holds 2 blocks, 4 tokens
   fake_step(sched, sched.schedule());  // each computes position 3 within its 2 blocks
-  EXPECT_EQ(pool.num_free(), 0);
+  EXPECT_EQ(kv.blocks_used(), kv.blocks_total());
   StepPlan p = sched.schedule();  // a needs a third block: b (newest) is preempted
   ASSERT_EQ(p.chunks.size(), 1u);
   EXPECT_EQ(p.chunks[0].seq, &a);
   EXPECT_EQ(b.preemptions, 1);
-  EXPECT_TRUE(b.blocks.empty());
+  EXPECT_TRUE(b.kv.empty());
   EXPECT_EQ(b.computed, 0);
   EXPECT_EQ(sched.num_waiting(), 1);
   EXPECT_EQ(b.tokens.size(), 5u);  // what it generated is kept and recomputed later
@@ -148,7 +144,7 @@ TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
   EXPECT_EQ(p.chunks[0].seq, &b);
   EXPECT_EQ(p.chunks[0].n, 5);
   sched.remove(&b);
-  EXPECT_EQ(pool.num_free(), 4);
+  EXPECT_EQ(kv.blocks_used(), 0);
 }
 
 // ---- forward_batch against forward(), through the scheduler ----
@@ -202,20 +198,25 @@ TEST(SchedulerBatchedForward, PrefixHitsPrefillFewerTokensWithTheSameOutput) {
 TEST(SchedulerBatchedForward, RejectsBadBatches) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama").string());
   const int64_t vocab = m.model->config().vocab_size;
-  BlockPool pool(m.model->state_spec(), 4, 8);
+  KvManager kv(m.model->state_spec(), kv_config(4, 8));
   const std::vector<int32_t> tokens = {1, 2, 3, 4, 5}, bad_token = {1, static_cast<int32_t>(vocab)};
-  const std::vector<int32_t> two_blocks = {0, 1}, one_block = {0}, outside = {0, 8};
+  using Tables = std::vector<std::vector<int32_t>>;  // one per KV group (this model has one)
+  const Tables two_blocks = {{0, 1}}, one_block = {{0}}, outside = {{0, 8}}, released = {{-1, 1}};
+  const Tables no_groups, two_groups = {{0, 1}, {2, 3}};
   OwnedTensor one_row(DType::F32, {1, vocab}), two_rows(DType::F32, {2, vocab});
   auto run = [&](std::vector<BatchSequence> batch, const Tensor& logits) {
-    m.runner->forward_batch(batch, pool, logits);
+    m.runner->forward_batch(batch, kv, logits);
   };
   EXPECT_NO_THROW(run({{tokens, 0, two_blocks, true}}, one_row.tensor));
   EXPECT_THROW(run({{tokens, 0, one_block, true}}, one_row.tensor), Error);   // 5 positions, 4 slots
   EXPECT_THROW(run({{tokens, 0, outside, true}}, one_row.tensor), Error);     // block 8 of 8
+  EXPECT_THROW(run({{tokens, 0, released, true}}, one_row.tensor), Error);    // position 0 has no block
+  EXPECT_THROW(run({{tokens, 0, no_groups, true}}, one_row.tensor), Error);
+  EXPECT_THROW(run({{tokens, 0, two_groups, true}}, one_row.tensor), Error);
   EXPECT_THROW(run({{bad_token, 0, two_blocks, true}}, one_row.tensor), Error);
   EXPECT_THROW(run({{tokens, 0, two_blocks, true}}, two_rows.tensor), Error);  // one row wanted
   EXPECT_THROW(run({}, one_row.tensor), Error);
-  BlockPool other_shape(pool_config(), 4, 8);
+  KvManager other_shape(pool_config(), kv_config(4, 8));
   const std::vector<BatchSequence> batch = {{tokens, 0, two_blocks, true}};
   EXPECT_THROW(m.runner->forward_batch(batch, other_shape, one_row.tensor), Error);
 }

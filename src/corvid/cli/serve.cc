@@ -142,13 +142,17 @@ void run_serve(const ServeArgs& a) {
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  const double kv_gib = static_cast<double>(engine.num_blocks()) * static_cast<double>(engine.bytes_per_block()) /
-                        static_cast<double>(int64_t{1} << 30);
-  std::printf("corvid serve: %s (%s on %s, %lld KV blocks of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
+  const double kv_gib = static_cast<double>(engine.kv_bytes()) / static_cast<double>(int64_t{1} << 30);
+  std::string groups;  // "full 900, sliding 512 300" when the model has more than one KV layer group
+  const std::vector<KvGroupStats> group_stats = engine.kv().group_stats();
+  for (size_t g = 0; group_stats.size() > 1 && g < group_stats.size(); ++g)
+    groups += (g ? ", " : " (") + group_stats[g].name + " " + std::to_string(group_stats[g].blocks_total) +
+              (g + 1 == group_stats.size() ? ")" : "");
+  std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
               api_config.model_name.c_str(), m.model->config().architecture.c_str(),
               device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
-              static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(), kv_gib,
-              static_cast<long long>(engine.max_model_len()));
+              groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
+              kv_gib, static_cast<long long>(engine.max_model_len()));
   const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
   std::printf("corvid serve: listening on %s/v1\n", url.c_str());
   std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "

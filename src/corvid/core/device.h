@@ -16,13 +16,6 @@
 
 namespace corvid {
 
-// The host inputs of a step, as its ops will hand them over: token ids (embedding),
-// positions (RoPE, attention), rows (where ops::rope_store_kv writes the new keys and
-// values) and, for a paged KV cache, the block tables and each query's sequence.
-struct StepInputs {
-  std::span<const int32_t> ids, positions, rows, block_tables, query_seq;
-};
-
 struct MemoryInfo {
   size_t free_bytes = 0, total_bytes = 0;  // both 0: the device cannot say (the CPU)
 };
@@ -42,13 +35,12 @@ class DeviceBackend {
   virtual MemoryInfo memory_info() const { return {}; }
 
   // Step recording (CUDA graphs): the work queued between begin_capture() and
-  // end_capture() is recorded, not run; replay(id) runs it again. The host inputs of
-  // a step (StepInputs) are handed over with stage_inputs() before the
-  // capture or replay: ops of a recorded step read them from device memory that
-  // stage_inputs() refills. A recording is only valid while layout_generation() is
-  // unchanged (the backend's own buffers have not moved).
+  // end_capture() is recorded, not run; replay(id) runs it again. A recorded step's
+  // inputs must be in device memory the caller refills before each replay
+  // (engine/runner.cc uploads them; ops read them through ops::Indices::device). A
+  // recording is only valid while layout_generation() is unchanged (the backend's
+  // own buffers have not moved).
   virtual bool supports_capture() const { return false; }
-  virtual void stage_inputs(const StepInputs& inputs) {}
   virtual uint64_t layout_generation() const { return 0; }
   virtual void begin_capture() {}
   virtual int64_t end_capture() { return -1; }  // the recording's id

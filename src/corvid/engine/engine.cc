@@ -66,20 +66,22 @@ Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& c
   CORVID_CHECK(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
   CORVID_CHECK(config.max_waiting > 0, "engine: max_waiting must be positive, got ", config.max_waiting);
   config.scheduler.validate();
-  const int64_t blocks = config.num_blocks > 0
-                             ? config.num_blocks
-                             : BlockPool::blocks_for_budget(spec, config.block_size, config.kv_cache_bytes,
-                                                             config.kv_dtype);
-  CORVID_CHECK(blocks > 0, "engine: a KV cache budget of ", config.kv_cache_bytes,
-               " bytes holds no block (one block of ", config.block_size, " positions takes ",
-               BlockPool::bytes_per_block(spec, config.block_size, config.kv_dtype), " bytes)");
-  pool_ = std::make_unique<BlockPool>(spec, config.block_size, blocks, runner.device(), config.kv_dtype);
-  cache_ = std::make_unique<PrefixCache>(*pool_, config.enable_prefix_caching);
-  scheduler_ = std::make_unique<Scheduler>(*cache_, config.scheduler);
+  KvManagerConfig kv;
+  kv.block_size = config.block_size;
+  kv.budget_bytes = config.kv_cache_bytes;
+  kv.num_blocks = config.num_blocks;
+  kv.device = runner.device();
+  kv.dtype = config.kv_dtype;
+  kv.prefix_caching = config.enable_prefix_caching;
+  kv.max_seqs = config.scheduler.max_num_seqs;
+  kv.max_chunk = config.scheduler.max_num_batched_tokens;
+  kv_ = std::make_unique<KvManager>(spec, kv);
+  scheduler_ = std::make_unique<Scheduler>(*kv_, config.scheduler);
   max_model_len_ = config.max_model_len > 0 ? config.max_model_len : mc.max_position_embeddings;
-  if (max_model_len_ <= 0) max_model_len_ = pool_->max_positions_per_sequence();
+  if (max_model_len_ <= 0) max_model_len_ = kv_->max_positions_per_sequence();
   eos_ids_ = stop_token_ids(tokenizer, mc);
-  stats_.blocks_total = blocks;
+  stats_.blocks_total = kv_->blocks_total();
+  stats_.kv_groups = kv_->group_stats();
   thread_ = std::thread(&Engine::loop, this);
 }
 
@@ -126,7 +128,7 @@ void Engine::validate(const GenerationRequest& r) const {
                                                "maximum context length of " + std::to_string(max_model_len_) +
                                                " tokens (max_model_len)");
   }
-  const int64_t capacity = pool_->max_positions_per_sequence();
+  const int64_t capacity = kv_->max_positions_per_sequence();
   if (total > capacity) {
     throw RequestRejected(Reason::TooLong, "this request needs " + std::to_string(total) + " tokens (" +
                                                std::to_string(prompt) + " in the prompt + " +
@@ -185,10 +187,11 @@ void Engine::publish_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = scheduler_->num_running();
   stats_.waiting = scheduler_->num_waiting();
-  stats_.blocks_used = pool_->num_referenced();
-  stats_.blocks_cached = cache_->num_cached();
-  stats_.prefix_cache_queries = cache_->query_tokens();
-  stats_.prefix_cache_hits = cache_->hit_tokens();
+  stats_.blocks_used = kv_->blocks_used();
+  stats_.blocks_cached = kv_->blocks_cached();
+  stats_.kv_groups = kv_->group_stats();
+  stats_.prefix_cache_queries = kv_->query_tokens();
+  stats_.prefix_cache_hits = kv_->hit_tokens();
   stats_.prompt_tokens = prompt_tokens_;
   stats_.generation_tokens = generation_tokens_;
   stats_.requests_finished = finished_;
@@ -292,7 +295,7 @@ void Engine::run_step(const StepPlan& plan) {
   int64_t n_out = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     batch_.push_back({std::span<const int32_t>(c.seq->tokens.data() + c.start, static_cast<size_t>(c.n)),
-                      static_cast<int32_t>(c.start), c.seq->blocks, c.sample});
+                      static_cast<int32_t>(c.start), c.seq->kv.tables, c.sample});
     n_out += c.sample;
   }
   // On a GPU the logits stay there: the device samples and only token ids come back.
@@ -300,7 +303,7 @@ void Engine::run_step(const StepPlan& plan) {
   Tensor logits;
   try {
     logits = device_sampling ? device_logits(n_out) : host_logits(n_out);
-    runner_.forward_batch(batch_, *pool_, logits);
+    runner_.forward_batch(batch_, *kv_, logits);
   } catch (const std::exception& e) {
     // The step failed as a whole: every sequence in it ends with the error.
     for (const ScheduledChunk& c : plan.chunks) {

@@ -1,5 +1,6 @@
 // Engine: the serving engine under the HTTP server. One scheduler thread owns the
-// model, the paged KV cache (BlockPool + PrefixCache) and the Scheduler; it runs
+// model, the paged KV state (KvManager: a block pool and prefix cache per KV layer
+// group) and the Scheduler; it runs
 // continuous batching steps (Runner::forward_batch) while any request is in
 // flight and sleeps otherwise.
 //
@@ -11,8 +12,10 @@
 // with any text that might begin a stop string held back until decided; the stop
 // string itself is never returned) / max_tokens, and reports through events.
 //
-// Memory admission: the pool is sized once at construction; a request whose prompt
-// plus max_tokens could never fit (context length or KV blocks) is rejected at
+// Memory admission: the pools are sized once at construction (KvManager::plan_blocks
+// splits the budget between the layer groups); a request whose prompt plus
+// max_tokens could never fit (context length or the full-attention groups' blocks;
+// sliding groups hold a bounded window) is rejected at
 // submit with a message naming the limit, and a full waiting queue rejects with
 // QueueFull. Admitted requests wait for blocks; running out mid-generation preempts
 // (the scheduler's recompute), so no request can exhaust memory.
@@ -30,8 +33,7 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/request.h"
 #include "corvid/engine/scheduler.h"
-#include "corvid/kv/block_pool.h"
-#include "corvid/kv/prefix_cache.h"
+#include "corvid/kv/kv_manager.h"
 #include "corvid/engine/runner.h"
 #include "corvid/ops/sampling.h"
 #include "corvid/tokenizer/tokenizer.h"
@@ -39,8 +41,8 @@
 namespace corvid {
 
 struct EngineConfig {
-  int64_t kv_cache_bytes = int64_t{1} << 30;  // KV pool budget (ignored when num_blocks > 0)
-  int64_t num_blocks = 0;                     // exact pool size (tests)
+  int64_t kv_cache_bytes = int64_t{1} << 30;  // KV budget over all groups (ignored when num_blocks > 0)
+  int64_t num_blocks = 0;                     // exact size of every group's pool (tests)
   int64_t block_size = 16;                    // positions per KV block
   SchedulerConfig scheduler;
   int64_t max_model_len = 0;                  // longest prompt + max_tokens; 0: the model's context length
@@ -51,7 +53,8 @@ struct EngineConfig {
 
 struct EngineStats {
   int64_t running = 0, waiting = 0;
-  int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;  // used: referenced by a sequence
+  int64_t blocks_total = 0, blocks_used = 0, blocks_cached = 0;  // over all groups; used: referenced by a sequence
+  std::vector<KvGroupStats> kv_groups;                          // the same per KV layer group
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;      // in tokens
   int64_t prompt_tokens = 0, generation_tokens = 0;            // processed so far
   int64_t requests_finished = 0, preemptions = 0, steps = 0;
@@ -78,13 +81,12 @@ class Engine {
 
   EngineStats stats() const;
   int64_t max_model_len() const { return max_model_len_; }
-  int64_t num_blocks() const { return pool_->num_blocks(); }
-  int64_t block_size() const { return pool_->block_size(); }
-  // The longest sequence (prompt + output) the KV pool can hold.
-  int64_t max_tokens_per_sequence() const { return pool_->max_positions_per_sequence(); }
-  int64_t bytes_per_block() const {
-    return BlockPool::bytes_per_block(runner_.model().state_spec(), pool_->block_size(), pool_->dtype());
-  }
+  int64_t num_blocks() const { return kv_->blocks_total(); }  // over all groups
+  int64_t block_size() const { return kv_->block_size(); }
+  // The longest sequence (prompt + output) the KV pools can hold.
+  int64_t max_tokens_per_sequence() const { return kv_->max_positions_per_sequence(); }
+  int64_t kv_bytes() const { return kv_->total_bytes(); }
+  const KvManager& kv() const { return *kv_; }
 
  private:
   struct Active;
@@ -113,8 +115,7 @@ class Engine {
   EngineConfig config_;
   int64_t max_model_len_ = 0;
   std::vector<int32_t> eos_ids_;
-  std::unique_ptr<BlockPool> pool_;
-  std::unique_ptr<PrefixCache> cache_;
+  std::unique_ptr<KvManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
 
   // Shared with submitters (under mutex_).

@@ -71,6 +71,42 @@ bool Runner::run_recorded(Recording& rec, const Recording& want, Fn run) {
   return true;
 }
 
+Runner::Recording Runner::wanted(const KvStore& kv, const Tensor& out) const {
+  return Recording{-1, kv.signature(), out.data, model_.buffers_generation(),
+                   device_backend(model_.device()).layout_generation(), logits_generation_, inputs_generation_, true};
+}
+
+void Runner::stage(const KvStore& kv, int64_t n, int64_t seqs, int64_t width, bool paged) {
+  const int32_t* dev = nullptr;
+  if (model_.device() != Device::CPU) {
+    // One copy for the whole step; ops read their arrays from it (and a recording holds it).
+    if (inputs_.size() > device_inputs_capacity_) {
+      device_inputs_capacity_ = std::max<size_t>(inputs_.size() * 2, 1024);
+      device_inputs_ = DeviceBuffer(model_.device(), device_inputs_capacity_ * sizeof(int32_t));
+      ++inputs_generation_;
+    }
+    device_backend(model_.device()).copy_to_device(device_inputs_.data(), inputs_.data(),
+                                                   inputs_.size() * sizeof(int32_t));
+    dev = static_cast<const int32_t*>(device_inputs_.data());
+  }
+  auto view = [&](int64_t offset, int64_t count) {
+    return ops::Indices(std::span<const int32_t>(inputs_.data() + offset, static_cast<size_t>(count)),
+                        dev ? dev + offset : nullptr);
+  };
+  groups_.clear();
+  const ops::Indices tokens = view(0, n), positions = view(n, n);
+  if (!paged) {
+    groups_.push_back({positions, {}});  // contiguous: a position's row is the position
+  } else {
+    const ops::Indices query_seq = view(2 * n, n);
+    for (int64_t g = 0; g < kv.num_groups(); ++g) {
+      const int64_t base = 3 * n + g * (n + seqs * width);
+      groups_.push_back({view(base, n), {kv.block_size(), view(base + n, seqs * width), width, query_seq}});
+    }
+  }
+  step_ = Step{tokens, positions, groups_, out_rows_, &kv};
+}
+
 void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
                      const Tensor& logits, bool all_logits) {
   const ModelConfig& c = model_.config();
@@ -88,137 +124,138 @@ void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> p
   for (int32_t pos : positions)
     CORVID_CHECK(pos >= 0 && pos < kv.capacity(), "position ", pos, " is outside the KV cache (capacity ",
                  kv.capacity(), ")");
-  step_.out_rows.clear();
-  for (int64_t r = n - n_out; r < n; ++r) step_.out_rows.push_back(r);
-  const Step step{tokens, positions, positions, {}, step_.out_rows, &kv};
+  out_rows_.clear();
+  for (int64_t r = n - n_out; r < n; ++r) out_rows_.push_back(r);
+  inputs_.assign(tokens.begin(), tokens.end());
+  inputs_.insert(inputs_.end(), positions.begin(), positions.end());
+  stage(kv, n, 0, 0, /*paged=*/false);
   const Tensor out = logits_target(logits, n_out);
   DeviceBackend& backend = device_backend(model_.device());
   if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
     // Decode issues ~16 small launches per layer; recorded once, a step is one graph
-    // launch. The step's host inputs are staged in device memory first, and the kernels
-    // read them from there, so one recording serves every position.
-    backend.stage_inputs({tokens, positions, positions, {}, {}});
-    const Recording want{-1, kv.signature(), out.data, model_.buffers_generation(), backend.layout_generation(),
-                         logits_generation_, true};
-    run_recorded(single_, want, [&] { model_.forward(step, out); });
+    // launch. Its kernels read the staged inputs, so one recording serves every position.
+    run_recorded(single_, wanted(kv, out), [&] { model_.forward(step_, out); });
   } else {
-    model_.forward(step, out);
+    model_.forward(step_, out);
   }
   warm_ = true;
   if (out.data != logits.data) copy_tensor(logits, out);
 }
 
-void Runner::forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits) {
+void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits) {
   const ModelConfig& c = model_.config();
   CORVID_CHECK(!batch.empty(), "forward_batch: empty batch");
-  CORVID_CHECK(pool.device() == model_.device(), "forward_batch: KV pool on ", device_name(pool.device()),
+  CORVID_CHECK(kv.paged(), "forward_batch: needs a paged KV store");
+  CORVID_CHECK(kv.device() == model_.device(), "forward_batch: KV pool on ", device_name(kv.device()),
                " for a model on ", device_name(model_.device()));
   const std::vector<LayerState>& spec = model_.state_spec();
-  bool same_shape = pool.num_layers() == static_cast<int64_t>(spec.size());
+  bool same_shape = kv.num_layers() == static_cast<int64_t>(spec.size());
   for (size_t l = 0; same_shape && l < spec.size(); ++l) {
-    const Tensor& k = pool.keys(static_cast<int64_t>(l));
+    const Tensor& k = kv.keys(static_cast<int64_t>(l));
     same_shape = k.dim(1) == spec[l].kv_heads && k.dim(2) == spec[l].head_dim;
   }
   CORVID_CHECK(same_shape, "forward_batch: the KV pool was made for another model shape");
-  const int64_t bs = pool.block_size();
-  Scratch& b = step_;
-  b.tokens.clear();
-  b.positions.clear();
-  b.slots.clear();
-  b.query_seq.clear();
-  b.out_rows.clear();
+  const int64_t bs = kv.block_size(), groups = kv.num_groups();
+  int64_t n = 0, n_out = 0;
   size_t max_blocks = 1;
-  for (const BatchSequence& seq : batch) max_blocks = std::max(max_blocks, seq.block_table.size());
-  b.tables.assign(batch.size() * max_blocks, 0);
   for (size_t s = 0; s < batch.size(); ++s) {
     const BatchSequence& seq = batch[s];
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    CORVID_CHECK(n > 0 && seq.start >= 0, "forward_batch: sequence ", s, " has no tokens or a negative start");
-    CORVID_CHECK(static_cast<int64_t>(seq.block_table.size()) * bs >= seq.start + n, "forward_batch: sequence ", s,
-                 " has ", seq.block_table.size(), " blocks of ", bs, " for ", seq.start + n, " positions");
-    for (size_t i = 0; i < seq.block_table.size(); ++i) {
-      const int32_t block = seq.block_table[i];
-      CORVID_CHECK(block >= 0 && block < pool.num_blocks(), "forward_batch: sequence ", s, " names block ", block,
-                   ", outside the pool of ", pool.num_blocks());
-      b.tables[s * max_blocks + i] = block;
+    CORVID_CHECK(!seq.tokens.empty() && seq.start >= 0, "forward_batch: sequence ", s,
+                 " has no tokens or a negative start");
+    CORVID_CHECK(static_cast<int64_t>(seq.block_tables.size()) == groups, "forward_batch: sequence ", s, " has ",
+                 seq.block_tables.size(), " block tables for a store of ", groups, " groups");
+    for (const std::vector<int32_t>& table : seq.block_tables) max_blocks = std::max(max_blocks, table.size());
+    n += static_cast<int64_t>(seq.tokens.size());
+    n_out += seq.logits;
+  }
+  check_logits(logits, n_out, "forward_batch");
+  DeviceBackend& backend = device_backend(model_.device());
+  const bool decode_only = n == static_cast<int64_t>(batch.size()) && n_out == n;
+  const bool recorded = decode_only && record_steps_ && n <= kMaxRecordedBatch && backend.supports_capture();
+  // A recorded batch is padded: extra queries are sequences of their own at position 0
+  // over block 0 whose keys and values go nowhere; their logits are computed and ignored.
+  const int64_t rows = recorded ? next_power_of_two(n) : n;
+  const int64_t seqs = recorded ? rows : static_cast<int64_t>(batch.size());
+  const int64_t width = recorded ? next_power_of_two(std::max<int64_t>(static_cast<int64_t>(max_blocks),
+                                                                       kMinRecordedTableWidth))
+                                 : static_cast<int64_t>(max_blocks);
+  const int64_t group_stride = rows + seqs * width;
+  inputs_.assign(static_cast<size_t>(3 * rows + groups * group_stride), 0);
+  int32_t* tokens = inputs_.data();
+  int32_t* positions = tokens + rows;
+  int32_t* query_seq = positions + rows;
+  auto slots = [&](int64_t g) { return query_seq + rows + g * group_stride; };
+  auto tables = [&](int64_t g) { return slots(g) + rows; };
+  out_rows_.clear();
+  int64_t i = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const BatchSequence& seq = batch[s];
+    const int64_t count = static_cast<int64_t>(seq.tokens.size());
+    for (int64_t g = 0; g < groups; ++g) {
+      const std::vector<int32_t>& table = seq.block_tables[static_cast<size_t>(g)];
+      CORVID_CHECK(static_cast<int64_t>(table.size()) * bs >= seq.start + count, "forward_batch: sequence ", s,
+                   " has ", table.size(), " blocks of ", bs, " for ", seq.start + count, " positions");
+      int32_t* row = tables(g) + static_cast<int64_t>(s) * width;
+      for (size_t b = 0; b < table.size(); ++b) {
+        CORVID_CHECK(table[b] < kv.group_blocks(g), "forward_batch: sequence ", s, " names block ", table[b],
+                     ", outside the pool of ", kv.group_blocks(g));
+        // A released entry is never read (it lies before every query's window); 0 keeps
+        // a kernel that loads a whole tile inside the pool.
+        row[b] = std::max<int32_t>(table[b], 0);
+      }
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t t = seq.tokens[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < count; ++j, ++i) {
+      const int32_t t = seq.tokens[static_cast<size_t>(j)];
       CORVID_CHECK(t >= 0 && t < c.vocab_size, "forward_batch: token id ", t, " is outside the vocabulary (",
                    c.vocab_size, ")");
-      const int64_t pos = seq.start + i;
-      b.tokens.push_back(t);
-      b.positions.push_back(static_cast<int32_t>(pos));
-      b.slots.push_back(static_cast<int32_t>(seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs));
-      b.query_seq.push_back(static_cast<int32_t>(s));
+      const int64_t pos = seq.start + j;
+      tokens[i] = t;
+      positions[i] = static_cast<int32_t>(pos);
+      query_seq[i] = static_cast<int32_t>(s);
+      for (int64_t g = 0; g < groups; ++g) {
+        const int32_t block = seq.block_tables[static_cast<size_t>(g)][static_cast<size_t>(pos / bs)];
+        CORVID_CHECK(block >= 0, "forward_batch: sequence ", s, " has no block for position ", pos, " in KV group ", g);
+        slots(g)[i] = static_cast<int32_t>(block * bs + pos % bs);
+      }
     }
-    if (seq.logits) b.out_rows.push_back(static_cast<int64_t>(b.tokens.size()) - 1);
+    if (seq.logits) out_rows_.push_back(i - 1);
   }
-  const int64_t n = static_cast<int64_t>(b.tokens.size()), n_out = static_cast<int64_t>(b.out_rows.size());
-  check_logits(logits, n_out, "forward_batch");
+  for (; i < rows; ++i) {  // padding
+    query_seq[i] = static_cast<int32_t>(i);
+    for (int64_t g = 0; g < groups; ++g) slots(g)[i] = -1;
+    out_rows_.push_back(i);
+  }
+  stage(kv, rows, seqs, width, /*paged=*/true);
 
-  const bool decode_only = n == static_cast<int64_t>(batch.size()) && n_out == n;
-  if (decode_only && record_steps_ && n <= kMaxRecordedBatch && device_backend(model_.device()).supports_capture()) {
-    forward_decode_recorded(pool, static_cast<int64_t>(max_blocks), logits);
+  if (recorded) {
+    const int64_t vocab = c.vocab_size;
+    if (!device_logits_.buffer.data() || device_logits_.tensor.rows() < rows) {
+      device_logits_ = DeviceTensor(model_.device(), DType::F32, {rows, vocab});
+      ++logits_generation_;
+    }
+    const Tensor out = device_logits_.rows(rows);
+    auto run = [&] { model_.forward(step_, out); };
+    Recording& rec = batches_[{rows, width}];
+    if (!rec.warm) {
+      // The first step of a shape runs eagerly: scratch, workspaces and library state
+      // reach their sizes for it, so the recording (next time) allocates nothing.
+      run();
+      rec = wanted(kv, out);
+    } else {
+      run_recorded(rec, wanted(kv, out), run);
+    }
+    copy_tensor(logits, Tensor(DType::F32, {n, vocab}, out.data, model_.device()));  // the real rows
     return;
   }
-  const Step step{b.tokens, b.positions, b.slots, {bs, b.tables, static_cast<int64_t>(max_blocks), b.query_seq},
-                  b.out_rows, &pool};
   if (n_out == 0) {
     // No logits wanted (a prefill chunk that does not end its prompt): the model still
     // runs every layer to fill the KV cache.
-    model_.forward(step, Tensor(DType::F32, {0, c.vocab_size}, nullptr, model_.device()));
+    model_.forward(step_, Tensor(DType::F32, {0, c.vocab_size}, nullptr, model_.device()));
     return;
   }
   const Tensor out = logits_target(logits, n_out);
-  model_.forward(step, out);
+  model_.forward(step_, out);
   if (out.data != logits.data) copy_tensor(logits, out);
-}
-
-void Runner::forward_decode_recorded(BlockPool& pool, int64_t max_blocks, const Tensor& logits) {
-  Scratch& b = step_;
-  const int64_t n = static_cast<int64_t>(b.tokens.size());
-  const int64_t rows = next_power_of_two(n);
-  const int64_t width = next_power_of_two(std::max<int64_t>(max_blocks, kMinRecordedTableWidth));
-  // Pad: extra queries are sequences of their own at position 0 over block 0 whose
-  // keys and values go nowhere; their logits are computed and ignored.
-  std::vector<int32_t> tables(static_cast<size_t>(rows * width), 0);
-  for (int64_t s = 0; s < n; ++s)
-    std::copy_n(b.tables.begin() + s * max_blocks, max_blocks, tables.begin() + s * width);
-  b.tables = std::move(tables);
-  for (int64_t s = n; s < rows; ++s) {
-    b.tokens.push_back(0);
-    b.positions.push_back(0);
-    b.slots.push_back(-1);
-    b.query_seq.push_back(static_cast<int32_t>(s));
-    b.out_rows.push_back(s);
-  }
-  const int64_t vocab = model_.config().vocab_size;
-  if (!device_logits_.buffer.data() || device_logits_.tensor.rows() < rows) {
-    device_logits_ = DeviceTensor(model_.device(), DType::F32, {rows, vocab});
-    ++logits_generation_;
-  }
-  const Tensor out = device_logits_.rows(rows);
-  const Tensor wanted(DType::F32, {n, vocab}, out.data, model_.device());  // the real rows
-  const Step step{b.tokens, b.positions, b.slots, {pool.block_size(), b.tables, width, b.query_seq}, b.out_rows,
-                  &pool};
-  auto run = [&] { model_.forward(step, out); };
-
-  DeviceBackend& backend = device_backend(model_.device());
-  backend.stage_inputs({b.tokens, b.positions, b.slots, b.tables, b.query_seq});
-  Recording& rec = batches_[{rows, width}];
-  if (!rec.warm) {
-    // The first step of a shape runs eagerly: scratch, workspaces and library state
-    // reach their sizes for it, so the recording (next time) allocates nothing.
-    run();
-    rec = Recording{-1, pool.signature(), out.data, model_.buffers_generation(), backend.layout_generation(),
-                    logits_generation_, true};
-  } else {
-    const Recording want{-1, pool.signature(), out.data, model_.buffers_generation(), backend.layout_generation(),
-                         logits_generation_, true};
-    run_recorded(rec, want, run);
-  }
-  copy_tensor(logits, wanted);
 }
 
 }  // namespace corvid

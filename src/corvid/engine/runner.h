@@ -1,7 +1,8 @@
 // Runner: what turns the engine's view of a step (sequences, block tables) into
-// a model's Step and runs it: token and position lists, KV slot mapping, the
-// padding of decode batches, CUDA-graph recordings, and the logits buffer. The
-// model (models/model.h) sees only the Step; every family shares this code.
+// a model's Step and runs it: token and position lists, KV slot mapping per layer
+// group, the padding of decode batches, the upload of a step's inputs (one copy
+// of one packed buffer), CUDA-graph recordings, and the logits buffer. The model
+// (models/model.h) sees only the Step; every family shares this code.
 //
 // Recordings: on a device that records work, single-token steps over a
 // contiguous cache after the first run from one recording, and decode-only
@@ -9,7 +10,7 @@
 // padded to a power of two with rows that write nowhere (slot -1) and read block
 // 0, the block tables to a power-of-two width. A recording is re-made when any
 // buffer it holds moves (the KV store's, the model's scratch, the logits, the
-// backend's own).
+// step inputs', the backend's own).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,8 @@
 #include <vector>
 
 #include "corvid/core/device.h"
-#include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
+#include "corvid/kv/kv_store.h"
 #include "corvid/models/model.h"
 
 namespace corvid {
@@ -28,7 +29,10 @@ namespace corvid {
 struct BatchSequence {
   std::span<const int32_t> tokens;       // the new tokens: a prefill chunk or one decode token
   int32_t start = 0;                     // position of tokens[0]; earlier positions are in the pool
-  std::span<const int32_t> block_table;  // its blocks, covering positions [0, start + tokens.size())
+  // Its block table in each KV group of the store (kv/kv_manager.h), indexed by position /
+  // block_size and covering [0, start + tokens.size()); negative entries (blocks a sliding
+  // group released) lie before every query's window and are never read.
+  std::span<const std::vector<int32_t>> block_tables;
   bool logits = false;                   // compute logits for its last token
 };
 
@@ -52,11 +56,11 @@ class Runner {
 
   // One step over many sequences of different lengths (prefill chunks and decode tokens
   // together): every matmul runs over the concatenated tokens, attention runs per token
-  // over its own sequence's blocks in `pool` (keys and values of the new tokens are
-  // written there first). logits: F32 [number of sequences with logits set, vocab], in
+  // over its own sequence's blocks in the paged store `kv` (keys and values of the new
+  // tokens are written there first). logits: F32 [number of sequences with logits set, vocab], in
   // batch order, on the host or the model's device. On the CPU a sequence gets the same
   // bits as forward() gives it alone (matmul and attention are batch invariant).
-  void forward_batch(std::span<const BatchSequence> batch, BlockPool& pool, const Tensor& logits);
+  void forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits);
 
   // Recording on (the default) or off (every op runs eagerly).
   void set_step_recording(bool on) { record_steps_ = on; }
@@ -72,11 +76,12 @@ class Runner {
     int64_t id = -1;
     uint64_t kv = 0;
     const void* logits = nullptr;
-    uint64_t model_generation = 0, backend_generation = 0, logits_generation = 0;
+    uint64_t model_generation = 0, backend_generation = 0, logits_generation = 0, inputs_generation = 0;
     bool warm = false;  // the shape ran once eagerly (scratch and library state at size)
     bool same_inputs(const Recording& o) const {
       return kv == o.kv && logits == o.logits && model_generation == o.model_generation &&
-             backend_generation == o.backend_generation && logits_generation == o.logits_generation;
+             backend_generation == o.backend_generation && logits_generation == o.logits_generation &&
+             inputs_generation == o.inputs_generation;
     }
   };
 
@@ -86,7 +91,9 @@ class Runner {
   // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
   Tensor logits_target(const Tensor& logits, int64_t rows);
   void check_logits(const Tensor& logits, int64_t rows, const char* op) const;
-  void forward_decode_recorded(BlockPool& pool, int64_t max_blocks, const Tensor& logits);
+  Recording wanted(const KvStore& kv, const Tensor& out) const;
+  // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views.
+  void stage(const KvStore& kv, int64_t n, int64_t seqs, int64_t width, bool paged);
 
   Model& model_;
   bool record_steps_ = true;
@@ -95,10 +102,15 @@ class Runner {
   std::map<std::pair<int64_t, int64_t>, Recording> batches_;
   DeviceTensor device_logits_;  // [rows, vocab]: logits before the copy to the host
   uint64_t logits_generation_ = 0;
-  struct Scratch {  // host inputs of a step, reused between steps
-    std::vector<int32_t> tokens, positions, slots, query_seq, tables;
-    std::vector<int64_t> out_rows;
-  } step_;
+  // A step's int32 inputs, packed: tokens, positions, query_seq [n each], then per KV
+  // group its slots [n] and block tables [seqs * width].
+  std::vector<int32_t> inputs_;
+  DeviceBuffer device_inputs_;
+  size_t device_inputs_capacity_ = 0;  // in elements
+  uint64_t inputs_generation_ = 0;
+  std::vector<StepKvGroup> groups_;
+  std::vector<int64_t> out_rows_;
+  Step step_;
 };
 
 }  // namespace corvid

@@ -12,22 +12,19 @@ void SchedulerConfig::validate() const {
                ") must be at least max_num_seqs (", max_num_seqs, ")");
 }
 
-Scheduler::Scheduler(PrefixCache& cache, const SchedulerConfig& config) : cache_(cache), config_(config) {
+Scheduler::Scheduler(KvManager& kv, const SchedulerConfig& config) : kv_(kv), config_(config) {
   config_.validate();
 }
 
 void Scheduler::add(Sequence* seq) {
   CORVID_CHECK(seq && !seq->tokens.empty(), "scheduler: a sequence needs at least one token");
-  CORVID_CHECK(seq->blocks.empty() && seq->computed == 0, "scheduler: a new sequence must not hold blocks");
+  CORVID_CHECK(seq->kv.empty() && seq->computed == 0, "scheduler: a new sequence must not hold blocks");
   seq->running = false;
   waiting_.push_back(seq);
 }
 
 void Scheduler::release_blocks(Sequence& seq) {
-  // Last block first: released later means evicted later, so a shared prefix outlives the tails.
-  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) cache_.release(*it);
-  seq.blocks.clear();
-  seq.block_hashes.clear();
+  kv_.release(seq.kv);
   seq.computed = 0;
 }
 
@@ -53,13 +50,9 @@ void Scheduler::preempt(Sequence& seq, StepPlan& plan, int64_t& budget) {
   waiting_.push_front(&seq);
 }
 
-bool Scheduler::reserve(Sequence& seq, int64_t positions, bool may_preempt, StepPlan& plan, int64_t& budget) {
-  const int64_t bs = cache_.pool().block_size();
-  while (static_cast<int64_t>(seq.blocks.size()) * bs < positions) {
-    if (auto block = cache_.allocate()) {
-      seq.blocks.push_back(*block);
-      continue;
-    }
+bool Scheduler::reserve(Sequence& seq, int64_t start, int64_t end, bool may_preempt, StepPlan& plan,
+                        int64_t& budget) {
+  while (!kv_.reserve(seq.kv, start, end)) {
     if (!may_preempt || running_.empty()) return false;
     Sequence* victim = running_.back();
     preempt(*victim, plan, budget);
@@ -76,7 +69,7 @@ void Scheduler::schedule_running(bool decode, StepPlan& plan, int64_t& budget) {
     if ((remaining == 1) != decode || remaining <= 0) continue;
     const int64_t n = std::min(remaining, budget);
     const int64_t start = seq.computed;
-    if (!reserve(seq, start + n, /*may_preempt=*/true, plan, budget)) break;  // seq itself was the newest
+    if (!reserve(seq, start, start + n, /*may_preempt=*/true, plan, budget)) break;  // seq itself was the newest
     plan.chunks.push_back({&seq, start, n, start + n == static_cast<int64_t>(seq.tokens.size())});
     plan.tokens += n;
     budget -= n;
@@ -92,16 +85,13 @@ StepPlan Scheduler::schedule() {
     Sequence& seq = *waiting_.front();
     const int64_t total = static_cast<int64_t>(seq.tokens.size());
     // The last token always runs (its logits give the next token), so at most total - 1 come from the cache.
-    PrefixCache::Prefix prefix = cache_.acquire_prefix(seq.tokens, total - 1);
-    seq.blocks = std::move(prefix.blocks);
-    seq.block_hashes = std::move(prefix.hashes);
-    seq.computed = static_cast<int64_t>(seq.blocks.size()) * cache_.pool().block_size();
+    seq.computed = kv_.acquire_prefix(seq.tokens, total - 1, seq.kv);
     const int64_t n = std::min(total - seq.computed, budget);
-    if (!reserve(seq, seq.computed + n, /*may_preempt=*/false, plan, budget)) {
+    if (!reserve(seq, seq.computed, seq.computed + n, /*may_preempt=*/false, plan, budget)) {
       release_blocks(seq);  // wait for running sequences to finish
       break;
     }
-    cache_.record_lookup(total, seq.computed);
+    kv_.record_lookup(total, seq.computed);
     if (seq.cached_tokens < 0) seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
     waiting_.pop_front();
     running_.push_back(&seq);
@@ -114,18 +104,11 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::commit(const StepPlan& plan) {
-  const int64_t bs = cache_.pool().block_size();
   for (const ScheduledChunk& chunk : plan.chunks) {
     Sequence& seq = *chunk.seq;
     CORVID_CHECK(seq.computed == chunk.start, "scheduler: sequence ", seq.id, " changed since it was scheduled");
     seq.computed += chunk.n;
-    for (size_t b = seq.block_hashes.size(); static_cast<int64_t>(b + 1) * bs <= seq.computed; ++b) {
-      const std::span<const int32_t> tokens(seq.tokens.data() + b * static_cast<size_t>(bs), static_cast<size_t>(bs));
-      const uint64_t parent = b == 0 ? PrefixCache::kRootHash : seq.block_hashes[b - 1];
-      const uint64_t hash = PrefixCache::hash_block(parent, tokens);
-      cache_.insert(hash, tokens, seq.blocks[b]);
-      seq.block_hashes.push_back(hash);
-    }
+    kv_.commit(seq.kv, seq.tokens, seq.computed);
   }
 }
 

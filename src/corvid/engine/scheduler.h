@@ -9,8 +9,9 @@
 // A long prompt is thus prefilled in chunks across steps, interleaved with other
 // sequences' decode tokens.
 //
-// Blocks come from the prefix cache (free list, then LRU eviction). When a running
-// sequence needs a block and none is left, the newest running sequence is preempted
+// Blocks come from the KV manager (kv/kv_manager.h: one table per layer group, each
+// group's free list, then its prefix cache's LRU eviction). When a running sequence
+// needs a block and some group has none left, the newest running sequence is preempted
 // by recompute: it loses its blocks (full ones stay cached) and goes back to the front
 // of the waiting queue; when re-admitted it prefills its prompt and what it generated
 // so far again (mostly from the prefix cache). A waiting sequence never preempts.
@@ -23,7 +24,7 @@
 #include <deque>
 #include <vector>
 
-#include "corvid/kv/prefix_cache.h"
+#include "corvid/kv/kv_manager.h"
 
 namespace corvid {
 
@@ -38,9 +39,8 @@ struct Sequence {
   int64_t id = 0;
   std::vector<int32_t> tokens;  // prompt, then each sampled token as it is appended
   int64_t prompt_len = 0;
-  int64_t computed = 0;         // leading tokens whose keys and values are in `blocks`
-  std::vector<int32_t> blocks;  // block table
-  std::vector<uint64_t> block_hashes;  // hash chain of the full blocks registered so far
+  int64_t computed = 0;         // leading tokens whose keys and values are in `kv`
+  SequenceKv kv;                // its block tables, one per KV layer group
   int64_t cached_tokens = -1;   // prompt tokens found in the prefix cache at first admission (-1: not yet)
   int64_t preemptions = 0;
   bool running = false;
@@ -61,7 +61,7 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  Scheduler(PrefixCache& cache, const SchedulerConfig& config);
+  Scheduler(KvManager& kv, const SchedulerConfig& config);
 
   // Queues a sequence (not yet holding blocks) at the back of the waiting queue.
   void add(Sequence* seq);
@@ -77,18 +77,18 @@ class Scheduler {
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_preemptions() const { return preemptions_; }
   const SchedulerConfig& config() const { return config_; }
-  PrefixCache& cache() { return cache_; }
+  KvManager& kv() { return kv_; }
 
  private:
-  // Grows seq's block table to hold `positions` positions. With may_preempt, preempts
+  // Grows seq's block tables to run positions [start, end). With may_preempt, preempts
   // the newest running sequences until it fits (false if seq itself was preempted);
-  // without, returns false when blocks run out (what it took stays in seq->blocks).
-  bool reserve(Sequence& seq, int64_t positions, bool may_preempt, StepPlan& plan, int64_t& budget);
+  // without, returns false when blocks run out (what it took stays in seq->kv).
+  bool reserve(Sequence& seq, int64_t start, int64_t end, bool may_preempt, StepPlan& plan, int64_t& budget);
   void preempt(Sequence& seq, StepPlan& plan, int64_t& budget);
   void release_blocks(Sequence& seq);
   void schedule_running(bool decode, StepPlan& plan, int64_t& budget);
 
-  PrefixCache& cache_;
+  KvManager& kv_;
   SchedulerConfig config_;
   std::vector<Sequence*> running_;  // admission order: the back is the newest
   std::deque<Sequence*> waiting_;

@@ -1,14 +1,14 @@
-// BlockPool: the paged KV cache of the serving engine. Keys and values of every
-// layer live in fixed-size blocks of `block_size` positions; a sequence owns a
-// list of blocks (its block table) instead of one contiguous cache, so memory is
-// handed out in small pieces as sequences grow and blocks can be shared between
+// BlockPool: the paged KV blocks of one layer group (kv/kv_manager.h). Keys and
+// values of every layer of the group live in fixed-size blocks of `block_size`
+// positions; a sequence owns a list of blocks (its block table) instead of one
+// contiguous cache, so memory is handed out in small pieces as sequences grow and blocks can be shared between
 // sequences with a common prefix (kv/prefix_cache.h).
 //
-// Layout per layer with storage (the model's state spec): keys and values
+// Layout per layer of the group (the spec it is made from): keys and values
 // [num_blocks * block_size, kv_heads, head_dim] of the pool's dtype (F32, or F16 /
 // BF16 on a GPU); position p of a sequence with table T is row
 // T[p / block_size] * block_size + p % block_size of every layer (what
-// ops::paged_attention reads). A SharedKV layer's views are its source's.
+// ops::paged_attention reads).
 //
 // The pool keeps a free list and a reference count per block. It does not decide
 // what happens to a block whose count drops to zero: the prefix cache either keeps
@@ -20,13 +20,12 @@
 #include <vector>
 
 #include "corvid/core/device.h"
-#include "corvid/kv/kv_store.h"
 #include "corvid/kv/layer_tensors.h"
 #include "corvid/kv/state_spec.h"
 
 namespace corvid {
 
-class BlockPool final : public KvStore {
+class BlockPool {
  public:
   BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device = Device::CPU,
             DType dtype = DType::F32);
@@ -42,10 +41,7 @@ class BlockPool final : public KvStore {
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(refcounts_.size()); }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
-  Device device() const override { return device_; }
-  // The most positions one sequence can have: every layer keeps every position, so all
-  // blocks in one table.
-  int64_t max_positions_per_sequence() const { return num_blocks() * block_size_; }
+  Device device() const { return device_; }
   DType dtype() const { return dtype_; }
 
   // A block from the free list with a reference count of 1, or nothing when the list is empty.
@@ -60,10 +56,10 @@ class BlockPool final : public KvStore {
   // Blocks with a nonzero count.
   int64_t num_referenced() const { return referenced_; }
 
-  const Tensor& keys(int64_t layer) const override { return layers_.keys(layer); }
-  const Tensor& values(int64_t layer) const override { return layers_.values(layer); }
-  int64_t num_layers() const override { return layers_.num_layers(); }
-  bool paged() const override { return true; }
+  // The storage of the pool's layers (its spec's order), [num_blocks * block_size, kv_heads, head_dim].
+  const Tensor& keys(int64_t layer) const { return layers_.keys(layer); }
+  const Tensor& values(int64_t layer) const { return layers_.values(layer); }
+  int64_t num_layers() const { return layers_.num_layers(); }
 
  private:
   void check_block(int32_t block) const;

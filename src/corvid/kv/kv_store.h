@@ -1,6 +1,6 @@
 // KvStore: where a step's attention reads and writes keys and values, layer by
 // layer — a contiguous single-sequence cache (KVCache: the row of position p is
-// p) or the serving engine's paged pool (BlockPool: rows through block tables).
+// p) or the serving engine's paged pools (KvManager: rows through block tables).
 // Both are allocated from a model's state spec; a SharedKV layer's views are its
 // source layer's.
 #pragma once
@@ -21,6 +21,12 @@ class KvStore {
   virtual Device device() const = 0;
   // false: contiguous, position p is row p; true: rows through block tables.
   virtual bool paged() const = 0;
+  // A paged store: positions per block, its block-table groups (layers that share one
+  // table: kv/kv_groups.h), each layer's group and the blocks in each group's pool.
+  virtual int64_t block_size() const { return 0; }
+  virtual int64_t num_groups() const { return 1; }
+  virtual int64_t group_of(int64_t /*layer*/) const { return 0; }
+  virtual int64_t group_blocks(int64_t /*group*/) const { return 0; }
   // Identifies the store by every buffer a step reads or writes (a recorded step
   // holds their addresses; a new store can reuse an old one's first address).
   uint64_t signature() const;

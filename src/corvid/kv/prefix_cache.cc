@@ -27,26 +27,38 @@ int64_t PrefixCache::Prefix::tokens() const { return static_cast<int64_t>(blocks
 PrefixCache::PrefixCache(BlockPool& pool, bool enabled)
     : pool_(pool), enabled_(enabled), entries_(static_cast<size_t>(pool.num_blocks())) {}
 
+std::optional<int32_t> PrefixCache::find(uint64_t hash, std::span<const int32_t> tokens) const {
+  if (!enabled_) return std::nullopt;
+  const auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  const Entry& e = entries_[static_cast<size_t>(it->second)];
+  if (!std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end())) return std::nullopt;
+  return it->second;
+}
+
+void PrefixCache::take(int32_t block) {
+  Entry& e = entries_[static_cast<size_t>(block)];
+  CORVID_CHECK(e.cached, "prefix cache: block ", block, " is not cached");
+  if (e.evictable) {
+    lru_.erase(e.lru_pos);
+    e.evictable = false;
+  }
+  pool_.ref(block);
+}
+
 PrefixCache::Prefix PrefixCache::acquire_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
   const int64_t bs = pool_.block_size();
   Prefix prefix;
   prefix.block_size = bs;
-  if (!enabled_) return prefix;
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
   uint64_t parent = kRootHash;
   for (int64_t b = 0; (b + 1) * bs <= limit; ++b) {
     const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(b * bs), static_cast<size_t>(bs));
     const uint64_t h = hash_block(parent, block_tokens);
-    const auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) break;
-    Entry& e = entries_[static_cast<size_t>(it->second)];
-    if (!std::equal(e.tokens.begin(), e.tokens.end(), block_tokens.begin(), block_tokens.end())) break;
-    if (e.evictable) {
-      lru_.erase(e.lru_pos);
-      e.evictable = false;
-    }
-    pool_.ref(it->second);
-    prefix.blocks.push_back(it->second);
+    const std::optional<int32_t> block = find(h, block_tokens);
+    if (!block) break;
+    take(*block);
+    prefix.blocks.push_back(*block);
     prefix.hashes.push_back(h);
     parent = h;
   }

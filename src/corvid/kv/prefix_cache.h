@@ -41,12 +41,11 @@ class PrefixCache {
   // The longest run of cached full blocks that starts `tokens`, covering at most
   // max_tokens tokens; takes a reference on each block (release() them when done).
   Prefix acquire_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
-  // Adds one lookup to the statistics: `queried` tokens looked up, `hit` of them found.
-  // (Separate from acquire_prefix: a lookup whose sequence could not start is retried.)
-  void record_lookup(int64_t queried, int64_t hit) {
-    query_tokens_ += queried;
-    hit_tokens_ += hit;
-  }
+  // The cached block holding `tokens` (one full block) under `hash`, if any; takes no
+  // reference. Hits are checked against the stored token ids.
+  std::optional<int32_t> find(uint64_t hash, std::span<const int32_t> tokens) const;
+  // Takes a reference on a block find() returned (out of the LRU list if it was evictable).
+  void take(int32_t block);
 
   // A fresh block (count 1): from the free list, else by evicting the least
   // recently released cached block; nothing when every block is in use.
@@ -65,9 +64,6 @@ class PrefixCache {
   // The evictable blocks, least recently released first (tests, stats).
   std::vector<int32_t> eviction_order() const { return {lru_.begin(), lru_.end()}; }
   bool is_cached(int32_t block) const { return entries_[static_cast<size_t>(block)].cached; }
-
-  int64_t query_tokens() const { return query_tokens_; }
-  int64_t hit_tokens() const { return hit_tokens_; }
   BlockPool& pool() { return pool_; }
   bool enabled() const { return enabled_; }
 
@@ -85,7 +81,6 @@ class PrefixCache {
   std::vector<Entry> entries_;  // per block
   std::unordered_map<uint64_t, int32_t> by_hash_;
   std::list<int32_t> lru_;  // unreferenced cached blocks, least recently released first
-  int64_t query_tokens_ = 0, hit_tokens_ = 0;
 };
 
 }  // namespace corvid

@@ -17,16 +17,25 @@
 
 namespace corvid {
 
+// Where one KV layer group (kv/kv_groups.h) of a step's store puts and reads keys
+// and values. A contiguous store has one group whose slots are the positions.
+struct StepKvGroup {
+  // [n] the row of this group's storage each token's keys and values go to (negative:
+  // padding, stored nowhere).
+  ops::Indices slots;
+  ops::PagedKV paged;  // a paged store: the group's block tables and each token's sequence
+};
+
 // One forward step as the runner lays it out: n tokens from one or many sequences.
+// The index arrays carry their device copy when the model is on a GPU (the runner
+// uploads a step's inputs once).
 struct Step {
-  std::span<const int32_t> tokens;     // [n] token ids
-  std::span<const int32_t> positions;  // [n] absolute position of each token in its sequence
-  // [n] the KV row each token's keys and values go to (a negative row: padding, stored
-  // nowhere). For a contiguous store these are the positions.
-  std::span<const int32_t> slots;
-  ops::PagedKV paged;                  // a paged store: block tables and each token's sequence
-  std::span<const int64_t> out_rows;   // the rows whose logits the step returns, in order
-  const KvStore* kv = nullptr;         // on the model's device, allocated from its state_spec()
+  ops::Indices tokens;     // [n] token ids
+  ops::Indices positions;  // [n] absolute position of each token in its sequence
+  std::span<const StepKvGroup> groups;  // one per KV group of `kv` (a layer's: kv->group_of(layer))
+  std::span<const int64_t> out_rows;    // the rows whose logits the step returns, in order
+  const KvStore* kv = nullptr;          // on the model's device, allocated from its state_spec()
+  const StepKvGroup& group(int64_t layer) const { return groups[static_cast<size_t>(kv->group_of(layer))]; }
 };
 
 class Model {

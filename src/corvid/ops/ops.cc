@@ -104,7 +104,7 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
+void embedding(const Tensor& table, const Indices& ids, const Tensor& out) {
   const Device device = common_device("embedding", {&table, &out});
   CORVID_CHECK(table.ndim == 2, "ops::embedding: table must be 2-D [vocab, d], got ", table.shape_str());
   CORVID_CHECK(is_weight_dtype_on(table.dtype, device), "ops::embedding: unsupported table dtype ",
@@ -200,14 +200,14 @@ void check_rope_store_kv_args(const char* op, Device device, const Tensor& q, co
 
 }  // namespace
 
-void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+void rope(const Tensor& x, const Indices& positions, const RopeParams& params) {
   const Device device = common_device("rope", {&x});
   check_rope_args("rope", x, positions, params);
   CORVID_DISPATCH(device, rope, x, positions, params);
 }
 
-void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
-                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
+                   const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache) {
   const Device device = common_device("rope_store_kv", {&q, &k, &v, &k_cache, &v_cache});
   check_rope_store_kv_args("rope_store_kv", device, q, k, v, positions, params, rows, k_cache, v_cache);
@@ -354,7 +354,7 @@ void check_positions_in_cache(const char* op, std::span<const int32_t> positions
 
 }  // namespace
 
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
                float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
   check_attention_args("attention", device, q, k_cache, v_cache, positions, out);
@@ -363,7 +363,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
   CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
 }
 
-void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out) {
 #ifdef CORVID_HAVE_CUDA
@@ -389,7 +389,7 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 }
 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
+                     const Indices& positions, float scale, int64_t window, const Tensor& out) {
   const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});
   check_attention_args("paged_attention", device, q, k_pool, v_pool, positions, out);
   const int64_t bs = paged.block_size;

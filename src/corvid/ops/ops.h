@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "corvid/core/tensor.h"
+#include "corvid/ops/indices.h"
 
 namespace corvid::ops {
 
 // out[n, d] = table[ids[i], :] for each i. table [vocab, d] in any weight dtype; out F32.
-void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
+void embedding(const Tensor& table, const Indices& ids, const Tensor& out);
 
 // out[n, m] = x[n, k] @ w[m, k]^T (+ bias[m] when given). x, out F32; w any weight dtype.
 // Quantized w: x is quantized per row to the matching activation format (Q8_0 / Q8_K)
@@ -72,7 +73,7 @@ struct RopeParams {
   int rotary_dim = 0;             // leading dims of each head that rotate
   bool interleaved = false;       // adjacent pairs (x0,x1),(x2,x3)… vs rotate-half (x_i, x_{i+d/2})
 };
-void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+void rope(const Tensor& x, const Indices& positions, const RopeParams& params);
 
 // rope() on q [n, heads, head_dim] and k [n, kv_heads, head_dim] (in place), then the
 // new keys and values into a KV cache: row rows[i] of k_cache and v_cache
@@ -80,8 +81,8 @@ void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams&
 // v[i], rounded to nearest even in a 16-bit cache; a negative row stores nothing
 // (padding). v is shaped as k. What a decode step does between the q/k/v projection
 // and attention, in one GPU launch instead of three.
-void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
-                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
+                   const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
 
 // out = silu(gate) * up, elementwise, all F32 of equal shape. out may alias gate.
@@ -124,23 +125,23 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 // max(0, positions[i] - window + 1) ..= positions[i] (window <= 0: no window).
 // Query head h reads kv head h / (n_heads / n_kv_heads).
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-               std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+               const Indices& positions, float scale, int64_t window, const Tensor& out);
 
 // rope_store_kv with rows = positions (a contiguous cache: a position's row is the
 // position itself), then attention of q over the cache: a decode step's work between
 // the q/k/v projection and the output projection. On a GPU one query runs it as one
 // kernel (the attention blocks rotate q and the new key themselves). Same results as the
 // two ops, except that q and k may be left unrotated (the two ops rotate them in place).
-void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out);
 
 // Where each query's keys and values live in a paged KV cache (see paged_attention).
 struct PagedKV {
   int64_t block_size = 0;                  // positions per block
-  std::span<const int32_t> block_tables;   // [n_seqs, max_blocks] row-major: row s = sequence s's blocks
+  Indices block_tables;                    // [n_seqs, max_blocks] row-major: row s = sequence s's blocks
   int64_t max_blocks = 0;                  // row length of block_tables
-  std::span<const int32_t> query_seq;      // [n]: the sequence (row of block_tables) of each query
+  Indices query_seq;                       // [n]: the sequence (row of block_tables) of each query
 };
 
 // Causal grouped-query attention of n queries from many sequences over a paged KV cache:
@@ -154,7 +155,7 @@ struct PagedKV {
 // On CUDA the result equals attention()'s numerics (fp32 kernels; prefill chunks of 16+
 // queries take the tensor-core kernel in Fast mode), not bit for bit across batchings.
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+                     const Indices& positions, float scale, int64_t window, const Tensor& out);
 
 // Softmax over the innermost dim, in place (F32).
 void softmax(const Tensor& x);

@@ -92,8 +92,9 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     ops::rope_store_kv_attention(q_heads, k_heads, v_heads, step.positions, rope, k_cache, v_cache, scale, window,
                                  attn);
   } else {
-    ops::rope_store_kv(q_heads, k_heads, v_heads, step.positions, rope, step.slots, k_cache, v_cache);
-    ops::paged_attention(q_heads, k_cache, v_cache, step.paged, step.positions, scale, window, attn);
+    const StepKvGroup& group = step.group(layer);
+    ops::rope_store_kv(q_heads, k_heads, v_heads, step.positions, rope, group.slots, k_cache, v_cache);
+    ops::paged_attention(q_heads, k_cache, v_cache, group.paged, step.positions, scale, window, attn);
   }
   ops::matmul(rows_of(s.attn, n, q_dim), o_proj, out, bias(o_bias));
 }

@@ -35,7 +35,7 @@ struct Attention {
   Tensor qkv_proj;  // q|k|v as one matrix when back to back (no biases), else empty
 
   // h [n, hidden] (may be `out`) → out [n, hidden]. Keys and values of the step's
-  // tokens go to step.kv's layer `layer` at step.slots.
+  // tokens go to step.kv's layer `layer` at its group's slots.
   void forward(const Tensor& h, const Step& step, Scratch& scratch, const Tensor& out) const;
   // Bytes of its weights (what a decode step reads).
   int64_t weight_bytes() const;

@@ -384,11 +384,11 @@ void attention_combine(Context& ctx, const float* partial, const Tensor& out, in
              partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits, q8);
 }
 
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
                float scale, int64_t window, const Tensor& out) {
   Context& ctx = context();
   check_grid(q);
-  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  const int32_t* pos = ctx.indices(UploadSlot::Positions, positions);
   // Prompts take the tensor-core kernel unless the user asked for exact numerics.
   if (use_prefill_kernel(q, k_cache, out, q.dim(0))) {
     // The output projection reads out next: write its 16-bit operand too.
@@ -404,12 +404,12 @@ bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache) {
   return !off && attention_decode_rope_supported(q, k_cache);
 }
 
-void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out) {
   Context& ctx = context();
   check_grid(q);
-  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  const int32_t* pos = ctx.indices(UploadSlot::Positions, positions);
   const NewKvRow row{k.ptr<float>(),         v.ptr<float>(),     ctx.constant(params.inv_freq),
                      params.attention_factor, params.rotary_dim / 2, params.interleaved,
                      k_cache.data,            v_cache.data};
@@ -421,14 +421,14 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 // kernel run it over their own block table; every other run of queries takes the
 // fp32 kernels with per-query tables.
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
+                     const Indices& positions, float scale, int64_t window, const Tensor& out) {
   Context& ctx = context();
   check_grid(q);
   CORVID_CHECK(paged.max_blocks <= INT32_MAX && paged.block_size <= INT32_MAX, "CUDA paged_attention: block table of ",
                paged.max_blocks, " blocks of ", paged.block_size, " is too large");
-  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
-  const int32_t* tables = ctx.upload(UploadSlot::BlockTables, paged.block_tables);
-  const int32_t* query_seq = ctx.upload(UploadSlot::QuerySeq, paged.query_seq);
+  const int32_t* pos = ctx.indices(UploadSlot::Positions, positions);
+  const int32_t* tables = ctx.indices(UploadSlot::BlockTables, paged.block_tables);
+  const int32_t* query_seq = ctx.indices(UploadSlot::QuerySeq, paged.query_seq);
   const int bs = static_cast<int>(paged.block_size), max_blocks = static_cast<int>(paged.max_blocks);
   const int64_t extent = paged.max_blocks * paged.block_size, n = q.dim(0);
   // Runs [begin, end) of consecutive queries of one sequence, and whether the run is long

@@ -80,14 +80,6 @@ class CudaBackend final : public DeviceBackend {
 
 
   bool supports_capture() const override { return true; }
-  void stage_inputs(const StepInputs& in) override {
-    Context& c = context();
-    c.upload(UploadSlot::Ids, in.ids);
-    c.upload(UploadSlot::Positions, in.positions);
-    c.upload(UploadSlot::Rows, in.rows);
-    if (!in.block_tables.empty()) c.upload(UploadSlot::BlockTables, in.block_tables);
-    if (!in.query_seq.empty()) c.upload(UploadSlot::QuerySeq, in.query_seq);
-  }
   uint64_t layout_generation() const override { return context().generation; }
   void begin_capture() override {
     Context& c = context();
@@ -244,7 +236,7 @@ void count_op() { ++context().ops_run; }
 const void* Context::upload_bytes(UploadSlot slot, const void* data, size_t bytes) {
   Upload& u = uploads_[static_cast<int>(slot)];
   if (u.dev && u.host.size() == bytes && std::memcmp(u.host.data(), data, bytes) == 0) return u.dev;
-  // A recorded step must read inputs staged before it (stage_inputs), not upload new ones.
+  // A recorded step must read inputs already on the device (ops::Indices::device), not upload new ones.
   CORVID_CHECK(!capturing, "CUDA: host data changed while recording a step (upload slot ", static_cast<int>(slot), ")");
   if (bytes > u.capacity) {
     ++generation;

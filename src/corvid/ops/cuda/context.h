@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corvid/core/error.h"
+#include "corvid/ops/indices.h"
 
 // Every runtime call goes through this: a failure becomes a corvid::Error naming
 // the call, the place and CUDA's own description, instead of a silent bad result.
@@ -45,10 +46,11 @@
 
 namespace corvid::ops::cuda {
 
-// Per-step host arrays (token ids, positions) are uploaded through a slot that
-// remembers what it holds: the positions of one forward are uploaded once and reused
-// by every layer's rope, attention and KV scatter. Recorded steps read the slots, which
-// stage_inputs refills before each replay. Rows: where rope_store_kv writes (the
+// Host index arrays without a device copy (ops::Indices::device null: ops called
+// directly, as tests and benches do) are uploaded through a slot that remembers what
+// it holds, so the positions of one forward are uploaded once and reused by every
+// layer. A model's steps come with their inputs on the device already (the runner's
+// one upload), which recorded steps need: nothing may upload during a capture. Rows: where rope_store_kv writes (the
 // positions for a contiguous cache, pool slots for a paged one); BlockTables and
 // QuerySeq: paged attention's tables; SamplingRows / SamplingPenalties:
 // ops::sample_tokens' per-row parameters and penalty lists.
@@ -139,6 +141,11 @@ struct Context {
   const GemmOperand& gemm_operand_output(const void* x, int64_t rows, int64_t cols);
 
   const int32_t* upload(UploadSlot slot, std::span<const int32_t> values);
+  // A step's index array on the device: where the caller already put it (Indices::device),
+  // else uploaded through `slot`.
+  const int32_t* indices(UploadSlot slot, const Indices& values) {
+    return values.device ? values.device : upload(slot, values.host);
+  }
   // A device copy of a constant table (RoPE frequencies), one per distinct content and
   // never moved or freed, so a recorded step of any model keeps reading its own table.
   const float* constant(std::span<const float> values);

@@ -47,13 +47,13 @@ struct OpScope {
   OpTimer timer;
 };
 
-void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out);
+void embedding(const Tensor& table, const Indices& ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
-void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
-void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
-                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+void rope(const Tensor& x, const Indices& positions, const RopeParams& params);
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
+                   const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 // Whether matmul_silu_mul (ops.h) runs as one GEMV (one token, a direct-load int8 format:
@@ -65,16 +65,16 @@ void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void scale(const Tensor& x, float s);
 void softcap(const Tensor& x, float cap);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
-void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
                float scale, int64_t window, const Tensor& out);
 // Whether rope_store_kv_attention runs as one kernel (one query, decode attention's head
 // sizes; not with CORVID_NO_FUSED_ROPE=1); otherwise ops.cc runs rope_store_kv + attention.
 bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache);
-void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+                     const Indices& positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
 void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
 

@@ -363,19 +363,19 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
              half_output(out.data, out.rows(), out.cols()));
 }
 
-void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
+void rope(const Tensor& x, const Indices& positions, const RopeParams& params) {
   Context& ctx = context();
   const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
   const int half = params.rotary_dim / 2;
   if (n == 0) return;
-  const int32_t* pos = ctx.upload(UploadSlot::Positions, positions);
+  const int32_t* pos = ctx.indices(UploadSlot::Positions, positions);
   const float* freq = ctx.constant(params.inv_freq);
   launch_pdl("rope_kernel", rope_kernel, dim3(blocks_for(n * heads * half, kThreads)), dim3(kThreads), ctx.stream,
              x.ptr<float>(), pos, freq, params.attention_factor, n, heads, head_dim, half, params.interleaved);
 }
 
-void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
-                   const RopeParams& params, std::span<const int32_t> rows, const Tensor& k_cache,
+void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
+                   const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache) {
   Context& ctx = context();
   const int64_t n = q.dim(0);
@@ -391,8 +391,8 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, std::span<
   const RopeStoreKvArgs args{q.ptr<float>(),
                              k.ptr<float>(),
                              v.ptr<float>(),
-                             ctx.upload(UploadSlot::Positions, positions),
-                             ctx.upload(UploadSlot::Rows, rows),
+                             ctx.indices(UploadSlot::Positions, positions),
+                             ctx.indices(UploadSlot::Rows, rows),
                              ctx.constant(params.inv_freq),
                              k_cache.data,
                              v_cache.data,

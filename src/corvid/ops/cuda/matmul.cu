@@ -295,12 +295,12 @@ void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out) {
   gemv_dp4a_silu_mul(w.dtype, silu_mul_gemv_args(x, w, out), context().stream);
 }
 
-void embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
+void embedding(const Tensor& table, const Indices& ids, const Tensor& out) {
   Context& ctx = context();
   check_block_sizes();
   const int64_t n = static_cast<int64_t>(ids.size()), d = table.cols();
   if (n == 0) return;
-  const int32_t* dev_ids = ctx.upload(UploadSlot::Ids, ids);
+  const int32_t* dev_ids = ctx.indices(UploadSlot::Ids, ids);
   const bool ok = dispatch_weight_dtype(table.dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     embedding_kernel<T><<<blocks_for(n * d, 256), 256, 0, ctx.stream>>>(table.ptr<uint8_t>(), dev_ids,
