@@ -146,6 +146,25 @@ FIXTURES = {
                   dict(tok="gpt2", long_prompt=True, v5_config=True,
                        what="Gemma 3 text, head_dim 64, window 8, no softcap, config.json as transformers 5 "
                             "writes it (layer_types, rope_parameters per layer type)")),
+    "gemma4": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma4ForCausalLM"],
+                    model_type="gemma4_text", vocab_size=512, intermediate_size=96, head_dim=16,
+                    global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+                    num_hidden_layers=5, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                    sliding_window=16,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention",
+                                 "sliding_attention", "full_attention"],
+                    rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                     "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0}},
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=512, num_kv_shared_layers=2,
+                    use_double_wide_mlp=True, enable_moe_block=False, final_logit_softcapping=30.0,
+                    tie_word_embeddings=True, pad_token_id=0),
+               dict(tok="gpt2", long_prompt=True, layer_scalars=True,
+                    what="Gemma 4 text: plain-weight norms, q/k norms + weightless v norm, attention scale 1, "
+                         "sliding (head_dim 16, 2 kv heads, theta 1e4, window 16) and full layers (head_dim 32, "
+                         "attention_k_eq_v: 1 kv head, v = k_proj, proportional rope 0.25 theta 1e6), per-layer "
+                         "embeddings (8 per layer), layer_scalar != 1, the last 2 layers KV-shared (layer 3 reads "
+                         "layer 2, layer 4 reads layer 1) with double-wide MLPs, final softcap 30, tied")),
     "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
                    intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
                    rms_norm_eps=1e-6),
@@ -341,6 +360,11 @@ def build_fixture(name, out_root, seed0):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  dtype=torch.float32).eval()
         init_weights(model, seed)
+        if opt.get("layer_scalars"):  # Gemma 4's per-layer output scalar is a buffer (init 1)
+            with torch.no_grad():
+                for bname, buf in model.named_buffers():
+                    if bname.endswith("layer_scalar"):
+                        buf.copy_(0.5 + torch.rand(buf.shape, generator=torch.Generator().manual_seed(seed)))
         if bf16:
             with torch.no_grad():
                 for p in model.parameters():

@@ -1,6 +1,8 @@
 // Batched serving on the GPU: ops::paged_attention's CUDA kernels against the CPU's,
 // and Runner::forward_batch on the GPU (through the Scheduler, with prefix hits and
-// preemption) against each prompt run alone on the CPU. Skips without a GPU.
+// preemption) against each prompt run alone on the CPU, and the engine on the GPU
+// over sliding-window fixtures long past their window (the sliding groups' released
+// blocks, recorded decode steps over two block-table groups). Skips without a GPU.
 //
 // Tolerances:
 // - paged attention, Exact numerics: relative error <= 1e-5 (fp32 throughout, only
@@ -19,6 +21,7 @@
 
 #include "batch_trace_util.h"
 #include "corvid/core/device.h"
+#include "corvid/engine/engine.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
@@ -146,6 +149,44 @@ TEST_P(CudaBatchedForward, MatchesEachSequenceAloneOnTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaBatchedForward, ::testing::ValuesIn(fixtures::tiny_fixtures()),
                          [](const auto& param_info) { return fixtures::test_name(param_info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaBatchedForward);
+
+class CudaSlidingEngine : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaSlidingEngine, LongGenerationsMatchTheCpuAndHoldOnlyTheWindow) {
+  SKIP_WITHOUT_GPU();
+  const std::string path = (fixtures::fixtures_dir() / GetParam()).string();
+  LoadedModel cpu = LoadedModel::load(path);
+  LoadedModel gpu = LoadedModel::load(path, Device::CUDA);
+  NumericsScope numerics(ops::QuantizedMatmul::Exact);
+  const auto prompts = test_prompts(cpu.model->config().vocab_size, 5, 9);
+  const int64_t n_new = 100;
+  EngineConfig config;
+  config.num_blocks = 160;
+  config.block_size = 4;
+  config.scheduler = {8, 32};
+  Engine engine(*gpu.runner, nullptr, config);
+  std::vector<RequestHandle> handles;
+  for (const auto& p : prompts) {
+    GenerationRequest r;
+    r.prompt = p;
+    r.max_tokens = n_new;
+    r.ignore_eos = true;
+    handles.push_back(engine.submit(r));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(handles[i].wait().token_ids, run_alone(*cpu.runner, prompts[i], n_new).tokens) << "sequence " << i;
+  engine.shutdown();
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.blocks_used, 0);
+  for (const KvGroupStats& g : s.kv_groups) {
+    if (g.window > 0) {  // the window, or one 32-token chunk next to it
+      EXPECT_LE(g.peak_blocks_per_sequence, KvManager::sliding_blocks_for_chunk(g.window, 32, 4)) << g.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaSlidingEngine,
+                         ::testing::Values("gemma3", "gemma4", "mistral_swa", "qwen2_swa"));
 
 }  // namespace
 }  // namespace corvid

@@ -203,7 +203,8 @@ TEST_P(SlidingEngine, LongGenerationHoldsOnlyTheWindowAndMatchesAlone) {
   EXPECT_TRUE(saw_sliding);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, SlidingEngine, ::testing::Values("gemma3", "mistral_swa", "qwen2_swa"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, SlidingEngine,
+                         ::testing::Values("gemma3", "gemma4", "mistral_swa", "qwen2_swa"));
 
 }  // namespace
 }  // namespace corvid

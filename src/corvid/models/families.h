@@ -11,5 +11,6 @@ Family olmo2_family();    // olmo2 (olmo2.cc)
 Family granite_family();  // granite (granite.cc)
 Family smollm3_family();  // smollm3 (smollm3.cc)
 Family phi3_family();     // phi3 (phi3.cc)
+Family gemma4_family();   // gemma4_text (gemma4.cc)
 
 }  // namespace corvid

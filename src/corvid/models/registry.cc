@@ -14,6 +14,7 @@ const std::vector<Family>& model_families() {
       granite_family(),
       smollm3_family(),
       phi3_family(),
+      gemma4_family(),
   };
   return kFamilies;
 }

@@ -170,6 +170,14 @@ Tensor WeightLoader::norm(const std::string& name, int64_t size, bool plus_one) 
   return place(f);
 }
 
+Tensor WeightLoader::ones(int64_t size) {
+  auto storage = std::make_shared<Buffer>(static_cast<size_t>(size) * sizeof(float));
+  Tensor f(DType::F32, {size}, storage->data());
+  std::fill_n(f.ptr<float>(), size, 1.0f);
+  storage_.owners.push_back(storage);
+  return place(f);
+}
+
 WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) {
   CORVID_CHECK(!parts.empty(), source_, ": an empty fused weight");
   std::vector<const Tensor*> hosts;

@@ -62,6 +62,9 @@ class WeightLoader {
   // plus_one: (1 + w) norms store w zero-centred (Gemma), and the model then runs the
   // plain x * w norm.
   Tensor norm(const std::string& name, int64_t size, bool plus_one = false);
+  // The weight of a norm without one ([size] ones, F32, on the device): a weightless
+  // RMSNorm runs as rms_norm with it.
+  Tensor ones(int64_t size);
 
   // Weights the family multiplies as one matrix: each part get()'s own shape (2-D, same
   // columns); `parts` come back in order. On a GPU they are placed back to back and

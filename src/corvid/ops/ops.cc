@@ -284,6 +284,16 @@ void scale(const Tensor& x, float s) {
   CORVID_DISPATCH(device, scale, x, s);
 }
 
+void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
+  const Device device = common_device("gather_columns", {&x, &out});
+  check_f32("gather_columns", "x", x);
+  check_f32("gather_columns", "out", out);
+  CORVID_CHECK(x.rows() == out.rows() && offset >= 0 && offset + out.cols() <= x.cols(), "ops::gather_columns: ",
+               out.shape_str(), " from column ", offset, " of ", x.shape_str());
+  CORVID_CHECK(!overlaps(x, out), "ops::gather_columns: out overlaps x");
+  CORVID_DISPATCH(device, gather_columns, x, offset, out);
+}
+
 void softcap(const Tensor& x, float cap) {
   const Device device = common_device("softcap", {&x});
   check_f32("softcap", "x", x);

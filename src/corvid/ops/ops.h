@@ -106,6 +106,11 @@ void scale(const Tensor& x, float s);
 // x = cap * tanh(x / cap) elementwise, in place (F32; cap > 0): logit soft-capping.
 void softcap(const Tensor& x, float cap);
 
+// out[r, c] = x[r, offset + c]: `out.cols()` columns of each row of x from column
+// `offset` on (F32, x [n, w], out [n, cols], offset + cols <= w). A layer's slice of a
+// per-token buffer packed layer by layer (Gemma 4's per-layer inputs).
+void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
+
 // x += y elementwise (F32, equal shapes).
 void add(const Tensor& x, const Tensor& y);
 

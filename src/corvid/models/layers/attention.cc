@@ -9,7 +9,13 @@ namespace corvid::layers {
 void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const AttentionWeights& opts,
                     Attention& a) {
   const int64_t q_dim = a.heads * a.head_dim, kv_dim = a.kv_heads * a.head_dim;
-  if (!opts.qkv_bias) {
+  if (a.shares_kv) {
+    a.q_proj = w.get(p + "q_proj.weight", {q_dim, hidden});
+    for (const char* name : {"k_proj.weight", "v_proj.weight", "k_norm.weight"}) w.ignore(p + name);
+  } else if (a.v_from_k) {
+    a.q_proj = w.get(p + "q_proj.weight", {q_dim, hidden});
+    a.k_proj = w.get(p + "k_proj.weight", {kv_dim, hidden});
+  } else if (!opts.qkv_bias) {
     WeightLoader::Fused f = w.fused({{p + "q_proj.weight", {q_dim, hidden}},
                                      {p + "k_proj.weight", {kv_dim, hidden}},
                                      {p + "v_proj.weight", {kv_dim, hidden}}});
@@ -21,6 +27,8 @@ void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const
     a.v_proj = w.get(p + "v_proj.weight", {kv_dim, hidden});
   }
   a.o_proj = w.get(p + "o_proj.weight", {hidden, q_dim});
+  CORVID_CHECK(!(opts.qkv_bias && (a.shares_kv || a.v_from_k)), w.source(),
+               ": q/k/v biases with shared or key-derived values are not supported");
   if (opts.qkv_bias) {
     a.q_bias = w.get(p + "q_proj.bias", {q_dim}, WeightRole::Bias);
     a.k_bias = w.get(p + "k_proj.bias", {kv_dim}, WeightRole::Bias);
@@ -29,8 +37,9 @@ void load_attention(WeightLoader& w, const std::string& p, int64_t hidden, const
   if (opts.o_bias) a.o_bias = w.get(p + "o_proj.bias", {hidden}, WeightRole::Bias);
   if (a.qk_norm == QkNorm::PerHead) {
     a.q_norm = w.norm(p + "q_norm.weight", a.head_dim, opts.norm_plus_one);
-    a.k_norm = w.norm(p + "k_norm.weight", a.head_dim, opts.norm_plus_one);
+    if (!a.shares_kv) a.k_norm = w.norm(p + "k_norm.weight", a.head_dim, opts.norm_plus_one);
   } else if (a.qk_norm == QkNorm::Whole) {
+    CORVID_CHECK(!a.shares_kv, w.source(), ": a whole-projection q/k norm on a KV-shared layer");
     a.q_norm = w.norm(p + "q_norm.weight", q_dim, opts.norm_plus_one);
     a.k_norm = w.norm(p + "k_norm.weight", kv_dim, opts.norm_plus_one);
   }
@@ -52,7 +61,8 @@ LayerState Attention::state() const {
 
 int64_t Attention::weight_bytes() const {
   int64_t total = 0;
-  for (const Tensor* t : {&q_proj, &k_proj, &v_proj, &o_proj, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm, &k_norm})
+  for (const Tensor* t :
+       {&q_proj, &k_proj, &v_proj, &o_proj, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm, &k_norm, &v_norm})
     if (t->data) total += static_cast<int64_t>(t->nbytes());
   return total;
 }
@@ -62,6 +72,24 @@ static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
 void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Tensor& out) const {
   const int64_t n = h.rows(), q_dim = heads * head_dim, kv_dim = kv_heads * head_dim;
   Tensor q = rows_of(s.q, n, q_dim), k = rows_of(s.k, n, kv_dim), v = rows_of(s.v, n, kv_dim);
+  const Tensor attn = rows_of(s.attn, n, q_dim).reshaped({n, heads, head_dim});
+  const KvStore& kv = *step.kv;
+  const Tensor& k_cache = kv.keys(layer);
+  const Tensor& v_cache = kv.values(layer);
+  if (shares_kv) {
+    // Another layer stored this position's keys and values: only the query is new.
+    ops::matmul(h, q_proj, q, bias(q_bias));
+    const Tensor q_heads = q.reshaped({n, heads, head_dim});
+    if (qk_norm == QkNorm::PerHead) ops::rms_norm(q_heads, q_norm, eps, q_heads);
+    ops::rope(q_heads, step.positions, rope);
+    if (!kv.paged()) {
+      ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
+    } else {
+      ops::paged_attention(q_heads, k_cache, v_cache, step.group(layer).paged, step.positions, scale, window, attn);
+    }
+    ops::matmul(rows_of(s.attn, n, q_dim), o_proj, out, bias(o_bias));
+    return;
+  }
   if (n == 1 && qkv_proj.data) {
     // One token: q, k and v are consecutive slices of one GEMV's output row.
     ops::matmul(h, qkv_proj, row_slice(s.fused, 0, q_dim + 2 * kv_dim));
@@ -71,7 +99,7 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
   } else {
     ops::matmul(h, q_proj, q, bias(q_bias));
     ops::matmul(h, k_proj, k, bias(k_bias));
-    ops::matmul(h, v_proj, v, bias(v_bias));
+    if (!v_from_k) ops::matmul(h, v_proj, v, bias(v_bias));
   }
   if (qk_norm == QkNorm::Whole) {
     ops::rms_norm(q, q_norm, eps, q);
@@ -79,14 +107,16 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
   }
   const Tensor q_heads = q.reshaped({n, heads, head_dim}), k_heads = k.reshaped({n, kv_heads, head_dim});
   const Tensor v_heads = v.reshaped({n, kv_heads, head_dim});
+  if (v_from_k) {
+    // The values are the raw key projection, normed (before k_norm and RoPE touch it).
+    ops::rms_norm(k_heads, v_norm, eps, v_heads);
+  } else if (v_norm.data) {
+    ops::rms_norm(v_heads, v_norm, eps, v_heads);
+  }
   if (qk_norm == QkNorm::PerHead) {
     ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rms_norm(k_heads, k_norm, eps, k_heads);
   }
-  const Tensor attn = rows_of(s.attn, n, q_dim).reshaped({n, heads, head_dim});
-  const KvStore& kv = *step.kv;
-  const Tensor& k_cache = kv.keys(layer);
-  const Tensor& v_cache = kv.values(layer);
   if (!kv.paged()) {
     // Contiguous: a position's row is the position itself.
     ops::rope_store_kv_attention(q_heads, k_heads, v_heads, step.positions, rope, k_cache, v_cache, scale, window,

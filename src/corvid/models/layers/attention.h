@@ -1,9 +1,12 @@
 // Attention: a decoder layer's self-attention, from its input (normed hidden rows)
 // to its output projection: q/k/v projections (one fused GEMV for a single token
 // when q|k|v lie back to back), optional q/k norms per head or over the whole
-// projection, RoPE (any frequencies; identity for NoPE layers), the store of the
-// new keys and values, causal attention (optionally windowed) over the step's KV
-// store, and o_proj. The variants a family needs are fields, not subclasses.
+// projection, an optional weightless v norm (Gemma 4), RoPE (any frequencies;
+// identity for NoPE layers), the store of the new keys and values, causal attention
+// (optionally windowed) over the step's KV store, and o_proj. A layer may take its
+// values from its raw key projection (Gemma 4's attention_k_eq_v) or read another
+// layer's keys and values and store none (KV-shared layers). The variants a family
+// needs are fields, not subclasses.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,9 @@ struct Attention {
   Tensor q_proj, k_proj, v_proj, o_proj;
   Tensor q_bias, k_bias, v_bias, o_bias;  // empty (data == nullptr) when absent
   Tensor q_norm, k_norm;
+  Tensor v_norm;        // set: values are RMS-normed per head with it (ones: a weightless norm)
+  bool v_from_k = false;     // no v_proj: the values are the raw key projection (before k_norm)
+  bool shares_kv = false;    // no k/v projections: reads layer `layer`'s store (a SharedKV layer), writes none
   Tensor qkv_proj;  // q|k|v as one matrix when back to back (no biases), else empty
 
   // h [n, hidden] (may be `out`) → out [n, hidden]. Keys and values of the step's
@@ -55,6 +61,8 @@ struct AttentionWeights {
   bool qkv_bias = false, o_bias = false;
   bool norm_plus_one = false;  // q/k norms store w for (1 + w)
 };
+// With a.v_from_k there is no v_proj (and no fused q|k|v); with a.shares_kv only q_proj,
+// q_norm and o_proj are loaded (the names of k_proj, v_proj and k_norm are ignored when present).
 // Loads the projections and norms of `a` (whose shape fields are set) for a model of
 // width `hidden`.
 void load_attention(WeightLoader& w, const std::string& prefix, int64_t hidden, const AttentionWeights& opts,

@@ -5,6 +5,7 @@
 // to pay for the hand-off (decode-sized calls run on the caller).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "corvid/core/half.h"
@@ -186,6 +187,14 @@ void scale(const Tensor& x, float s) {
   for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
     float* a = x.ptr<float>();
     for (int64_t i = r0 * cols; i < r1 * cols; ++i) a[i] *= s;
+  });
+}
+
+void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
+  const int64_t cols = out.cols(), width = x.cols();
+  for_rows(out.rows(), cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      std::memcpy(out.ptr<float>() + r * cols, x.ptr<float>() + r * width + offset, static_cast<size_t>(cols) * 4);
   });
 }
 

@@ -30,6 +30,14 @@ __global__ void scale_kernel(float* x, float s, int64_t count) {
   if (i < count) x[i] *= s;
 }
 
+__global__ void gather_columns_kernel(const float* x, int64_t width, int64_t offset, float* out, int64_t cols,
+                                      int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = x[i / cols * width + offset + i % cols];
+}
+
 __global__ void softcap_kernel(float* x, float cap, int64_t count) {
   pdl_launch_dependents();
   pdl_wait();
@@ -51,6 +59,13 @@ void scale(const Tensor& x, float s) {
   if (count == 0) return;
   launch_pdl("scale_kernel", scale_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), context().stream,
              x.ptr<float>(), s, count);
+}
+
+void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
+  const int64_t count = out.numel();
+  if (count == 0) return;
+  launch_pdl("gather_columns_kernel", gather_columns_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
+             context().stream, x.ptr<float>(), x.cols(), offset, out.ptr<float>(), out.cols(), count);
 }
 
 void softcap(const Tensor& x, float cap) {

@@ -1,0 +1,322 @@
+// Gemma 4 text (gemma4_text, transformers' Gemma4ForCausalLM). Gemma 3's sandwich
+// layer with:
+// - plain-weight RMSNorms (no 1 + w), attention scale 1 (the q/k norms take its
+//   place), and a weightless RMSNorm on the values;
+// - two head geometries: sliding layers head_dim / num_key_value_heads, full layers
+//   global_head_dim and, with attention_k_eq_v, num_global_key_value_heads and no
+//   v_proj (the values are the raw key projection);
+// - RoPE per layer type: sliding default (theta 1e4), full proportional (the first
+//   partial_rotary_factor · D/2 frequencies over the whole head_dim D, the rest 0);
+// - per-layer embeddings (PLE, hidden_size_per_layer_input P > 0): a [T, L·P] input
+//   made once per step from a second embedding table and a projection of the token
+//   embeddings, gated into the residual stream after each layer's MLP;
+// - a per-layer output scalar (layer_scalar);
+// - KV-shared layers (the last num_kv_shared_layers): no K/V of their own, they read
+//   the last earlier layer of their type (StateKind::SharedKV) and, with
+//   use_double_wide_mlp, have a 2× wide MLP.
+// The MoE block (enable_moe_block) waits for the MoE layer (issue 19) and is refused.
+#include <cmath>
+
+#include "corvid/core/error.h"
+#include "corvid/models/config_fields.h"
+#include "corvid/models/decoder_base.h"
+#include "corvid/models/families.h"
+#include "corvid/models/layers/attention.h"
+#include "corvid/models/layers/mlp.h"
+#include "corvid/models/layers/output.h"
+#include "corvid/models/rope_scaling.h"
+
+namespace corvid {
+
+namespace {
+
+namespace cf = config_fields;
+
+ConfigDefaults gemma4_defaults(const std::string&) {
+  ConfigDefaults d;
+  d.num_key_value_heads = 4;
+  d.head_dim = 256;
+  d.max_position_embeddings = 131072;
+  d.bos = {2};
+  d.eos = {1};
+  d.rms_norm_eps = 1e-6;
+  d.hidden_act = "gelu_pytorch_tanh";
+  d.tie_word_embeddings = true;
+  return d;
+}
+
+// One layer type's RoPE as Gemma 4 writes it in rope_parameters.
+struct Gemma4Rope {
+  std::string type = "default";  // default | proportional
+  double theta = 10000.0, partial = 1.0, factor = 1.0;
+};
+
+// What Gemma 4 reads beyond ModelConfig.
+struct Gemma4Params {
+  int64_t global_head_dim = 512, global_kv_heads = 0;  // 0: num_key_value_heads
+  bool k_eq_v = false, double_wide_mlp = false;
+  int64_t per_layer_input = 0, per_layer_vocab = 0, kv_shared_layers = 0;
+  float final_softcap = 0.0f;
+  Gemma4Rope local{"default", 10000.0}, global{"proportional", 1000000.0, 0.25};
+  std::vector<bool> sliding;  // per layer
+};
+
+Gemma4Rope parse_rope(const nlohmann::json& j, const std::string& source, const Gemma4Rope& fallback,
+                      const char* field) {
+  if (!j.is_object()) fail(source, ": rope_parameters.", field, " must be an object");
+  Gemma4Rope r = fallback;
+  if (const nlohmann::json* t = cf::find(j, "rope_type")) {
+    if (!t->is_string()) fail(source, ": rope_parameters.", field, ".rope_type must be a string");
+    r.type = t->get<std::string>();
+  }
+  if (r.type != "default" && r.type != "proportional")
+    fail(source, ": rope_parameters.", field, ".rope_type '", r.type,
+         "' is not supported for Gemma 4 (default, proportional)");
+  r.theta = cf::number(j, "rope_theta", r.theta, source);
+  r.partial = cf::number(j, "partial_rotary_factor", r.type == "proportional" ? r.partial : 1.0, source);
+  r.factor = cf::number(j, "factor", 1.0, source);
+  if (!(r.theta > 0) || !(r.factor > 0) || !(r.partial > 0 && r.partial <= 1))
+    fail(source, ": rope_parameters.", field, " needs rope_theta > 0, factor > 0 and partial_rotary_factor in (0, 1]");
+  return r;
+}
+
+void configure_gemma4(ModelConfig& c, const FamilySource& src) {
+  CORVID_CHECK(src.hf, src.path, ": Gemma 4 loads from config.json only (no GGUF architecture yet)");
+  const nlohmann::json& j = *src.hf;
+  c.sliding_window = cf::integer(j, "sliding_window", src.path).value_or(512);
+  CORVID_CHECK(*c.sliding_window > 0, src.path, ": sliding_window must be positive, not ", *c.sliding_window);
+  if (const nlohmann::json* b = cf::find(j, "use_bidirectional_attention")) {
+    // "vision" opens image spans only, which a text model never has; "all" is an encoder.
+    if (!b->is_string() || b->get<std::string>() != "vision")
+      fail(src.path, ": use_bidirectional_attention ", b->dump(), " is not supported (a causal decoder only)");
+  }
+  if (cf::boolean(j, "enable_moe_block", false, src.path))
+    fail(src.path, ": Gemma 4's MoE block (enable_moe_block) is not supported yet");
+  if (cf::boolean(j, "attention_bias", false, src.path))
+    fail(src.path, ": attention_bias is not supported for Gemma 4 (its checkpoints have none)");
+  if (c.layer_types.empty()) {
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+      c.layer_types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
+  }
+  for (const std::string& t : c.layer_types)
+    CORVID_CHECK(t == "sliding_attention" || t == "full_attention", src.path, ": layer type '", t,
+                 "' is not one of Gemma 4's (sliding_attention, full_attention)");
+  // transformers forces the last layer to full attention.
+  c.layer_types.back() = "full_attention";
+}
+
+Gemma4Params gemma4_params(const ModelConfig& c, const FamilySource& src) {
+  const nlohmann::json& j = *src.hf;
+  const std::string& s = src.path;
+  Gemma4Params g;
+  for (const std::string& t : c.layer_types) g.sliding.push_back(t == "sliding_attention");
+  g.global_head_dim = cf::integer(j, "global_head_dim", s).value_or(512);
+  g.k_eq_v = cf::boolean(j, "attention_k_eq_v", false, s);
+  g.global_kv_heads = g.k_eq_v ? cf::integer(j, "num_global_key_value_heads", s).value_or(c.num_key_value_heads)
+                               : c.num_key_value_heads;
+  g.double_wide_mlp = cf::boolean(j, "use_double_wide_mlp", false, s);
+  g.per_layer_input = cf::integer(j, "hidden_size_per_layer_input", s).value_or(256);
+  g.per_layer_vocab = cf::integer(j, "vocab_size_per_layer_input", s).value_or(c.vocab_size);
+  g.kv_shared_layers = cf::integer(j, "num_kv_shared_layers", s).value_or(0);
+  g.final_softcap = static_cast<float>(cf::number(j, "final_logit_softcapping", 0.0, s));
+  CORVID_CHECK(g.global_head_dim > 0 && g.global_head_dim % 2 == 0, s, ": global_head_dim must be even and positive");
+  CORVID_CHECK(g.global_kv_heads > 0 && c.num_attention_heads % g.global_kv_heads == 0, s,
+               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_global_key_value_heads ",
+               g.global_kv_heads);
+  CORVID_CHECK(g.per_layer_input >= 0 && g.per_layer_vocab > 0, s,
+               ": hidden_size_per_layer_input and vocab_size_per_layer_input must not be negative");
+  CORVID_CHECK(g.kv_shared_layers >= 0 && g.kv_shared_layers < c.num_hidden_layers, s, ": num_kv_shared_layers ",
+               g.kv_shared_layers, " must be below num_hidden_layers ", c.num_hidden_layers);
+  if (const nlohmann::json* rp = cf::find(j, "rope_parameters")) {
+    if (const nlohmann::json* local = cf::find(*rp, "sliding_attention"))
+      g.local = parse_rope(*local, s, g.local, "sliding_attention");
+    if (const nlohmann::json* global = cf::find(*rp, "full_attention"))
+      g.global = parse_rope(*global, s, g.global, "full_attention");
+  }
+  return g;
+}
+
+// RoPE over a head of `dim`: default (every pair rotates) or proportional (the first
+// partial · dim / 2 frequencies, over the whole head's denominator; the rest stay put).
+ops::RopeParams gemma4_rope(const Gemma4Rope& r, int64_t dim) {
+  ops::RopeParams p;
+  p.rotary_dim = static_cast<int>(dim);
+  const int64_t half = dim / 2;
+  const int64_t rotated = r.type == "proportional" ? static_cast<int64_t>(r.partial * static_cast<double>(dim) / 2)
+                                                   : static_cast<int64_t>(r.partial * static_cast<double>(half));
+  p.inv_freq.assign(static_cast<size_t>(half), 0.0f);
+  for (int64_t i = 0; i < rotated; ++i)
+    p.inv_freq[static_cast<size_t>(i)] = static_cast<float>(
+        1.0 / std::pow(r.theta, static_cast<double>(2 * i) / static_cast<double>(dim)) / r.factor);
+  return p;
+}
+
+class Gemma4 final : public DecoderBase {
+ public:
+  Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w);
+
+  void forward(const Step& step, const Tensor& logits) override;
+
+ private:
+  struct Layer {
+    Tensor input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+    layers::Attention attn;
+    layers::GatedMlp mlp;
+    Tensor ple_gate, ple_projection, ple_norm;  // PLE: [P, H], [H, P], [H]
+    float scalar = 1.0f;
+  };
+
+  Tensor embed_tokens_;
+  float embed_scale_ = 1.0f;
+  // PLE: the second table [per_layer_vocab, L·P], the projection [L·P, H] and its norm [P].
+  Tensor ple_table_, ple_model_projection_, ple_projection_norm_;
+  int64_t ple_ = 0;
+  DeviceTensor ple_inputs_, ple_tokens_, ple_one_;  // [n, L·P], [n, L·P], [n, P]
+  int64_t ple_rows_ = 0;
+  std::vector<Layer> layers_;
+  layers::OutputHead head_;
+};
+
+Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w) : DecoderBase(config, w.device()) {
+  const ModelConfig& c = config_;
+  CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::GeluTanh, w.source(),
+               ": Gemma 4 uses gelu_pytorch_tanh, not ", c.hidden_act);
+  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, w.source(),
+               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
+               c.num_key_value_heads);
+  const int64_t H = c.hidden_size, I = c.intermediate_size, L = c.num_hidden_layers;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(H)));
+  embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
+  head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings, false);
+  head_.softcap = g.final_softcap;
+  ple_ = g.per_layer_input;
+  if (ple_ > 0) {
+    ple_table_ = w.get("model.embed_tokens_per_layer.weight", {g.per_layer_vocab, L * ple_}, WeightRole::Embedding);
+    ple_model_projection_ = w.get("model.per_layer_model_projection.weight", {L * ple_, H});
+    ple_projection_norm_ = w.norm("model.per_layer_projection_norm.weight", ple_);
+  }
+  const Tensor v_norm = w.ones(std::max(c.head_dim, g.global_head_dim));
+  // A KV-shared layer reads the last layer of its type before the first shared one.
+  const int64_t first_shared = L - g.kv_shared_layers;
+  int64_t last_local = -1, last_global = -1;
+  for (int64_t i = 0; i < first_shared; ++i) (g.sliding[static_cast<size_t>(i)] ? last_local : last_global) = i;
+  int64_t widest_q = 0, widest_kv = 0, widest_ffn = 0;
+  for (int64_t i = 0; i < L; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const bool sliding = g.sliding[static_cast<size_t>(i)], shared = i >= first_shared;
+    Layer Ly;
+    Ly.input_norm = w.norm(p + "input_layernorm.weight", H);
+    Ly.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
+    Ly.pre_feedforward_norm = w.norm(p + "pre_feedforward_layernorm.weight", H);
+    Ly.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H);
+    layers::Attention& a = Ly.attn = layers::attention_geometry(c, i);
+    if (!sliding) a.head_dim = g.global_head_dim, a.kv_heads = g.global_kv_heads;
+    a.scale = 1.0f;
+    a.qk_norm = layers::QkNorm::PerHead;
+    a.rope = gemma4_rope(sliding ? g.local : g.global, a.head_dim);
+    a.window = sliding ? *c.sliding_window : 0;
+    a.v_from_k = g.k_eq_v && !sliding;
+    a.shares_kv = shared;
+    a.v_norm = Tensor(DType::F32, {a.head_dim}, v_norm.data, v_norm.device);
+    load_attention(w, p + "self_attn.", H, {}, a);
+    const int64_t ffn = shared && g.double_wide_mlp ? 2 * I : I;
+    load_gated_mlp(w, p + "mlp.", H, ffn, false, layers::Activation::GeluTanh, Ly.mlp);
+    if (ple_ > 0) {
+      Ly.ple_gate = w.get(p + "per_layer_input_gate.weight", {ple_, H});
+      Ly.ple_projection = w.get(p + "per_layer_projection.weight", {H, ple_});
+      Ly.ple_norm = w.norm(p + "post_per_layer_input_norm.weight", H);
+    }
+    Ly.scalar = w.read_f32(p + "layer_scalar", 1)[0];
+    if (shared) {
+      const int64_t source = sliding ? last_local : last_global;
+      CORVID_CHECK(source >= 0, w.source(), ": KV-shared layer ", i, " has no earlier ",
+                   sliding ? "sliding" : "full", " layer to read");
+      state_.push_back({StateKind::SharedKV, a.kv_heads, a.head_dim, a.window, source});
+    } else {
+      state_.push_back(a.state());
+    }
+    widest_q = std::max(widest_q, a.heads * a.head_dim);
+    widest_kv = std::max(widest_kv, a.kv_heads * a.head_dim);
+    widest_ffn = std::max(widest_ffn, ffn);
+    layers_.push_back(std::move(Ly));
+  }
+  check_state_spec(state_);
+  storage_ = w.finish();
+  bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head, &ple_model_projection_, &ple_projection_norm_});
+  for (const Layer& Ly : layers_)
+    bytes_per_token_ += Ly.attn.weight_bytes() + Ly.mlp.weight_bytes() +
+                        layers::weight_bytes({&Ly.input_norm, &Ly.post_attention_norm, &Ly.pre_feedforward_norm,
+                                              &Ly.post_feedforward_norm, &Ly.ple_gate, &Ly.ple_projection,
+                                              &Ly.ple_norm});
+  scratch_.dims = {H, widest_q, widest_kv, std::max(widest_ffn, ple_)};
+}
+
+void Gemma4::forward(const Step& step, const Tensor& logits) {
+  const int64_t n = static_cast<int64_t>(step.tokens.size()), L = static_cast<int64_t>(layers_.size());
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  scratch_.ensure(n);
+  const Tensor x = scratch_.x.rows(n), h = scratch_.h.rows(n);
+  ops::embedding(embed_tokens_, step.tokens, x);
+  ops::scale(x, embed_scale_);
+  Tensor ple_inputs, ple_one;
+  if (ple_ > 0) {
+    if (ple_rows_ < n) {
+      ple_rows_ = n;
+      ple_inputs_ = DeviceTensor(device_, DType::F32, {n, L * ple_});
+      ple_tokens_ = DeviceTensor(device_, DType::F32, {n, L * ple_});
+      ple_one_ = DeviceTensor(device_, DType::F32, {n, ple_});
+      ++scratch_.generation;  // a recorded step holds these addresses too
+    }
+    // (projection(x) · H^-½, normed per layer slice, + table[ids] · P^½) · 2^-½
+    ple_inputs = ple_inputs_.rows(n);
+    const Tensor tokens = ple_tokens_.rows(n);
+    ple_one = ple_one_.rows(n);
+    ops::matmul(x, ple_model_projection_, ple_inputs);
+    ops::scale(ple_inputs, static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.hidden_size))));
+    const Tensor per_layer = ple_inputs.reshaped({n * L, ple_});
+    ops::rms_norm(per_layer, ple_projection_norm_, eps, per_layer);
+    ops::embedding(ple_table_, step.tokens, tokens);
+    ops::scale(tokens, static_cast<float>(std::sqrt(static_cast<double>(ple_))));
+    ops::add(ple_inputs, tokens);
+    ops::scale(ple_inputs, static_cast<float>(std::sqrt(0.5)));
+  }
+  for (int64_t i = 0; i < L; ++i) {
+    const Layer& Ly = layers_[static_cast<size_t>(i)];
+    ops::rms_norm(x, Ly.input_norm, eps, h);
+    Ly.attn.forward(h, step, scratch_, h);
+    ops::rms_norm(h, Ly.post_attention_norm, eps, h);
+    ops::add_rms_norm(x, h, Ly.pre_feedforward_norm, eps, h);
+    Ly.mlp.forward(h, scratch_, h);
+    ops::rms_norm(h, Ly.post_feedforward_norm, eps, h);
+    ops::add(x, h);
+    if (ple_ > 0) {
+      // x += norm(projection(gelu_tanh(gate(x)) · per_layer_input[i]))
+      const Tensor gate = layers::rows_of(scratch_.gate, n, ple_);
+      ops::matmul(x, Ly.ple_gate, gate);
+      ops::gather_columns(ple_inputs, i * ple_, ple_one);
+      ops::gelu_tanh_mul(gate, ple_one, gate);
+      ops::matmul(gate, Ly.ple_projection, h);
+      ops::rms_norm(h, Ly.ple_norm, eps, h);
+      ops::add(x, h);
+    }
+    if (Ly.scalar != 1.0f) ops::scale(x, Ly.scalar);
+  }
+  head_.forward(x, step.out_rows, scratch_, logits);
+}
+
+}  // namespace
+
+Family gemma4_family() {
+  return {"gemma4",
+          {"gemma4_text"},
+          {},
+          gemma4_defaults,
+          configure_gemma4,
+          {},
+          [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) -> std::unique_ptr<Model> {
+            return std::make_unique<Gemma4>(c, gemma4_params(c, src), w);
+          }};
+}
+
+}  // namespace corvid
