@@ -185,6 +185,16 @@ FIXTURES = {
                   original_max_position_embeddings=256, partial_rotary_factor=0.5, pad_token_id=0),
              dict(tok="gpt2", long_prompt=True, what="Phi-3: fused qkv_proj and gate_up_proj, sliding window 24 "
                                                      "on every layer, partial rotary 0.5 (8 of 16 dims)")),
+    "phi3_longrope": (dict(BASE, architectures=["Phi3ForCausalLM"], model_type="phi3", vocab_size=512,
+                           intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False,
+                           original_max_position_embeddings=4, partial_rotary_factor=0.5, pad_token_id=0,
+                           rope_scaling=dict(type="longrope", short_factor=[1.0, 1.3, 2.1, 3.7],
+                                             long_factor=[1.5, 2.5, 6.0, 11.0])),
+                      dict(tok="gpt2", long_prompt=True, min_prompt_tokens=5,
+                           what="Phi-3 with longrope: per-frequency short/long factors over the 8 rotary dims, "
+                                "original context 4 of 256 (attention factor sqrt(1 + ln 64 / ln 4) = 2); every "
+                                "prompt longer than 4 tokens, so transformers runs the long factors throughout "
+                                "as corvid does for a context past the original")),
 }
 
 
@@ -353,6 +363,9 @@ def build_fixture(name, out_root, seed0):
                 "transformers_version": transformers.__version__})
     write_tokenizer(folder, cfg_dict["vocab_size"], opt["tok"])
     texts, prompts = make_prompts(folder, opt.get("long_prompt", False))
+    if opt.get("min_prompt_tokens"):
+        keep = [i for i, p in enumerate(prompts) if len(p) >= opt["min_prompt_tokens"]]
+        texts, prompts = [texts[i] for i in keep], [prompts[i] for i in keep]
 
     config = AutoConfig.from_pretrained(str(folder))
     for seed in range(seed0, seed0 + 200):

@@ -6,7 +6,8 @@
 #include <filesystem>
 
 #include "corvid/models/registry.h"
-#include "corvid//core/buffer.h"
+#include "corvid/core/buffer.h"
+#include "corvid/core/error.h"
 #include "corvid/formats/model_files.h"
 #include "corvid/engine/runner.h"
 #include "corvid/models/rope_scaling.h"
@@ -76,6 +77,41 @@ TEST(LlamaModel, PrefillEqualsTokenByTokenDecode) {
     for (int64_t v = 0; v < files.config.vocab_size; ++v)
       ASSERT_EQ(one.ptr<float>()[v], all.tensor.row<float>(static_cast<int64_t>(i))[v]) << "position " << i;
   }
+}
+
+}  // namespace
+}  // namespace corvid
+
+namespace corvid {
+namespace {
+
+// longrope: which factors apply is fixed by the model's context (rope_scaling.h), and the
+// frequencies and attention factor follow transformers' _compute_longrope_parameters.
+TEST(RopeScaling, LongropePicksFactorsByContextAndScales) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rotary_dim = 4;
+  c.rope_theta = 10000.0;
+  c.rope_scaling.type = RopeScaling::Type::LongRope;
+  c.rope_scaling.short_factor = {1.0, 2.0};
+  c.rope_scaling.long_factor = {3.0, 5.0};
+  c.rope_scaling.factor = 0;  // absent from the config: max / original context
+  c.rope_scaling.original_max_position_embeddings = 4;
+  c.max_position_embeddings = 256;  // past the original: long factors, factor 64
+  ops::RopeParams p = make_rope_params(c);
+  ASSERT_EQ(p.inv_freq.size(), 2u);
+  EXPECT_FLOAT_EQ(p.inv_freq[0], 1.0f / 3.0f);
+  EXPECT_FLOAT_EQ(p.inv_freq[1], 1.0f / (5.0f * std::pow(10000.0f, 0.5f)));
+  EXPECT_FLOAT_EQ(p.attention_factor, 2.0f);  // sqrt(1 + ln 64 / ln 4)
+  c.max_position_embeddings = 4;  // the original context: short factors, no scaling
+  p = make_rope_params(c);
+  EXPECT_FLOAT_EQ(p.inv_freq[0], 1.0f);
+  EXPECT_FLOAT_EQ(p.inv_freq[1], 1.0f / (2.0f * std::pow(10000.0f, 0.5f)));
+  EXPECT_FLOAT_EQ(p.attention_factor, 1.0f);
+  c.rope_scaling.attention_factor = 1.25;  // the config's own
+  EXPECT_FLOAT_EQ(make_rope_params(c).attention_factor, 1.25f);
+  c.rope_scaling.short_factor = {1.0};
+  EXPECT_THROW(make_rope_params(c), Error);  // 1 factor for 2 frequencies
 }
 
 }  // namespace

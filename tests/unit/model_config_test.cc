@@ -210,10 +210,18 @@ TEST(ModelConfig, RopeScalingVariants) {
   EXPECT_DOUBLE_EQ(c.rope_theta, 5e6);
   EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Linear);
 
-  for (const char* bad : {"dynamic", "longrope", "su"}) {
-    j["rope_scaling"] = {{"rope_type", bad}, {"factor", 2.0}};
-    expect_error(j, std::string("unsupported rope_scaling type '") + bad + "'");
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  expect_error(j, "unsupported rope_scaling type 'dynamic'");
+  for (const char* longrope : {"longrope", "su"}) {
+    j["rope_scaling"] = {{"rope_type", longrope}, {"factor", 2.0}};
+    expect_error(j, "rope_scaling.short_factor must be a non-empty list of numbers");
   }
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", {1.0}}};
+  expect_error(j, "short_factor and long_factor differ in length");
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0, -2.0}}, {"long_factor", {1.0, 3.0}}};
+  expect_error(j, "short_factor must hold positive numbers");
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", {1.0, 3.0}}};
+  expect_error(j, "original_max_position_embeddings (longrope) must be positive");
   j["rope_scaling"] = {{"type", "linear"}};
   expect_error(j, "missing required field rope_scaling.factor");
   j["rope_scaling"] = "linear";

@@ -135,6 +135,30 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const 
   // transformers renamed "type" to "rope_type" and reads either.
   std::string type = f.string("rope_type", f.string("type", "default"));
   if (type == "default") return out;
+  if (type == "longrope" || type == "su") {
+    out.type = RopeScaling::Type::LongRope;
+    auto factors = [&](const char* key) {
+      std::vector<double> v;
+      auto it = rs.find(key);
+      if (it == rs.end() || !it->is_array() || it->empty())
+        fail(source, ": ", field, ".", key, " must be a non-empty list of numbers");
+      for (const json& e : *it) {
+        if (!e.is_number() || !(e.get<double>() > 0)) fail(source, ": ", field, ".", key, " must hold positive numbers");
+        v.push_back(e.get<double>());
+      }
+      return v;
+    };
+    out.short_factor = factors("short_factor");
+    out.long_factor = factors("long_factor");
+    if (out.short_factor.size() != out.long_factor.size())
+      fail(source, ": ", field, ".short_factor and long_factor differ in length");
+    out.factor = f.number("factor", 0.0);
+    if (out.factor < 0) fail(source, ": ", field, ".factor must be positive");
+    out.attention_factor = f.opt_number("attention_factor");
+    // Also a top-level field (Phi-3 keeps it there); parse_model_config fills it in then.
+    out.original_max_position_embeddings = f.integer("original_max_position_embeddings", 0);
+    return out;
+  }
   out.factor = f.number("factor");
   if (out.factor <= 0) fail(source, ": ", field, ".factor must be positive");
   if (type == "linear") {
@@ -162,7 +186,7 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source, const 
     if (f.has("original_max_position_embeddings"))
       check_positive(source, "rope_scaling.original_max_position_embeddings", out.original_max_position_embeddings);
   } else {
-    fail(source, ": unsupported ", field, " type '", type, "' (supported: default, linear, llama3, yarn)");
+    fail(source, ": unsupported ", field, " type '", type, "' (supported: default, linear, llama3, yarn, longrope)");
   }
   return out;
 }
@@ -227,6 +251,11 @@ ModelConfig parse_model_config(const json& config, const std::string& source, co
     c.rope_scaling = parse_rope_scaling(*rs, source, "rope_scaling");
   else if (rope_params)
     c.rope_scaling = parse_rope_scaling(*rope_params, source, "rope_parameters");
+  if (c.rope_scaling.type == RopeScaling::Type::LongRope) {
+    int64_t& original = c.rope_scaling.original_max_position_embeddings;
+    if (original == 0) original = f.integer("original_max_position_embeddings", 0);
+    check_positive(source, "original_max_position_embeddings (longrope)", original);
+  }
   double partial = f.number("partial_rotary_factor", 1.0);
   c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
   if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)

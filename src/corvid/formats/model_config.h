@@ -15,9 +15,9 @@ namespace corvid {
 
 // rope_scaling from config.json (transformers' ROPE_INIT_FUNCTIONS).
 struct RopeScaling {
-  enum class Type { None, Linear, Llama3, Yarn };
+  enum class Type { None, Linear, Llama3, Yarn, LongRope };
   Type type = Type::None;
-  double factor = 1.0;
+  double factor = 1.0;  // longrope: 0 when the config omits it (then max / original context)
   // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
@@ -30,6 +30,9 @@ struct RopeScaling {
   std::optional<double> attention_factor;  // yarn mscale override
   std::optional<double> mscale, mscale_all_dim;
   bool truncate = true;  // yarn: round correction range to integers (transformers default)
+  // longrope (Phi-3's "su"): per-frequency divisors for short and long contexts
+  // (rotary_dim / 2 each); original_max_position_embeddings is the pretraining context.
+  std::vector<double> short_factor, long_factor;
 };
 
 struct ModelConfig {

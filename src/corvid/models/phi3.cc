@@ -1,7 +1,8 @@
 // Phi-3: the Llama skeleton with q|k|v and gate|up each stored as one matrix
 // (self_attn.qkv_proj, mlp.gate_up_proj; GGUF attn_qkv and ffn_up), a sliding window
-// on every layer when the config sets one, and partial rotary. longrope (su) scaling,
-// whose factors transformers switches by the current sequence length, is refused.
+// on every layer when the config sets one, partial rotary, and longrope (su) scaling
+// from config.json (models/rope_scaling.h: which factors apply). GGUF longrope
+// (rope_factors_long/short tensors) is not read yet and is refused.
 #include "corvid/core/error.h"
 #include "corvid/models/config_fields.h"
 #include "corvid/models/families.h"
@@ -33,13 +34,6 @@ void configure_phi3(ModelConfig& c, const FamilySource& src) {
                ": Phi-3 with attention_bias is not supported");
   c.sliding_window = config_fields::integer(j, "sliding_window", src.path);
   if (c.sliding_window) CORVID_CHECK(*c.sliding_window > 0, src.path, ": sliding_window must be positive");
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const nlohmann::json* rs = config_fields::find(j, key);
-    if (!rs || !rs->is_object()) continue;
-    const std::string type = rs->value("rope_type", rs->value("type", std::string("default")));
-    CORVID_CHECK(type != "longrope" && type != "su", src.path, ": ", key, " type '", type,
-                 "' is not supported yet (its factors switch with the sequence length)");
-  }
 }
 
 PreNormSpec phi3_spec(const ModelConfig& c) {

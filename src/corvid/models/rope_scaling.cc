@@ -75,6 +75,27 @@ float apply_yarn(std::vector<float>& inv, const RopeScaling& s, double theta, in
   return static_cast<float>(attention_factor);
 }
 
+// transformers' longrope: inv_freq = 1 / (ext * base ** (2i / dim)) in float32, with ext
+// the long factors when the model's context exceeds the pretraining one (see the header),
+// and cos/sin scaled by sqrt(1 + ln(factor) / ln(original)) unless the config gives it.
+float apply_longrope(std::vector<float>& inv, const RopeScaling& s, double theta, int dim, int64_t max_positions) {
+  const int64_t original = s.original_max_position_embeddings;
+  CORVID_CHECK(original > 0, "rope_scaling longrope: original_max_position_embeddings must be positive");
+  const bool use_long = max_positions > original;
+  const std::vector<double>& ext = use_long ? s.long_factor : s.short_factor;
+  CORVID_CHECK(static_cast<int>(ext.size()) == dim / 2, "rope_scaling longrope: ", ext.size(),
+               " factors for a rotary dim of ", dim, " (need ", dim / 2, ")");
+  for (int i = 0; i < dim / 2; ++i) {
+    const float shape = static_cast<float>(2 * i) / static_cast<float>(dim);
+    inv[static_cast<size_t>(i)] =
+        1.0f / (static_cast<float>(ext[static_cast<size_t>(i)]) * std::pow(static_cast<float>(theta), shape));
+  }
+  if (s.attention_factor) return static_cast<float>(*s.attention_factor);
+  const double factor = s.factor > 0 ? s.factor : static_cast<double>(max_positions) / static_cast<double>(original);
+  if (factor <= 1.0) return 1.0f;
+  return static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original))));
+}
+
 }  // namespace
 
 ops::RopeParams make_rope_params(const ModelConfig& config) {
@@ -107,6 +128,9 @@ ops::RopeParams make_rope_params(const ModelConfig& config, double theta, const 
       break;
     case RopeScaling::Type::Yarn:
       params.attention_factor = apply_yarn(params.inv_freq, s, theta, dim, config.max_position_embeddings);
+      break;
+    case RopeScaling::Type::LongRope:
+      params.attention_factor = apply_longrope(params.inv_freq, s, theta, dim, config.max_position_embeddings);
       break;
   }
   return params;
