@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/kv/kv_cache.h"
@@ -118,6 +119,35 @@ TEST(Gemma4, RefusesWhatItDoesNotRun) {
   c = gemma4_config();
   c["hidden_size_per_layer_input"] = 0;  // no PLE: the file's PLE tensors are unused
   expect_load_error(c, "unused", "embed_tokens_per_layer");
+}
+
+TEST(Gemma4, ProfileNamesItsNeedsBeforeAnyWeight) {
+  const json j = gemma4_config();
+  const ModelConfig c = read_model_config(j, "g/config.json");
+  const ModelProfile p = model_profile(c, FamilySource{&j, nullptr, "g/config.json"});
+  EXPECT_EQ(p.family, "gemma4");
+  EXPECT_EQ(p.max_head_dim, 32);  // global_head_dim, beyond the config's head_dim 16
+  EXPECT_TRUE(p.sliding_window);
+  EXPECT_TRUE(p.shared_kv);
+  EXPECT_NE(p.fidelity.find("transformers"), std::string::npos);
+  EXPECT_NO_THROW(check_profile_on(p, Device::CPU, "g"));
+}
+
+// Real Gemma 4 full layers have heads of 512; until the GPU's attention kernels take
+// them, a CUDA load is refused before a weight is read (the fixture's weights do not even
+// have that shape).
+TEST(CudaGemma4, WideHeadsAreRefusedUpFrontOnTheGpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
+  json c = gemma4_config();
+  c["global_head_dim"] = 512;
+  const fs::path dir = with_config(c, "wide");
+  try {
+    LoadedModel::load(dir.string(), Device::CUDA);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs attention over heads of 512"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

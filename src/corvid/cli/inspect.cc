@@ -67,13 +67,29 @@ void run_inspect(const InspectArgs& a) {
   if (sliding) std::printf(", %lld sliding (window %lld)", static_cast<long long>(sliding), static_cast<long long>(window));
   if (shared) std::printf(", %lld sharing another layer's KV", static_cast<long long>(shared));
   std::printf("\n");
+  const ModelProfile profile =
+      model_profile(c, FamilySource{files.gguf ? nullptr : &files.config_json, files.gguf.get(), files.path});
+  std::printf("fidelity:       %s\n", profile.fidelity.c_str());
+  std::printf("needs:          attention heads up to %lld%s%s\n", static_cast<long long>(profile.max_head_dim),
+              profile.sliding_window ? ", sliding windows" : "", profile.shared_kv ? ", shared KV" : "");
   const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : dtype_info(kv_dtype_named(a.kv_cache_dtype)).block_bytes;
-  // Every layer with storage keeps every position today (sliding blocks are not freed yet).
-  const int64_t kv_per_token = kv_elements_per_position(spec) * elem_bytes;
-  std::printf("KV per token:   %s (%d-byte elements)\n", human_bytes(static_cast<double>(kv_per_token)).c_str(),
+  // Full-attention layers keep every position; a sliding layer holds its window (the
+  // engine frees blocks that leave it), so it costs a fixed amount per sequence.
+  int64_t full_elems = 0, window_elems = 0;
+  for (const LayerState& s : spec) {
+    if (s.kind == StateKind::FullKV) full_elems += 2 * s.kv_heads * s.head_dim;
+    if (s.kind == StateKind::SlidingKV) window_elems += 2 * s.kv_heads * s.head_dim * s.window;
+  }
+  const int64_t kv_per_token = full_elems * elem_bytes, kv_windows = window_elems * elem_bytes;
+  std::printf("KV per token:   %s (%d-byte elements)", human_bytes(static_cast<double>(kv_per_token)).c_str(),
               elem_bytes);
-  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes);
-  const int64_t fits = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token)) : 0;
+  if (kv_windows) std::printf(", plus %s a sequence for the sliding windows", human_bytes(static_cast<double>(kv_windows)).c_str());
+  std::printf("\n");
+  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes) -
+                        static_cast<double>(kv_windows);
+  const int64_t fits = budget <= 0 ? 0
+                       : kv_per_token > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token))
+                                          : INT32_MAX;
   std::printf("fits in %.1f GiB: %lld tokens of context%s\n", a.memory_gb, static_cast<long long>(fits),
               fits > c.max_position_embeddings ? " (more than the model's maximum)" : "");
 }

@@ -316,6 +316,13 @@ Family gemma4_family() {
           {},
           [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) -> std::unique_ptr<Model> {
             return std::make_unique<Gemma4>(c, gemma4_params(c, src), w);
+          },
+          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical) (gemma4); no real weights checked yet",
+          [](ModelProfile& p, const ModelConfig& c, const FamilySource& src) {
+            const Gemma4Params g = gemma4_params(c, src);
+            p.max_head_dim = std::max(c.head_dim, g.global_head_dim);
+            p.sliding_window = true;
+            p.shared_kv = g.kv_shared_layers > 0;
           }};
 }
 

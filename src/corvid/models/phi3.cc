@@ -55,7 +55,9 @@ Family phi3_family() {
   return {"phi3", {"phi3"}, {"phi3"}, phi3_defaults, configure_phi3, kPhi3Names,
           [](const ModelConfig& c, const FamilySource&, WeightLoader& w) {
             return make_prenorm_decoder(c, phi3_spec(c), w);
-          }};
+          },
+          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical) (phi3, phi3_longrope); longrope's factors are fixed per model, "
+          "where transformers switches them per call (models/rope_scaling.h)"};
 }
 
 }  // namespace corvid

@@ -66,6 +66,19 @@ ModelConfig read_gguf_config(const GgufFile& gguf) {
   return c;
 }
 
+ModelProfile model_profile(const ModelConfig& c, const FamilySource& source) {
+  const Family& family = source.gguf ? family_for_gguf_arch(c.architecture, source.path)
+                                     : family_for_model_type(c.architecture, source.path);
+  ModelProfile p;
+  p.family = family.name;
+  p.architecture = c.architecture;
+  p.fidelity = family.fidelity;
+  p.max_head_dim = c.head_dim;
+  p.sliding_window = c.sliding_window.has_value();
+  if (family.needs) family.needs(p, c, source);
+  return p;
+}
+
 ModelFiles open_model(const std::string& path) {
   return open_model_files(path, [](const nlohmann::json* hf, const GgufFile* gguf, const std::string& source) {
     if (hf) return ResolvedConfig{read_model_config(*hf, source), {}};
@@ -78,6 +91,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const FamilySource&
                                   Device device) {
   const Family& family = source.gguf ? family_for_gguf_arch(config.architecture, source.path)
                                      : family_for_model_type(config.architecture, source.path);
+  check_profile_on(model_profile(config, source), device, source.path);  // before any weight is read
   WeightLoader loader(weights, device);
   return family.make(config, source, loader);
 }
@@ -90,8 +104,10 @@ std::unique_ptr<Model> make_model(const ModelFiles& files, Device device) {
 std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, const nlohmann::json& config_json,
                                         const std::string& source, DType dtype, uint64_t seed, Device device) {
   const Family& family = family_for_model_type(config.architecture, source);
+  const FamilySource src{&config_json, nullptr, source};
+  check_profile_on(model_profile(config, src), device, source);
   WeightLoader loader(source + " (dummy weights, " + std::string(dtype_name(dtype)) + ")", dtype, seed, device);
-  return family.make(config, FamilySource{&config_json, nullptr, source}, loader);
+  return family.make(config, src, loader);
 }
 
 }  // namespace corvid

@@ -17,6 +17,7 @@
 #include "corvid/formats/model_config.h"
 #include "corvid/formats/model_files.h"
 #include "corvid/models/model.h"
+#include "corvid/models/profile.h"
 #include "corvid/models/weight_loader.h"
 
 namespace corvid {
@@ -41,6 +42,11 @@ struct Family {
   std::span<const GgufName> gguf_names;  // its own GGUF tensor names, beyond the shared ones
   // Binds the weights (asking `weights` for each tensor) and builds the model.
   std::unique_ptr<Model> (*make)(const ModelConfig& config, const FamilySource& source, WeightLoader& weights);
+  // What corvid claims about its outputs (ModelProfile::fidelity).
+  const char* fidelity = "";
+  // Fills in the needs a family knows beyond ModelConfig (head sizes of its own, shared
+  // KV); null: head_dim and sliding_window tell it all.
+  void (*needs)(ModelProfile& profile, const ModelConfig& config, const FamilySource& source) = nullptr;
 };
 
 const std::vector<Family>& model_families();
@@ -53,6 +59,9 @@ const Family& family_for_gguf_arch(const std::string& arch, const std::string& s
 ModelConfig read_model_config(const nlohmann::json& config, const std::string& source);
 // GGUF metadata → ModelConfig with the family's fields.
 ModelConfig read_gguf_config(const GgufFile& gguf);
+
+// The profile of a resolved config (ModelConfig::family set), before any weight is read.
+ModelProfile model_profile(const ModelConfig& config, const FamilySource& source);
 
 // Opens a GGUF file or a Hugging Face folder (formats/model_files.h) with the
 // registry resolving its family.

@@ -428,6 +428,14 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   CORVID_DISPATCH(device, paged_attention, q, k_pool, v_pool, paged, positions, scale, window, out);
 }
 
+int64_t max_attention_head_dim(Device device) {
+#ifdef CORVID_HAVE_CUDA
+  if (device == Device::CUDA) return cuda::max_attention_head_dim();
+#endif
+  (void)device;
+  return INT64_MAX;  // the CPU kernels take any head size
+}
+
 void softmax(const Tensor& x) {
   const Device device = common_device("softmax", {&x});
   check_f32("softmax", "x", x);

@@ -162,6 +162,9 @@ struct PagedKV {
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      const Indices& positions, float scale, int64_t window, const Tensor& out);
 
+// The widest attention head the backend of `device` runs (attention, paged_attention).
+int64_t max_attention_head_dim(Device device);
+
 // Softmax over the innermost dim, in place (F32).
 void softmax(const Tensor& x);
 

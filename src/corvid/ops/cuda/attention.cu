@@ -366,6 +366,8 @@ void check_grid(const Tensor& q) {
 
 }  // namespace
 
+int64_t max_attention_head_dim() { return kMaxHeadDim; }
+
 void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits) {
   CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);

@@ -77,6 +77,7 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      const Indices& positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
+int64_t max_attention_head_dim();
 void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
 
 }  // namespace corvid::ops::cuda

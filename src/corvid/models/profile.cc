@@ -1,0 +1,15 @@
+#include "corvid/models/profile.h"
+
+#include "corvid/core/error.h"
+#include "corvid/ops/ops.h"
+
+namespace corvid {
+
+void check_profile_on(const ModelProfile& p, Device device, const std::string& source) {
+  const int64_t widest = ops::max_attention_head_dim(device);
+  CORVID_CHECK(p.max_head_dim <= widest, source, ": ", p.family, " needs attention over heads of ", p.max_head_dim,
+               ", and the ", device_name(device), " attention kernels take at most ", widest,
+               " (run it with --device cpu)");
+}
+
+}  // namespace corvid
