@@ -159,8 +159,8 @@ FIXTURES = {
                     hidden_size_per_layer_input=8, vocab_size_per_layer_input=512, num_kv_shared_layers=2,
                     use_double_wide_mlp=True, enable_moe_block=False, final_logit_softcapping=30.0,
                     tie_word_embeddings=True, pad_token_id=0),
-               dict(tok="gpt2", long_prompt=True, layer_scalars=True,
-                    what="Gemma 4 text: plain-weight norms, q/k norms + weightless v norm, attention scale 1, "
+               dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True,
+                    what="Gemma 4 text: plain-weight norms (q/k norm weights ~ head_dim^-1/4, since scores are unscaled), q/k norms + weightless v norm, attention scale 1, "
                          "sliding (head_dim 16, 2 kv heads, theta 1e4, window 16) and full layers (head_dim 32, "
                          "attention_k_eq_v: 1 kv head, v = k_proj, proportional rope 0.25 theta 1e6), per-layer "
                          "embeddings (8 per layer), layer_scalar != 1, the last 2 layers KV-shared (layer 3 reads "
@@ -373,6 +373,14 @@ def build_fixture(name, out_root, seed0):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  dtype=torch.float32).eval()
         init_weights(model, seed)
+        if opt.get("qk_norm_scale"):
+            # Gemma 4 scores q.k unscaled (attention scale 1): with q/k norm weights near 1,
+            # scores have std sqrt(head_dim), far sharper than any trained model. Weights
+            # near head_dim^-1/4 give the usual softmax temperature (std ~1).
+            with torch.no_grad():
+                for pname, prm in model.named_parameters():
+                    if pname.endswith(("q_norm.weight", "k_norm.weight")):
+                        prm.mul_(prm.shape[0] ** -0.25)
         if opt.get("layer_scalars"):  # Gemma 4's per-layer output scalar is a buffer (init 1)
             with torch.no_grad():
                 for bname, buf in model.named_buffers():

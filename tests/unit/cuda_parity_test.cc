@@ -57,7 +57,10 @@ constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still ide
 // Fast's f16 operands round activations to 11 bits, so its error grows with the logits'
 // scale: the tolerance is also 2% of the fixture's largest |logit| (Gemma's, with its
 // sqrt(hidden) embedding scale, reach 64; measured worst 0.44 there, H200 2026-12-01).
-constexpr double kTinyFastRel = 0.02;
+// Gemma 4 rounds more operands on the way (per-layer inputs: two more GEMMs a layer, and
+// layer_scalar); its worst was 0.36 of 16.4 (2.2%, exact path 6e-5, greedy identical;
+// the same with CORVID_NO_FUSED_OPERAND / NO_CUBLASLT / NO_FUSION, H200 2026-12-02).
+constexpr double kTinyFastRel = 0.025;
 constexpr double kSmolFastAtol = 1.5;
 constexpr double kSmolFastTieGap = 0.5;
 
