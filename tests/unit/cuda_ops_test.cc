@@ -279,6 +279,22 @@ TEST(CudaOps, AttentionGqaWindowHeadDims) {
   }
 }
 
+// Gemma 4's geometries (full layers: 4 query heads over 1 KV head of 32; sliding: 4 over
+// 2 of 16) with each cache dtype: F32 as exact as the CPU, 16-bit within their rounding.
+TEST(CudaOps, AttentionGemma4GeometriesEveryCacheDtype) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<int32_t> positions = {0, 1, 7, 8, 30, 59};
+  for (const auto& [kv_heads, head_dim] : {std::pair<int64_t, int64_t>{1, 32}, {2, 16}}) {
+    for (int64_t window : {0, 16}) {
+      EXPECT_LE(attention_gpu_vs_cpu(4, kv_heads, head_dim, 60, positions, window, 5), 1e-5)
+          << kv_heads << "x" << head_dim << " window " << window;
+      for (DType kv : {DType::BF16, DType::F16})
+        EXPECT_LE(attention_gpu_vs_cpu(4, kv_heads, head_dim, 60, positions, window, 5, kv), 1e-2)
+            << kv_heads << "x" << head_dim << " window " << window << " " << dtype_name(kv);
+    }
+  }
+}
+
 TEST(CudaOps, MixedDevicesAreAnError) {
   SKIP_WITHOUT_GPU();
   OwnedTensor x = f32_tensor({2, 8}, random_floats(16, 15));
