@@ -17,9 +17,8 @@
 
 namespace corvid {
 
-namespace {
-
-ConfigDefaults gemma3_defaults(const std::string&) {
+// Gemma 3 and Gemma 4 share their transformers config classes' defaults.
+ConfigDefaults gemma_defaults(const std::string&) {
   ConfigDefaults d;
   d.num_key_value_heads = 4;
   d.head_dim = 256;
@@ -31,6 +30,9 @@ ConfigDefaults gemma3_defaults(const std::string&) {
   d.tie_word_embeddings = true;
   return d;
 }
+
+namespace {
+
 
 // What Gemma 3 reads beyond ModelConfig.
 struct Gemma3Params {
@@ -222,7 +224,7 @@ Family gemma3_family() {
   return {"gemma3",
           {"gemma3_text"},
           {"gemma3"},
-          gemma3_defaults,
+          gemma_defaults,
           configure_gemma3,
           kGemma3Names,
           [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) -> std::unique_ptr<Model> {

@@ -32,18 +32,6 @@ namespace {
 
 namespace cf = config_fields;
 
-ConfigDefaults gemma4_defaults(const std::string&) {
-  ConfigDefaults d;
-  d.num_key_value_heads = 4;
-  d.head_dim = 256;
-  d.max_position_embeddings = 131072;
-  d.bos = {2};
-  d.eos = {1};
-  d.rms_norm_eps = 1e-6;
-  d.hidden_act = "gelu_pytorch_tanh";
-  d.tie_word_embeddings = true;
-  return d;
-}
 
 // One layer type's RoPE as Gemma 4 writes it in rope_parameters.
 struct Gemma4Rope {
@@ -311,7 +299,7 @@ Family gemma4_family() {
   return {"gemma4",
           {"gemma4_text"},
           {},
-          gemma4_defaults,
+          gemma_defaults,
           configure_gemma4,
           {},
           [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) -> std::unique_ptr<Model> {
