@@ -272,7 +272,15 @@ TEST(ServerMetrics, PrometheusText) {
   s.blocks_used = 5;
   s.prefix_cache_queries = 8;
   s.prefix_cache_hits = 2;
+  s.kv_groups = {{"full", 0, 6, 3, 1, 3}, {"sliding 512", 512, 4, 2, 0, 2}};
   const std::string text = m.render(s, "m");
+  EXPECT_NE(text.find("# TYPE corvid_kv_group_blocks_used gauge\n"
+                      "corvid_kv_group_blocks_used{model_name=\"m\",group=\"full\"} 3\n"
+                      "corvid_kv_group_blocks_used{model_name=\"m\",group=\"sliding 512\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("corvid_kv_group_peak_blocks_per_sequence{model_name=\"m\",group=\"sliding 512\"} 2\n"),
+            std::string::npos);
   EXPECT_NE(text.find("corvid_http_requests_total{code=\"429\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("corvid_kv_blocks_used{model_name=\"m\"} 5\n"), std::string::npos);
   EXPECT_NE(text.find("corvid_prefix_cache_hit_rate{model_name=\"m\"} 0.25\n"), std::string::npos);

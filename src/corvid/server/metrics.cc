@@ -81,6 +81,28 @@ std::string Metrics::render(const EngineStats& s, const std::string& model_name)
                static_cast<double>(s.blocks_cached));
   write_metric(out, "corvid_kv_cache_usage_ratio", "gauge", "Fraction of KV blocks referenced by a sequence.", model,
                s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / static_cast<double>(s.blocks_total) : 0.0);
+  // The same per KV layer group (kv/kv_manager.h: full attention, each sliding window), so
+  // a Gemma-style model's sliding pools can be told from its full-attention one.
+  struct GroupMetric {
+    const char* name;
+    const char* help;
+    int64_t KvGroupStats::*field;
+  };
+  for (const GroupMetric& g : {GroupMetric{"corvid_kv_group_blocks_total", "KV blocks in a layer group's pool.",
+                                           &KvGroupStats::blocks_total},
+                               GroupMetric{"corvid_kv_group_blocks_used", "KV blocks of a layer group referenced.",
+                                           &KvGroupStats::blocks_used},
+                               GroupMetric{"corvid_kv_group_blocks_cached", "KV blocks of a layer group kept for reuse.",
+                                           &KvGroupStats::blocks_cached},
+                               GroupMetric{"corvid_kv_group_peak_blocks_per_sequence",
+                                           "The most blocks of a layer group one sequence has held.",
+                                           &KvGroupStats::peak_blocks_per_sequence}}) {
+    if (s.kv_groups.empty()) break;
+    out += std::string("# HELP ") + g.name + " " + g.help + "\n# TYPE " + g.name + " gauge\n";
+    for (const KvGroupStats& group : s.kv_groups)
+      out += std::string(g.name) + "{model_name=\"" + model_name + "\",group=\"" + group.name + "\"} " +
+             number(static_cast<double>(group.*g.field)) + "\n";
+  }
   write_metric(out, "corvid_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.", model,
                static_cast<double>(s.prefix_cache_queries));
   write_metric(out, "corvid_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", model,
