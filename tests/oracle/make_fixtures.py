@@ -165,6 +165,23 @@ FIXTURES = {
                          "attention_k_eq_v: 1 kv head, v = k_proj, proportional rope 0.25 theta 1e6), per-layer "
                          "embeddings (8 per layer), layer_scalar != 1, the last 2 layers KV-shared (layer 3 reads "
                          "layer 2, layer 4 reads layer 1) with double-wide MLPs, final softcap 30, tied")),
+    "gemma4_nople": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma4ForCausalLM"],
+                          model_type="gemma4_text", vocab_size=512, intermediate_size=96, head_dim=16,
+                          global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+                          num_hidden_layers=3, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                          sliding_window=16,
+                          layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                          rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                           "full_attention": {"rope_type": "proportional",
+                                                              "partial_rotary_factor": 0.25,
+                                                              "rope_theta": 1000000.0}},
+                          hidden_size_per_layer_input=0, num_kv_shared_layers=0, use_double_wide_mlp=False,
+                          enable_moe_block=False, final_logit_softcapping=30.0, tie_word_embeddings=True,
+                          pad_token_id=0),
+                     dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True,
+                          what="Gemma 4 text as the 31B is built: no per-layer embeddings "
+                               "(hidden_size_per_layer_input 0), no KV-shared layers; two sliding layers "
+                               "and a full one with attention_k_eq_v and proportional rope")),
     "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
                    intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
                    rms_norm_eps=1e-6),
