@@ -182,6 +182,23 @@ FIXTURES = {
                           what="Gemma 4 text as the 31B is built: no per-layer embeddings "
                                "(hidden_size_per_layer_input 0), no KV-shared layers; two sliding layers "
                                "and a full one with attention_k_eq_v and proportional rope")),
+    "gemma4_shared": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma4ForCausalLM"],
+                           model_type="gemma4_text", vocab_size=512, intermediate_size=96, head_dim=16,
+                           global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+                           num_hidden_layers=5, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                           sliding_window=16,
+                           layer_types=["sliding_attention", "full_attention", "sliding_attention",
+                                        "sliding_attention", "full_attention"],
+                           rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                            "full_attention": {"rope_type": "proportional",
+                                                               "partial_rotary_factor": 0.25,
+                                                               "rope_theta": 1000000.0}},
+                           hidden_size_per_layer_input=0, num_kv_shared_layers=2, use_double_wide_mlp=True,
+                           enable_moe_block=False, final_logit_softcapping=30.0, tie_word_embeddings=True,
+                           pad_token_id=0),
+                      dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True,
+                           what="Gemma 4 text with KV-shared layers and no per-layer embeddings: gemma4's layers "
+                                "(3 reads 2, 4 reads 1, double-wide MLPs) without PLE, to tell the two apart")),
     "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
                    intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
                    rms_norm_eps=1e-6),
