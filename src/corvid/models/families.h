@@ -13,7 +13,4 @@ Family smollm3_family();  // smollm3 (smollm3.cc)
 Family phi3_family();     // phi3 (phi3.cc)
 Family gemma4_family();   // gemma4_text (gemma4.cc)
 
-// The config defaults Gemma 3 and Gemma 4 share (gemma3.cc).
-ConfigDefaults gemma_defaults(const std::string& model_type);
-
 }  // namespace corvid

@@ -9,6 +9,7 @@
 
 #include "corvid/core/error.h"
 #include "corvid/models/families.h"
+#include "corvid/models/gemma_common.h"
 #include "corvid/models/decoder_base.h"
 #include "corvid/models/layers/attention.h"
 #include "corvid/models/layers/mlp.h"
@@ -17,19 +18,6 @@
 
 namespace corvid {
 
-// Gemma 3 and Gemma 4 share their transformers config classes' defaults.
-ConfigDefaults gemma_defaults(const std::string&) {
-  ConfigDefaults d;
-  d.num_key_value_heads = 4;
-  d.head_dim = 256;
-  d.max_position_embeddings = 131072;
-  d.bos = {2};
-  d.eos = {1};
-  d.rms_norm_eps = 1e-6;
-  d.hidden_act = "gelu_pytorch_tanh";
-  d.tie_word_embeddings = true;
-  return d;
-}
 
 namespace {
 
@@ -131,7 +119,7 @@ class Gemma3 final : public DecoderBase {
 
  private:
   struct Layer {
-    Tensor input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+    SandwichNorms norms;
     layers::Attention attn;
     layers::GatedMlp mlp;
   };
@@ -145,11 +133,7 @@ class Gemma3 final : public DecoderBase {
 Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w)
     : DecoderBase(config, w.device()) {
   const ModelConfig& c = config_;
-  CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::GeluTanh, w.source(),
-               ": Gemma 3 uses gelu_pytorch_tanh, not ", c.hidden_act);
-  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, w.source(),
-               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
-               c.num_key_value_heads);
+  check_gemma_geometry(c, w.source(), "Gemma 3");
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   // transformers casts sqrt(hidden) to the weights' dtype; in float32, as corvid computes.
@@ -163,10 +147,7 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const bool sliding = g.sliding[static_cast<size_t>(i)];
     Layer L;
-    L.input_norm = w.norm(p + "input_layernorm.weight", H, g.norm_plus_one);
-    L.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H, g.norm_plus_one);
-    L.pre_feedforward_norm = w.norm(p + "pre_feedforward_layernorm.weight", H, g.norm_plus_one);
-    L.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H, g.norm_plus_one);
+    L.norms = load_sandwich_norms(w, p, H, g.norm_plus_one);
     layers::Attention& a = L.attn = layers::attention_geometry(c, i);
     a.scale = static_cast<float>(1.0 / std::sqrt(g.query_pre_attn_scalar));
     a.qk_norm = layers::QkNorm::PerHead;
@@ -180,9 +161,7 @@ Gemma3::Gemma3(const ModelConfig& config, const Gemma3Params& g, WeightLoader& w
   storage_ = w.finish();
   bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
   for (const Layer& L : layers_)
-    bytes_per_token_ += L.attn.weight_bytes() + L.mlp.weight_bytes() +
-                        layers::weight_bytes({&L.input_norm, &L.post_attention_norm, &L.pre_feedforward_norm,
-                                              &L.post_feedforward_norm});
+    bytes_per_token_ += L.attn.weight_bytes() + L.mlp.weight_bytes() + L.norms.weight_bytes();
   scratch_.dims = {H, c.num_attention_heads * D, c.num_key_value_heads * D, I};
 }
 
@@ -193,16 +172,16 @@ void Gemma3::forward(const Step& step, const Tensor& logits) {
   const Tensor x = scratch_.x.rows(n), h = scratch_.h.rows(n);
   ops::embedding(embed_tokens_, step.tokens, x);
   ops::scale(x, embed_scale_);
-  ops::rms_norm(x, layers_[0].input_norm, eps, h);
+  ops::rms_norm(x, layers_[0].norms.input, eps, h);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
     L.attn.forward(h, step, scratch_, h);
-    ops::rms_norm(h, L.post_attention_norm, eps, h);
-    ops::add_rms_norm(x, h, L.pre_feedforward_norm, eps, h);
+    ops::rms_norm(h, L.norms.post_attention, eps, h);
+    ops::add_rms_norm(x, h, L.norms.pre_feedforward, eps, h);
     L.mlp.forward(h, scratch_, h);
-    ops::rms_norm(h, L.post_feedforward_norm, eps, h);
+    ops::rms_norm(h, L.norms.post_feedforward, eps, h);
     if (i + 1 < layers_.size()) {
-      ops::add_rms_norm(x, h, layers_[i + 1].input_norm, eps, h);
+      ops::add_rms_norm(x, h, layers_[i + 1].norms.input, eps, h);
     } else {
       ops::add(x, h);
     }

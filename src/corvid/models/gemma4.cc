@@ -21,6 +21,7 @@
 #include "corvid/models/config_fields.h"
 #include "corvid/models/decoder_base.h"
 #include "corvid/models/families.h"
+#include "corvid/models/gemma_common.h"
 #include "corvid/models/layers/attention.h"
 #include "corvid/models/layers/mlp.h"
 #include "corvid/models/layers/output.h"
@@ -147,7 +148,7 @@ class Gemma4 final : public DecoderBase {
 
  private:
   struct Layer {
-    Tensor input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+    SandwichNorms norms;
     layers::Attention attn;
     layers::GatedMlp mlp;
     Tensor ple_gate, ple_projection, ple_norm;  // PLE: [P, H], [H, P], [H]
@@ -167,11 +168,7 @@ class Gemma4 final : public DecoderBase {
 
 Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w) : DecoderBase(config, w.device()) {
   const ModelConfig& c = config_;
-  CORVID_CHECK(layers::parse_activation(c.hidden_act, w.source()) == layers::Activation::GeluTanh, w.source(),
-               ": Gemma 4 uses gelu_pytorch_tanh, not ", c.hidden_act);
-  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, w.source(),
-               ": num_attention_heads ", c.num_attention_heads, " is not a multiple of num_key_value_heads ",
-               c.num_key_value_heads);
+  check_gemma_geometry(c, w.source(), "Gemma 4");
   const int64_t H = c.hidden_size, I = c.intermediate_size, L = c.num_hidden_layers;
   const float eps = static_cast<float>(c.rms_norm_eps);
   embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(H)));
@@ -194,10 +191,7 @@ Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const bool sliding = g.sliding[static_cast<size_t>(i)], shared = i >= first_shared;
     Layer Ly;
-    Ly.input_norm = w.norm(p + "input_layernorm.weight", H);
-    Ly.post_attention_norm = w.norm(p + "post_attention_layernorm.weight", H);
-    Ly.pre_feedforward_norm = w.norm(p + "pre_feedforward_layernorm.weight", H);
-    Ly.post_feedforward_norm = w.norm(p + "post_feedforward_layernorm.weight", H);
+    Ly.norms = load_sandwich_norms(w, p, H, false);
     layers::Attention& a = Ly.attn = layers::attention_geometry(c, i);
     if (!sliding) a.head_dim = g.global_head_dim, a.kv_heads = g.global_kv_heads;
     a.scale = 1.0f;
@@ -233,10 +227,8 @@ Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w
   storage_ = w.finish();
   bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head, &ple_model_projection_, &ple_projection_norm_});
   for (const Layer& Ly : layers_)
-    bytes_per_token_ += Ly.attn.weight_bytes() + Ly.mlp.weight_bytes() +
-                        layers::weight_bytes({&Ly.input_norm, &Ly.post_attention_norm, &Ly.pre_feedforward_norm,
-                                              &Ly.post_feedforward_norm, &Ly.ple_gate, &Ly.ple_projection,
-                                              &Ly.ple_norm});
+    bytes_per_token_ += Ly.attn.weight_bytes() + Ly.mlp.weight_bytes() + Ly.norms.weight_bytes() +
+                        layers::weight_bytes({&Ly.ple_gate, &Ly.ple_projection, &Ly.ple_norm});
   scratch_.dims = {H, widest_q, widest_kv, std::max(widest_ffn, ple_)};
 }
 
@@ -271,12 +263,12 @@ void Gemma4::forward(const Step& step, const Tensor& logits) {
   }
   for (int64_t i = 0; i < L; ++i) {
     const Layer& Ly = layers_[static_cast<size_t>(i)];
-    ops::rms_norm(x, Ly.input_norm, eps, h);
+    ops::rms_norm(x, Ly.norms.input, eps, h);
     Ly.attn.forward(h, step, scratch_, h);
-    ops::rms_norm(h, Ly.post_attention_norm, eps, h);
-    ops::add_rms_norm(x, h, Ly.pre_feedforward_norm, eps, h);
+    ops::rms_norm(h, Ly.norms.post_attention, eps, h);
+    ops::add_rms_norm(x, h, Ly.norms.pre_feedforward, eps, h);
     Ly.mlp.forward(h, scratch_, h);
-    ops::rms_norm(h, Ly.post_feedforward_norm, eps, h);
+    ops::rms_norm(h, Ly.norms.post_feedforward, eps, h);
     ops::add(x, h);
     if (ple_ > 0) {
       // x += norm(projection(gelu_tanh(gate(x)) · per_layer_input[i]))
