@@ -38,7 +38,10 @@ void Runner::check_logits(const Tensor& logits, int64_t rows, const char* op) co
 }
 
 Tensor Runner::logits_target(const Tensor& logits, int64_t rows) {
-  if (logits.device == model_.device()) return logits;
+  return logits.device == model_.device() ? logits : device_logits(rows);
+}
+
+Tensor Runner::device_logits(int64_t rows) {
   if (!device_logits_.buffer.data() || device_logits_.tensor.rows() < rows) {
     device_logits_ = DeviceTensor(model_.device(), DType::F32, {rows, model_.config().vocab_size});
     ++logits_generation_;
@@ -76,7 +79,7 @@ Runner::Recording Runner::wanted(const KvStore& kv, const Tensor& out) const {
                    device_backend(model_.device()).layout_generation(), logits_generation_, inputs_generation_, true};
 }
 
-void Runner::stage(const KvStore& kv, int64_t n, int64_t seqs, int64_t width, bool paged) {
+void Runner::stage(const KvStore& kv, const InputLayout& layout, bool paged) {
   const int32_t* dev = nullptr;
   if (model_.device() != Device::CPU) {
     // One copy for the whole step; ops read their arrays from it (and a recording holds it).
@@ -93,16 +96,16 @@ void Runner::stage(const KvStore& kv, int64_t n, int64_t seqs, int64_t width, bo
     return ops::Indices(std::span<const int32_t>(inputs_.data() + offset, static_cast<size_t>(count)),
                         dev ? dev + offset : nullptr);
   };
+  const int64_t n = layout.n;
   groups_.clear();
-  const ops::Indices tokens = view(0, n), positions = view(n, n);
+  const ops::Indices tokens = view(0, n), positions = view(layout.positions(), n);
   if (!paged) {
     groups_.push_back({positions, {}});  // contiguous: a position's row is the position
   } else {
-    const ops::Indices query_seq = view(2 * n, n);
-    for (int64_t g = 0; g < kv.num_groups(); ++g) {
-      const int64_t base = 3 * n + g * (n + seqs * width);
-      groups_.push_back({view(base, n), {kv.block_size(), view(base + n, seqs * width), width, query_seq}});
-    }
+    const ops::Indices query_seq = view(layout.query_seq(), n);
+    for (int64_t g = 0; g < kv.num_groups(); ++g)
+      groups_.push_back({view(layout.slots(g), n), {kv.block_size(), view(layout.tables(g), layout.seqs * layout.width),
+                                                    layout.width, query_seq}});
   }
   step_ = Step{tokens, positions, groups_, out_rows_, &kv};
 }
@@ -128,7 +131,7 @@ void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> p
   for (int64_t r = n - n_out; r < n; ++r) out_rows_.push_back(r);
   inputs_.assign(tokens.begin(), tokens.end());
   inputs_.insert(inputs_.end(), positions.begin(), positions.end());
-  stage(kv, n, 0, 0, /*paged=*/false);
+  stage(kv, {n, 0, 0}, /*paged=*/false);
   const Tensor out = logits_target(logits, n_out);
   DeviceBackend& backend = device_backend(model_.device());
   if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
@@ -179,13 +182,13 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
   const int64_t width = recorded ? next_power_of_two(std::max<int64_t>(static_cast<int64_t>(max_blocks),
                                                                        kMinRecordedTableWidth))
                                  : static_cast<int64_t>(max_blocks);
-  const int64_t group_stride = rows + seqs * width;
-  inputs_.assign(static_cast<size_t>(3 * rows + groups * group_stride), 0);
+  const InputLayout layout{rows, seqs, width};
+  inputs_.assign(static_cast<size_t>(layout.size(groups)), 0);
   int32_t* tokens = inputs_.data();
-  int32_t* positions = tokens + rows;
-  int32_t* query_seq = positions + rows;
-  auto slots = [&](int64_t g) { return query_seq + rows + g * group_stride; };
-  auto tables = [&](int64_t g) { return slots(g) + rows; };
+  int32_t* positions = tokens + layout.positions();
+  int32_t* query_seq = tokens + layout.query_seq();
+  auto slots = [&](int64_t g) { return tokens + layout.slots(g); };
+  auto tables = [&](int64_t g) { return tokens + layout.tables(g); };
   out_rows_.clear();
   int64_t i = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -225,15 +228,11 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
     for (int64_t g = 0; g < groups; ++g) slots(g)[i] = -1;
     out_rows_.push_back(i);
   }
-  stage(kv, rows, seqs, width, /*paged=*/true);
+  stage(kv, layout, /*paged=*/true);
 
   if (recorded) {
     const int64_t vocab = c.vocab_size;
-    if (!device_logits_.buffer.data() || device_logits_.tensor.rows() < rows) {
-      device_logits_ = DeviceTensor(model_.device(), DType::F32, {rows, vocab});
-      ++logits_generation_;
-    }
-    const Tensor out = device_logits_.rows(rows);
+    const Tensor out = device_logits(rows);
     auto run = [&] { model_.forward(step_, out); };
     Recording& rec = batches_[{rows, width}];
     if (!rec.warm) {

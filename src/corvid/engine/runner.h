@@ -90,10 +90,25 @@ class Runner {
   bool run_recorded(Recording& rec, const Recording& want, Fn run);
   // Where logits are computed: `logits` itself, or device scratch copied to host `logits` after.
   Tensor logits_target(const Tensor& logits, int64_t rows);
+  // The first `rows` rows of the device logits scratch (grown as needed).
+  Tensor device_logits(int64_t rows);
   void check_logits(const Tensor& logits, int64_t rows, const char* op) const;
   Recording wanted(const KvStore& kv, const Tensor& out) const;
   // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views.
-  void stage(const KvStore& kv, int64_t n, int64_t seqs, int64_t width, bool paged);
+  // Where each array of a step's packed int32 inputs starts: tokens, positions and
+  // query_seq [n each], then per KV group its slots [n] and block tables [seqs * width].
+  struct InputLayout {
+    int64_t n = 0, seqs = 0, width = 0;
+    int64_t positions() const { return n; }
+    int64_t query_seq() const { return 2 * n; }
+    int64_t slots(int64_t group) const { return 3 * n + group * (n + seqs * width); }
+    int64_t tables(int64_t group) const { return slots(group) + n; }
+    int64_t size(int64_t groups) const { return slots(groups); }
+  };
+  // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views:
+  // paged, every array of `layout`; contiguous, tokens and positions only (the slots are
+  // the positions).
+  void stage(const KvStore& kv, const InputLayout& layout, bool paged);
 
   Model& model_;
   bool record_steps_ = true;
@@ -102,9 +117,7 @@ class Runner {
   std::map<std::pair<int64_t, int64_t>, Recording> batches_;
   DeviceTensor device_logits_;  // [rows, vocab]: logits before the copy to the host
   uint64_t logits_generation_ = 0;
-  // A step's int32 inputs, packed: tokens, positions, query_seq [n each], then per KV
-  // group its slots [n] and block tables [seqs * width].
-  std::vector<int32_t> inputs_;
+  std::vector<int32_t> inputs_;  // a step's int32 inputs, laid out as InputLayout says
   DeviceBuffer device_inputs_;
   size_t device_inputs_capacity_ = 0;  // in elements
   uint64_t inputs_generation_ = 0;
