@@ -176,6 +176,15 @@ FIXTURES = {
                       dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True,
                            what="Gemma 4 text with KV-shared layers and no per-layer embeddings: gemma4's layers "
                                 "(3 reads 2, 4 reads 1, double-wide MLPs) without PLE, to tell the two apart")),
+    "gemma4_wide": (dict(GEMMA4, num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=1,
+                         head_dim=256, global_head_dim=512, attention_k_eq_v=False,
+                         layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                         hidden_size_per_layer_input=8, vocab_size_per_layer_input=512, num_kv_shared_layers=2,
+                         use_double_wide_mlp=False),
+                    dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True,
+                         what="Gemma 4 text at the real models' head sizes: sliding heads of 256, full heads of 512 "
+                              "(E2B/E4B's geometry, v_proj present), 2 query heads over 1 kv head, per-layer "
+                              "embeddings, the last 2 layers KV-shared (2 reads 0, 3 reads 1)")),
     "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
                    intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
                    rms_norm_eps=1e-6),

@@ -270,7 +270,7 @@ TEST(CudaOps, RopeStoreKvMatchesCpu) {
 
 TEST(CudaOps, AttentionGqaWindowHeadDims) {
   SKIP_WITHOUT_GPU();
-  for (int64_t head_dim : {16, 32, 64, 128, 256}) {
+  for (int64_t head_dim : {16, 32, 64, 128, 256, 384, 512}) {
     for (int64_t window : {0, 16}) {
       const std::vector<int32_t> positions = {0, 3, 15, 16, 100, 149};
       EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, 150, positions, window, 12), 1e-5)
@@ -279,12 +279,14 @@ TEST(CudaOps, AttentionGqaWindowHeadDims) {
   }
 }
 
-// Gemma 4's geometries (full layers: 4 query heads over 1 KV head of 32; sliding: 4 over
-// 2 of 16) with each cache dtype: F32 as exact as the CPU, 16-bit within their rounding.
+// Gemma 4's geometries (the fixture's full layers: 4 query heads over 1 KV head of 32;
+// sliding: 4 over 2 of 16; the real models' 256 and 512) with each cache dtype: F32 as
+// exact as the CPU, 16-bit within their rounding.
 TEST(CudaOps, AttentionGemma4GeometriesEveryCacheDtype) {
   SKIP_WITHOUT_GPU();
   const std::vector<int32_t> positions = {0, 1, 7, 8, 30, 59};
-  for (const auto& [kv_heads, head_dim] : {std::pair<int64_t, int64_t>{1, 32}, {2, 16}}) {
+  for (const auto& [kv_heads, head_dim] :
+       {std::pair<int64_t, int64_t>{1, 32}, {2, 16}, {2, 256}, {1, 512}, {2, 512}}) {
     for (int64_t window : {0, 16}) {
       EXPECT_LE(attention_gpu_vs_cpu(4, kv_heads, head_dim, 60, positions, window, 5), 1e-5)
           << kv_heads << "x" << head_dim << " window " << window;

@@ -38,6 +38,7 @@
 #include "corvid/engine/session.h"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
+#include "cuda_tolerances.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -53,18 +54,6 @@ using fixtures::tiny_fixtures;
 using testing::NumericsScope;
 
 constexpr double kTinyAtol = 1e-3;
-constexpr double kTinyFastAtol = 0.3;  // measured worst 0.165, greedy still identical (H200, 2026-11-30)
-// Fast's f16 operands round activations to 11 bits, so its error grows with the logits'
-// scale: the tolerance is also 2% of the fixture's largest |logit| (Gemma's, with its
-// sqrt(hidden) embedding scale, reach 64; measured worst 0.44 there, H200 2026-12-01).
-constexpr double kTinyFastRel = 0.02;
-// Gemma 4's Fast error is larger than the other families' and not yet explained: 0.455
-// (fast, 2.8%) and 1.3 (fast-bf16kv, 7.9%) of a 16.4 logit range, greedy identical in both,
-// while Exact is within 6e-5, Fast is unchanged by CORVID_NO_FUSED_OPERAND / NO_CUBLASLT /
-// NO_FUSION, and attention at its geometries with 16-bit caches is within its rounding
-// (CudaOps.AttentionGemma4GeometriesEveryCacheDtype; H200, 2026-12-02). Gemma 3 stays at
-// 1.3% with the same KV rounding. Issue 18 lists the investigation; until then its own bound:
-double fast_rel_for(const std::string& fixture) { return fixture == "gemma4" ? 0.1 : kTinyFastRel; }
 constexpr double kSmolFastAtol = 1.5;
 constexpr double kSmolFastTieGap = 0.5;
 
@@ -99,7 +88,7 @@ TEST_P(CudaTinyParity, LogitsAndGreedyMatchTransformersAndCpu) {
   for (const Numerics& numerics : kModes) {
     NumericsScope scope(numerics.mode);
     const bool exact = numerics.mode == ops::QuantizedMatmul::Exact;
-    const double atol = exact ? kTinyAtol : std::max(kTinyFastAtol, fast_rel_for(GetParam()) * largest);
+    const double atol = exact ? kTinyAtol : testing::fast_logit_atol(GetParam(), largest);
     double worst_oracle = 0, worst_cpu = 0;
     size_t greedy_same = 0, greedy_total = 0;
     for (size_t p = 0; p < oracle["prompts"].size(); ++p) {

@@ -204,7 +204,7 @@ TEST_P(SlidingEngine, LongGenerationHoldsOnlyTheWindowAndMatchesAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SlidingEngine,
-                         ::testing::Values("gemma3", "gemma4", "mistral_swa", "qwen2_swa"));
+                         ::testing::Values("gemma3", "gemma4", "gemma4_wide", "mistral_swa", "qwen2_swa"));
 
 }  // namespace
 }  // namespace corvid

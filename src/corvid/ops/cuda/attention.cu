@@ -26,7 +26,10 @@ namespace corvid::ops::cuda {
 namespace {
 
 constexpr int kWarps = 16;  // decode has one block per head: the warps split the keys
-constexpr int kMaxHeadDim = 256;
+// Gemma 4's full layers have heads of 512: the tensor-core prefill takes them, the fused
+// decode kernels (attention_decode.cu) at most 256, so wider heads' decode runs the fp32
+// kernels below.
+constexpr int kMaxHeadDim = 512;
 constexpr int64_t kPrefillMinQueries = 16;  // fewer queries (decode, short appends) stay on the fp32 kernel
 constexpr int kPerLane = kMaxHeadDim / 32;
 
@@ -303,7 +306,11 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, con
     };
     auto for_dims = [&](auto dims) {
       constexpr int D = decltype(dims)::value;
-      if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv, E>);
+      if constexpr (D > 8) {  // fp32_attention gives wide heads at most 4 a block
+        if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, E>);
+        else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, E>);
+        else launch_split(attention_split_kernel<D, 1, Kv, E>);
+      } else if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv, E>);
       else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, E>);
       else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, E>);
       else launch_split(attention_split_kernel<D, 1, Kv, E>);
@@ -311,6 +318,7 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, con
     if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
     else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
     else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
+    else if (head_dim <= 256) for_dims(std::integral_constant<int, 8>{});
     else for_dims(std::integral_constant<int, kPerLane>{});
     attention_combine(ctx, partial, out, splits);
     return;
@@ -326,6 +334,7 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, con
   if (head_dim <= 32) launch(attention_kernel<1, Kv, E>);
   else if (head_dim <= 64) launch(attention_kernel<2, Kv, E>);
   else if (head_dim <= 128) launch(attention_kernel<4, Kv, E>);
+  else if (head_dim <= 256) launch(attention_kernel<8, Kv, E>);
   else launch(attention_kernel<kPerLane, Kv, E>);
 }
 
@@ -337,9 +346,12 @@ template <class Kv>
 void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                     const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2), n_kv_heads = k_cache.dim(1);
-  // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group.
+  // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group; heads wider
+  // than 256 at most 4 (8 would need 64 KiB of static shared memory).
   const int64_t group = n_heads / n_kv_heads;
-  const int heads_per_block = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+  const int widest = head_dim > 256 ? 4 : 8;
+  int heads_per_block = 1;
+  while (heads_per_block * 2 <= widest && group % (heads_per_block * 2) == 0) heads_per_block *= 2;
   if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
   dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
