@@ -208,7 +208,8 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
   std::vector<int32_t> shuffled = range(0, 97);
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(5));
   cases.push_back({"shuffled positions", 97, shuffled});
-  for (int64_t head_dim : {64, 128, 256}) {
+  // 96: Phi-3; 512: Gemma 4's full layers (two warps a row tile, 32-key tiles).
+  for (int64_t head_dim : {64, 96, 128, 256, 512}) {
     for (int64_t window : {0, 40}) {
       for (const AttentionCase& c : cases) {
         const int64_t n = static_cast<int64_t>(c.positions.size()), n_heads = 8, n_kv = 2, cap = c.capacity;
@@ -244,7 +245,8 @@ TEST(CudaPrefill, FlashAttentionMatchesFp32Kernel) {
 
 // Decode attention (attention_decode.cu: key tiles of 32, split-KV once the cache holds
 // more than one tile, one block per GQA group) is fp32 throughout, so it must equal the
-// CPU within 1e-5 (relative to max |cpu|): head sizes 64/128/256, groups of 1, 4 and 8
+// CPU within 1e-5 (relative to max |cpu|): head sizes 64/128/256 (512, Gemma 4's full
+// layers, takes attention.cu's split kernel at most 4 heads a block), groups of 1, 4 and 8
 // query heads per kv head, windows, positions at tile edges, a cache of one tile (one
 // split: the output is written without the combine pass) and longer ones (up to 99
 // splits, some of them without keys).
@@ -253,7 +255,7 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
   struct Heads {
     int64_t q, kv;
   };
-  for (int64_t head_dim : {64, 128, 256}) {
+  for (int64_t head_dim : {64, 128, 256, 512}) {
     for (const Heads heads : {Heads{4, 4}, Heads{8, 2}, Heads{16, 2}}) {
       for (int64_t cap : {24, 40, 1024, 2000}) {
         for (int64_t window : {0, 300}) {
@@ -272,12 +274,12 @@ TEST(CudaDecodeAttention, SplitKvMatchesCpu) {
 
 // The same kernels over an F16 or BF16 cache (the default on a GPU): the CPU reads the
 // same rounded values in F32, so the only difference is still fp32 rounding (1e-5); the
-// fp32 kernels of attention.cu (head_dim 32, 96) and the tensor-core prefill kernel
+// fp32 kernels of attention.cu (head_dim 32, 96, 512) and the tensor-core prefill kernel
 // (32 queries, 2e-2 as above) read 16-bit caches too.
 TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
   SKIP_WITHOUT_GPU();
   for (DType kv : {DType::BF16, DType::F16}) {
-    for (int64_t head_dim : {32, 64, 96, 128, 256}) {
+    for (int64_t head_dim : {32, 64, 96, 128, 256, 512}) {
       for (int64_t cap : {40, 2000}) {
         const std::vector<int32_t> positions = cap == 40 ? std::vector<int32_t>{0, 31, 32, 39}
                                                          : std::vector<int32_t>{0, 33, 700, 1999};
@@ -285,7 +287,7 @@ TEST(CudaDecodeAttention, HalfPrecisionCachesMatchCpu) {
             << dtype_name(kv) << " head_dim " << head_dim << " cache " << cap;
       }
     }
-    for (int64_t head_dim : {64, 128, 256}) {
+    for (int64_t head_dim : {64, 96, 128, 256, 512}) {
       std::vector<int32_t> prompt(32);
       std::iota(prompt.begin(), prompt.end(), 100);
       EXPECT_LE(attention_gpu_vs_cpu(8, 2, head_dim, 200, prompt, 0, 45, kv), 2e-2)
