@@ -64,6 +64,12 @@ GEMMA4 = dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architecture
                                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
                                                   "rope_theta": 1000000.0}},
               enable_moe_block=False, final_logit_softcapping=30.0, tie_word_embeddings=True, pad_token_id=0)
+GEMMA3_TEXT = dict({k: v for k, v in BASE.items() if k != "hidden_act"}, vocab_size=512, intermediate_size=160,
+                   head_dim=16, num_hidden_layers=3, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                   query_pre_attn_scalar=24, sliding_window=16, sliding_window_pattern=2,
+                   rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                   rope_scaling=dict(rope_type="linear", factor=2.0), final_logit_softcapping=30.0,
+                   attn_logit_softcapping=None, tie_word_embeddings=True)
 FIVE_LAYERS = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"]
 FIXTURES = {
     "llama": (dict(BASE, architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=512,
@@ -133,13 +139,7 @@ FIXTURES = {
                   dict(tok="qwen2", long_prompt=True,
                        what="Qwen2 with use_sliding_window: window 16 on layers >= max_window_layers (1), "
                             "layer 0 full, prompts far longer than the window")),
-    "gemma3": (dict({k: v for k, v in BASE.items() if k != "hidden_act"}, architectures=["Gemma3ForCausalLM"],
-                    model_type="gemma3_text", vocab_size=512, intermediate_size=160, head_dim=16,
-                    num_hidden_layers=3, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
-                    query_pre_attn_scalar=24, sliding_window=16, sliding_window_pattern=2,
-                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
-                    rope_scaling=dict(rope_type="linear", factor=2.0), final_logit_softcapping=30.0,
-                    attn_logit_softcapping=None, tie_word_embeddings=True),
+    "gemma3": (dict(GEMMA3_TEXT, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text"),
                dict(tok="gpt2", long_prompt=True,
                     what="Gemma 3 text: sandwich (1+w) norms, GeGLU, embeddings x sqrt(hidden), q/k norms, "
                          "query_pre_attn_scalar 24 != head_dim, layers sliding (window 16, theta 1e4) / full "
@@ -185,6 +185,34 @@ FIXTURES = {
                          what="Gemma 4 text at the real models' head sizes: sliding heads of 256, full heads of 512 "
                               "(E2B/E4B's geometry, v_proj present), 2 query heads over 1 kv head, per-layer "
                               "embeddings, the last 2 layers KV-shared (2 reads 0, 3 reads 1)")),
+    # Multimodal wrappers: corvid runs the language model of a *ForConditionalGeneration
+    # checkpoint; the oracle is the wrapper itself on text-only input.
+    "gemma3_mm": (dict(architectures=["Gemma3ForConditionalGeneration"], model_type="gemma3",
+                       # No final softcap, as in the released 4B/12B/27B configs: transformers 5.17's
+                       # Gemma3ForConditionalGeneration ignores the field (Gemma3ForCausalLM and
+                       # mlx-lm apply it, and so does corvid).
+                       text_config=dict(GEMMA3_TEXT, model_type="gemma3_text", final_logit_softcapping=None),
+                       vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
+                                          num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                                          patch_size=14),
+                       mm_tokens_per_image=4, tie_word_embeddings=True),
+                  dict(tok="gpt2", long_prompt=True, vocab_size=512,
+                       what="Gemma 3 as the 4B+ checkpoints ship (Gemma3ForConditionalGeneration): the gemma3 "
+                            "fixture's text model (without the final softcap) under text_config, weights as "
+                            "language_model.model.*, a tiny SigLIP vision tower and projector beside it (not loaded)")),
+    "gemma4_mm": (dict(architectures=["Gemma4ForConditionalGeneration"], model_type="gemma4",
+                       text_config=dict({k: v for k, v in GEMMA4.items() if k != "architectures"},
+                                        num_hidden_layers=5, layer_types=FIVE_LAYERS, hidden_size_per_layer_input=8,
+                                        vocab_size_per_layer_input=512, num_kv_shared_layers=2,
+                                        use_double_wide_mlp=True),
+                       vision_config=dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64,
+                                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                          head_dim=16, patch_size=4, position_embedding_size=64),
+                       audio_config=None, tie_word_embeddings=True),
+                  dict(tok="gpt2", long_prompt=True, layer_scalars=True, qk_norm_scale=True, vocab_size=512,
+                       what="Gemma 4 as every checkpoint ships (Gemma4ForConditionalGeneration): the gemma4 "
+                            "fixture's text model under text_config, weights as model.language_model.*, a tiny "
+                            "vision tower and embed_vision beside it (not loaded)")),
     "olmo2": (dict(BASE, architectures=["Olmo2ForCausalLM"], model_type="olmo2", vocab_size=512,
                    intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
                    rms_norm_eps=1e-6),
@@ -292,7 +320,8 @@ def init_weights(model, seed):
                 val = 0.5 * noise
             else:
                 gain = 3.0 if "lm_head" in name else 1.5 if ("q_proj" in name or "k_proj" in name) else 1.0
-                val = noise * (gain / math.sqrt(p.shape[1]))
+                fan_in = p.shape[1] if p.dim() > 1 else p.shape[0]  # 1-D: vision towers' probes, scalars
+                val = noise * (gain / math.sqrt(fan_in))
             p.copy_(val.to(p.dtype))
 
 
@@ -381,7 +410,7 @@ def build_fixture(name, out_root, seed0):
     write_json(folder / "generation_config.json",
                {"bos_token_id": BOS_ID, "eos_token_id": EOS_ID, "do_sample": False,
                 "transformers_version": transformers.__version__})
-    write_tokenizer(folder, cfg_dict["vocab_size"], opt["tok"])
+    write_tokenizer(folder, opt.get("vocab_size") or cfg_dict["vocab_size"], opt["tok"])
     texts, prompts = make_prompts(folder, opt.get("long_prompt", False))
     if opt.get("min_prompt_tokens"):
         keep = [i for i, p in enumerate(prompts) if len(p) >= opt["min_prompt_tokens"]]

@@ -39,6 +39,9 @@ void run_inspect(const InspectArgs& a) {
   std::printf("model:          %s\n", a.path.c_str());
   std::printf("format:         %s\n", files.gguf ? "GGUF" : "safetensors");
   std::printf("architecture:   %s (family %s)\n", c.architecture.c_str(), c.family.c_str());
+  if (!files.multimodal_wrapper.empty())
+    std::printf("multimodal:     %s checkpoint, language model only (%lld vision/audio tensors not loaded)\n",
+                files.multimodal_wrapper.c_str(), static_cast<long long>(files.tower_tensors));
   std::printf("layers:         %lld\n", static_cast<long long>(c.num_hidden_layers));
   std::printf("hidden size:    %lld (intermediate %lld)\n", static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.intermediate_size));

@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "corvid/core/error.h"
 #include "corvid/formats/gguf_model.h"
 #include "corvid/formats/json_file.h"
+#include "corvid/formats/multimodal_text.h"
 #include "corvid/formats/safetensors.h"
 
 namespace corvid {
@@ -43,6 +45,8 @@ ModelFiles open_folder(const std::string& dir, const ConfigResolver& resolve) {
   const std::string config = (d / "config.json").string();
   if (!is_file(config)) fail(dir, ": no config.json (not a Hugging Face model folder)");
   m.config_json = read_json_file(config);
+  m.multimodal_wrapper = multimodal_wrapper(m.config_json);
+  if (!m.multimodal_wrapper.empty()) m.config_json = text_model_config(m.config_json, config);
   m.config = resolve(&m.config_json, nullptr, config).config;
   const std::string gen = (d / "generation_config.json").string();
   if (is_file(gen)) m.generation = parse_generation_config(read_json_file(gen), gen);
@@ -52,6 +56,7 @@ ModelFiles open_folder(const std::string& dir, const ConfigResolver& resolve) {
   const std::string tok_config = (d / "tokenizer_config.json").string();
   if (is_file(tok_config)) m.tokenizer_config_json = tok_config;
   m.weights = load_safetensors_checkpoint(dir);
+  if (!m.multimodal_wrapper.empty()) m.weights = text_model_weights(std::move(m.weights), &m.tower_tensors);
   return m;
 }
 

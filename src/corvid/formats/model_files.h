@@ -27,6 +27,11 @@ struct ModelFiles {
   std::shared_ptr<GgufFile> gguf;     // set for GGUF: its metadata holds the tokenizer
   std::string tokenizer_json;         // path; empty for GGUF
   std::string tokenizer_config_json;  // path; empty for GGUF or when the folder has none
+  // A multimodal checkpoint (formats/multimodal_text.h) runs its language model only:
+  // the wrapper's model_type ("gemma3", "gemma4") and how many tower tensors were left
+  // out; config_json is then the text model's config. Empty / 0 otherwise.
+  std::string multimodal_wrapper;
+  int64_t tower_tensors = 0;
   bool is_gguf() const { return gguf != nullptr; }
 };
 
