@@ -1,6 +1,6 @@
 // Row-wise and elementwise ops against double-precision references:
 // embedding, rms_norm, rope (both layouts, partial rotary, attention factor),
-// silu_mul, matmul_silu_mul, add, softmax; argument errors.
+// silu_mul, matmul_glu, add, softmax; argument errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -197,28 +197,37 @@ TEST(SiluMul, MatchesReference) {
   EXPECT_TRUE(bitwise_equal(g1.ptr<float>(), gt.ptr<float>() + d, d));
 }
 
-// matmul_silu_mul on the CPU is matmul into gate_up, then silu_mul of its two halves:
-// the same bits as running the two ops, gate_up left holding the products; bad shapes
-// are refused with a clear error.
-TEST(MatmulSiluMul, EqualsMatmulThenSiluMul) {
+// matmul_glu on the CPU is matmul into gate_up, then silu_mul / gelu_tanh_mul of its two
+// halves: the same bits as running the two ops, gate_up left holding the products; bad
+// shapes are refused with a clear error.
+TEST(MatmulGlu, EqualsMatmulThenTheActivation) {
   const int64_t half = 37, k = 64;
   OwnedTensor w = make_weight(DType::Q8_0, 2 * half, k, random_floats(2 * half * k, 41));
   OwnedTensor x = f32_tensor({1, k}, random_floats(k, 42));
-  OwnedTensor gate_up(DType::F32, {1, 2 * half}), out(DType::F32, {1, half});
-  matmul_silu_mul(x.tensor, w.tensor, gate_up.tensor, out.tensor);
-  OwnedTensor products(DType::F32, {1, 2 * half}), ref(DType::F32, {1, half});
-  matmul(x.tensor, w.tensor, products.tensor);
-  EXPECT_TRUE(bitwise_equal(gate_up.ptr<float>(), products.ptr<float>(), 2 * half));
-  const Tensor gate(DType::F32, {1, half}, products.ptr<float>()), up(DType::F32, {1, half}, products.ptr<float>() + half);
-  silu_mul(gate, up, ref.tensor);
-  EXPECT_TRUE(bitwise_equal(out.ptr<float>(), ref.ptr<float>(), half));
+  for (GatedActivation act : {GatedActivation::Silu, GatedActivation::GeluTanh}) {
+    OwnedTensor gate_up(DType::F32, {1, 2 * half}), out(DType::F32, {1, half});
+    matmul_glu(x.tensor, w.tensor, gate_up.tensor, out.tensor, act);
+    OwnedTensor products(DType::F32, {1, 2 * half}), ref(DType::F32, {1, half});
+    matmul(x.tensor, w.tensor, products.tensor);
+    EXPECT_TRUE(bitwise_equal(gate_up.ptr<float>(), products.ptr<float>(), 2 * half));
+    const Tensor gate(DType::F32, {1, half}, products.ptr<float>());
+    const Tensor up(DType::F32, {1, half}, products.ptr<float>() + half);
+    if (act == GatedActivation::Silu) {
+      silu_mul(gate, up, ref.tensor);
+    } else {
+      gelu_tanh_mul(gate, up, ref.tensor);
+    }
+    EXPECT_TRUE(bitwise_equal(out.ptr<float>(), ref.ptr<float>(), half));
+  }
 
+  OwnedTensor gate_up(DType::F32, {1, 2 * half}), out(DType::F32, {1, half});
   OwnedTensor odd = make_weight(DType::Q8_0, 2 * half + 1, k, random_floats((2 * half + 1) * k, 43));
   OwnedTensor odd_gate_up(DType::F32, {1, 2 * half + 1});
-  EXPECT_THROW(matmul_silu_mul(x.tensor, odd.tensor, odd_gate_up.tensor, out.tensor), Error);
+  const GatedActivation silu = GatedActivation::Silu;
+  EXPECT_THROW(matmul_glu(x.tensor, odd.tensor, odd_gate_up.tensor, out.tensor, silu), Error);
   OwnedTensor two_rows = f32_tensor({2, k}, random_floats(2 * k, 44));
-  EXPECT_THROW(matmul_silu_mul(two_rows.tensor, w.tensor, gate_up.tensor, out.tensor), Error);
-  EXPECT_THROW(matmul_silu_mul(x.tensor, w.tensor, gate_up.tensor, gate_up.tensor), Error);  // out aliases gate_up
+  EXPECT_THROW(matmul_glu(two_rows.tensor, w.tensor, gate_up.tensor, out.tensor, silu), Error);
+  EXPECT_THROW(matmul_glu(x.tensor, w.tensor, gate_up.tensor, gate_up.tensor, silu), Error);  // out aliases gate_up
 }
 
 TEST(Add, AddsInPlace) {

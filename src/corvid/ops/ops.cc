@@ -121,7 +121,7 @@ void embedding(const Tensor& table, const Indices& ids, const Tensor& out) {
 
 namespace {
 
-// matmul's arguments (matmul_silu_mul's too, for the products it replaces).
+// matmul's arguments (matmul_glu's too, for the products it replaces).
 void check_matmul_args(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias) {
   const Device device = x.device;
   check_f32("matmul", "x", x);
@@ -248,29 +248,33 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   CORVID_DISPATCH(device, silu_mul, gate, up, out);
 }
 
-void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) {
-  const Device device = common_device("matmul_silu_mul", {&x, &w, &gate_up, &out});
-  check_f32("matmul_silu_mul", "gate_up", gate_up);
-  check_f32("matmul_silu_mul", "out", out);
-  CORVID_CHECK(x.ndim == 2 && x.rows() == 1, "ops::matmul_silu_mul: x ", x.shape_str(), " must be one row [1, k]");
-  CORVID_CHECK(w.ndim == 2 && w.rows() % 2 == 0, "ops::matmul_silu_mul: weight ", w.shape_str(),
+void matmul_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out, GatedActivation act) {
+  const Device device = common_device("matmul_glu", {&x, &w, &gate_up, &out});
+  check_f32("matmul_glu", "gate_up", gate_up);
+  check_f32("matmul_glu", "out", out);
+  CORVID_CHECK(x.ndim == 2 && x.rows() == 1, "ops::matmul_glu: x ", x.shape_str(), " must be one row [1, k]");
+  CORVID_CHECK(w.ndim == 2 && w.rows() % 2 == 0, "ops::matmul_glu: weight ", w.shape_str(),
                " must be [2 * I, k]: the gate rows, then the up rows");
   const int64_t half = w.rows() / 2;
-  CORVID_CHECK(gate_up.numel() == w.rows() && out.numel() == half, "ops::matmul_silu_mul: gate_up ",
+  CORVID_CHECK(gate_up.numel() == w.rows() && out.numel() == half, "ops::matmul_glu: gate_up ",
                gate_up.shape_str(), " and out ", out.shape_str(), " must be [1, ", w.rows(), "] and [1, ", half, "]");
-  CORVID_CHECK(!overlaps(gate_up, out) && !overlaps(x, out), "ops::matmul_silu_mul: out must not alias x or gate_up");
+  CORVID_CHECK(!overlaps(gate_up, out) && !overlaps(x, out), "ops::matmul_glu: out must not alias x or gate_up");
   const Tensor products = gate_up.reshaped({1, w.rows()});
   check_matmul_args(x, w, products, nullptr);  // as the matmul into gate_up
 #ifdef CORVID_HAVE_CUDA
-  if (device == Device::CUDA && cuda::matmul_silu_mul_fuses(x, w, out)) {
+  if (device == Device::CUDA && cuda::matmul_glu_fuses(x, w, out)) {
     cuda::OpScope scope("matmul");
-    cuda::matmul_silu_mul(x, w, out);
+    cuda::matmul_glu(x, w, out, act);
     return;
   }
 #endif
   matmul(x, w, products);
   const auto half_of = [&](int64_t i) { return Tensor(DType::F32, {1, half}, products.ptr<float>() + i * half, device); };
-  silu_mul(half_of(0), half_of(1), out.reshaped({1, half}));
+  if (act == GatedActivation::GeluTanh) {
+    gelu_tanh_mul(half_of(0), half_of(1), out.reshaped({1, half}));
+  } else {
+    silu_mul(half_of(0), half_of(1), out.reshaped({1, half}));
+  }
 }
 
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {

@@ -88,13 +88,15 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
 // out = silu(gate) * up, elementwise, all F32 of equal shape. out may alias gate.
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 
-// A SwiGLU MLP's gate/up projection of one token: w [2 * I, k] holds the gate rows, then
-// the up rows; out [1, I] = silu(x @ gate^T) * (x @ up^T) for x [1, k]. gate_up [1, 2 * I]
-// is scratch for the two products: matmul into it, then silu_mul, which is what runs
-// unless a backend does the whole op in one pass (the GPU's int8 GEMVs: one kernel whose
-// blocks take matching gate and up rows; gate_up is then left as it was). Same results as
-// the two ops. None of x, gate_up and out may overlap.
-void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out);
+// A gated MLP's gate/up projection of one token: w [2 * I, k] holds the gate rows, then
+// the up rows; out [1, I] = act(x @ gate^T) * (x @ up^T) for x [1, k], act silu (SwiGLU)
+// or gelu_tanh (GeGLU). gate_up [1, 2 * I] is scratch for the two products: matmul into
+// it, then silu_mul / gelu_tanh_mul, which is what runs unless a backend does the whole
+// op in one pass (the GPU's int8 GEMVs: one kernel whose blocks take matching gate and up
+// rows; gate_up is then left as it was). Same results as the two ops. None of x, gate_up
+// and out may overlap.
+enum class GatedActivation { Silu, GeluTanh };
+void matmul_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out, GatedActivation act);
 
 // out = gelu_tanh(gate) * up, elementwise (GeGLU with the tanh-approximated GELU,
 // transformers' gelu_pytorch_tanh), all F32 of equal shape. out may alias gate.

@@ -41,9 +41,10 @@ static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
 void GatedMlp::forward(const Tensor& h, Scratch& s, const Tensor& out) const {
   const int64_t n = h.rows();
   const Tensor gate = rows_of(s.gate, n, ffn), up = rows_of(s.up, n, ffn);
-  if (n == 1 && gate_up_proj.data && act == Activation::Silu) {
-    // One token: one GEMV over the gate and up rows (on the GPU also the silu_mul).
-    ops::matmul_silu_mul(h, gate_up_proj, row_slice(s.fused, 0, 2 * ffn), gate);
+  if (n == 1 && gate_up_proj.data) {
+    // One token: one GEMV over the gate and up rows (on the GPU also the activation).
+    ops::matmul_glu(h, gate_up_proj, row_slice(s.fused, 0, 2 * ffn), gate,
+                    act == Activation::Silu ? ops::GatedActivation::Silu : ops::GatedActivation::GeluTanh);
   } else {
     ops::matmul(h, gate_proj, gate, bias(gate_bias));
     ops::matmul(h, up_proj, up, bias(up_bias));

@@ -1,6 +1,6 @@
 // GatedMlp: down(act(gate(x)) * up(x)) with SiLU (SwiGLU) or tanh-GELU (GeGLU),
-// optional biases. A single token of a SwiGLU without biases runs gate|up as one
-// GEMV that ends in silu·mul (ops::matmul_silu_mul) when the two lie back to back.
+// optional biases. A single token without biases runs gate|up as one GEMV that ends
+// in the activation times up (ops::matmul_glu) when the two lie back to back.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // ops/cpu/elementwise.cc's float arithmetic (tanhf where the CPU calls std::tanh).
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/cuda_ops.h"
+#include "corvid/ops/cuda/glu.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 
 namespace corvid::ops::cuda {
@@ -11,16 +12,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float gelu_tanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-}
-
 __global__ void gelu_tanh_mul_kernel(const float* g, const float* u, float* o, int64_t count) {
   pdl_launch_dependents();
   pdl_wait();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) o[i] = gelu_tanh(g[i]) * u[i];
+  if (i < count) o[i] = gelu_tanh_times(g[i], u[i]);
 }
 
 __global__ void scale_kernel(float* x, float s, int64_t count) {

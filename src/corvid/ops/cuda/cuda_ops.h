@@ -56,10 +56,10 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
                    const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
-// Whether matmul_silu_mul (ops.h) runs as one GEMV (one token, a direct-load int8 format:
-// gemv.h gemv_dp4a_silu_mul_supports); then it writes out only.
-bool matmul_silu_mul_fuses(const Tensor& x, const Tensor& w, const Tensor& out);
-void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out);
+// Whether matmul_glu (ops.h) runs as one GEMV (one token, a direct-load int8 format:
+// gemv.h gemv_dp4a_glu_supports); then it writes out only.
+bool matmul_glu_fuses(const Tensor& x, const Tensor& w, const Tensor& out);
+void matmul_glu(const Tensor& x, const Tensor& w, const Tensor& out, GatedActivation act);
 void add(const Tensor& x, const Tensor& y);
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void scale(const Tensor& x, float s);

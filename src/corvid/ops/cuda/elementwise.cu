@@ -13,7 +13,7 @@
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/rope.cuh"
-#include "corvid/ops/cuda/silu.cuh"
+#include "corvid/ops/cuda/glu.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {

@@ -7,7 +7,7 @@
 #include "corvid/ops/cuda/gemv.h"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
-#include "corvid/ops/cuda/silu.cuh"
+#include "corvid/ops/cuda/glu.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
@@ -67,11 +67,11 @@ __device__ __forceinline__ void gemv_block_store(const float (&acc)[kRows][NC], 
 }
 
 // gemv_block_store for a block whose rows are kRows / 2 gate rows, then their up rows
-// (one token): sums each row the same way, then writes out[row0 + i] = silu(gate_i) * up_i
-// for i < rows.
-template <int kRows, int kWarps>
-__device__ __forceinline__ void gemv_block_store_silu_mul(const float (&acc)[kRows][1], float (*partial)[kRows],
-                                                          float* out, int64_t row0, int rows) {
+// (one token): sums each row the same way, then writes out[row0 + i] = act(gate_i) * up_i
+// for i < rows (kGelu: gelu_tanh, else silu).
+template <int kRows, int kWarps, bool kGelu>
+__device__ __forceinline__ void gemv_block_store_glu(const float (&acc)[kRows][1], float (*partial)[kRows],
+                                                     float* out, int64_t row0, int rows) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -86,7 +86,7 @@ __device__ __forceinline__ void gemv_block_store_silu_mul(const float (&acc)[kRo
       gate += partial[w][tid];
       up += partial[w][tid + kRows / 2];
     }
-    out[row0 + tid] = silu_times(gate, up);
+    out[row0 + tid] = kGelu ? gelu_tanh_times(gate, up) : silu_times(gate, up);
   }
 }
 

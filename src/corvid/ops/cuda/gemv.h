@@ -69,16 +69,17 @@ uint64_t gemv_int8_reuses();
 bool gemv_direct_supports(DType t, const GemvArgs& a);
 void gemv_direct(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream);
 // The same GEMV over w = [gate; up] (a.m = 2 * half rows, one token, no bias) ending in
-// out[i] = silu(gate_i) * up_i for i < half (a.out holds half values): the gate/up
-// projection and silu_mul of a SwiGLU MLP in one kernel. Not for Q4_K (its GGUF layout
-// is only kept for A/B runs).
-bool gemv_direct_silu_mul_supports(DType t, const GemvArgs& a);
-void gemv_direct_silu_mul(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream);
+// out[i] = act(gate_i) * up_i for i < half (a.out holds half values), act silu (SwiGLU)
+// or gelu_tanh (GeGLU): a gated MLP's gate/up projection and activation in one kernel.
+// Not for Q4_K (its GGUF layout is only kept for A/B runs).
+enum class GemvGlu { None, Silu, GeluTanh };
+bool gemv_direct_glu_supports(DType t, const GemvArgs& a);
+void gemv_direct_glu(DType t, const GemvArgs& a, const Int8Activations& x, GemvGlu act, cudaStream_t stream);
 // gemv_dp4a for that GEMV (x as int8, made by x's producer or quantized here), where
-// supports() says yes: Fast numerics with dp4a on, gemv_direct_silu_mul_supports, and not
-// CORVID_NO_FUSED_SILU=1 (A/B runs: then the model runs the GEMV and silu_mul).
-bool gemv_dp4a_silu_mul_supports(DType t, const GemvArgs& a);
-void gemv_dp4a_silu_mul(DType t, const GemvArgs& a, cudaStream_t stream);
+// supports() says yes: Fast numerics with dp4a on, gemv_direct_glu_supports, and not
+// CORVID_NO_FUSED_SILU=1 (A/B runs: then the model runs the GEMV and the activation).
+bool gemv_dp4a_glu_supports(DType t, const GemvArgs& a);
+void gemv_dp4a_glu(DType t, const GemvArgs& a, GemvGlu act, cudaStream_t stream);
 
 // Which GEMV kernels run, for benchmarks and tests comparing them (set between
 // launches; not thread-safe). Persistent: tiled kernels on a grid of the blocks the GPU

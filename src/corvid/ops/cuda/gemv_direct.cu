@@ -191,13 +191,15 @@ __device__ __forceinline__ float unit_dot(const WUnit<T>& w, const XUnit& x, int
 
 // out[c, row] for c < n <= NC. Rows past m and tokens past n read the last valid ones
 // (no branches between the loads) and are not written.
-// kSiluMul (NC == 1, w = [gate; up], m = 2 * half): the block's first kRows / 2 rows are
-// gate rows row0.., the others the up rows half + row0..; it stores silu(gate) * up at
-// out[row0 + i] (out holds half values). Each row's sum is computed exactly as without it.
-template <DType T, int NC, int kRows, bool kSiluMul = false>
+// kGlu (NC == 1, w = [gate; up], m = 2 * half): the block's first kRows / 2 rows are gate
+// rows row0.., the others the up rows half + row0..; it stores act(gate) * up at
+// out[row0 + i] (out holds half values), act silu or (kGlu == GemvGlu::GeluTanh)
+// gelu_tanh. Each row's sum is computed exactly as without it.
+template <DType T, int NC, int kRows, GemvGlu kGlu = GemvGlu::None>
 __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs args, const int8_t* __restrict__ qx,
                                                               const float* __restrict__ dx) {
-  static_assert(!kSiluMul || (NC == 1 && kRows % 2 == 0), "silu_mul pairs the rows of one token");
+  constexpr bool kSiluMul = kGlu != GemvGlu::None;
+  static_assert(!kSiluMul || (NC == 1 && kRows % 2 == 0), "a gated activation pairs the rows of one token");
   constexpr int kOutRows = kSiluMul ? kRows / 2 : kRows;  // outputs a block writes
   const int tid = threadIdx.x;
   const int64_t out_rows = kSiluMul ? args.m / 2 : args.m;
@@ -248,7 +250,7 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const GemvArgs ar
 
   __shared__ float partial[kWarps][kRows * NC];
   if constexpr (kSiluMul) {
-    gemv_block_store_silu_mul<kRows, kWarps>(acc, partial, args.out, row0, rows);
+    gemv_block_store_glu<kRows, kWarps, kGlu == GemvGlu::GeluTanh>(acc, partial, args.out, row0, rows);
   } else {
     gemv_block_store<kRows, NC, kWarps>(acc, partial, args, row0, rows);
   }
@@ -281,14 +283,16 @@ void launch(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
   launch_pdl("gemv_direct_kernel", kernel, grid, dim3(kThreads), stream, a, x.q, x.d);
 }
 
-// The gate/up GEMV that ends in silu(gate) * up: kRows / 2 gate rows and their up rows
+// The gate/up GEMV that ends in act(gate) * up: kRows / 2 gate rows and their up rows
 // a block.
 template <DType T>
-void launch_silu_mul(const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
+void launch_glu(const GemvArgs& a, const Int8Activations& x, GemvGlu act, cudaStream_t stream) {
   constexpr int R = kRowsPerBlock<T>;
   context().norm_cluster_blocks = kNormClusterBlocks<T>;
   const dim3 grid(static_cast<unsigned>((a.m / 2 + R / 2 - 1) / (R / 2)));
-  launch_pdl("gemv_direct_kernel", gemv_direct_kernel<T, 1, R, true>, grid, dim3(kThreads), stream, a, x.q, x.d);
+  auto* kernel = act == GemvGlu::GeluTanh ? gemv_direct_kernel<T, 1, R, GemvGlu::GeluTanh>
+                                          : gemv_direct_kernel<T, 1, R, GemvGlu::Silu>;
+  launch_pdl("gemv_direct_kernel", kernel, grid, dim3(kThreads), stream, a, x.q, x.d);
 }
 
 bool direct_disabled() {
@@ -306,17 +310,18 @@ bool gemv_direct_supports(DType t, const GemvArgs& a) {
          a.n <= kGemvMaxCols && a.m >= 1 && a.m / kMinRowsPerBlock < (int64_t{1} << 31);
 }
 
-bool gemv_direct_silu_mul_supports(DType t, const GemvArgs& a) {
+bool gemv_direct_glu_supports(DType t, const GemvArgs& a) {
   return t != DType::Q4_K && a.n == 1 && a.m % 2 == 0 && a.bias == nullptr && gemv_direct_supports(t, a);
 }
 
-void gemv_direct_silu_mul(DType t, const GemvArgs& a, const Int8Activations& x, cudaStream_t stream) {
+void gemv_direct_glu(DType t, const GemvArgs& a, const Int8Activations& x, GemvGlu act, cudaStream_t stream) {
+  CORVID_CHECK(act != GemvGlu::None, "CUDA gemv_direct_glu: no activation given");
   switch (t) {
-    case DType::Q4_0R: launch_silu_mul<DType::Q4_0R>(a, x, stream); return;
-    case DType::Q4_1R: launch_silu_mul<DType::Q4_1R>(a, x, stream); return;
-    case DType::Q8_0R: launch_silu_mul<DType::Q8_0R>(a, x, stream); return;
-    case DType::Q4_KR: launch_silu_mul<DType::Q4_KR>(a, x, stream); return;
-    default: fail("CUDA gemv_direct_silu_mul: unsupported weight dtype ", dtype_name(t));
+    case DType::Q4_0R: launch_glu<DType::Q4_0R>(a, x, act, stream); return;
+    case DType::Q4_1R: launch_glu<DType::Q4_1R>(a, x, act, stream); return;
+    case DType::Q8_0R: launch_glu<DType::Q8_0R>(a, x, act, stream); return;
+    case DType::Q4_KR: launch_glu<DType::Q4_KR>(a, x, act, stream); return;
+    default: fail("CUDA gemv_direct_glu: unsupported weight dtype ", dtype_name(t));
   }
 }
 

@@ -240,15 +240,14 @@ Int8Activations int8_input(const GemvArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemv_dp4a_silu_mul_supports(DType t, const GemvArgs& a) {
+bool gemv_dp4a_glu_supports(DType t, const GemvArgs& a) {
   static const bool off = env_flag("CORVID_NO_FUSED_SILU");
-  return !off && quantized_matmul() == QuantizedMatmul::Fast && !dp4a_disabled() &&
-         gemv_direct_silu_mul_supports(t, a);
+  return !off && quantized_matmul() == QuantizedMatmul::Fast && !dp4a_disabled() && gemv_direct_glu_supports(t, a);
 }
 
-void gemv_dp4a_silu_mul(DType t, const GemvArgs& a, cudaStream_t stream) {
-  CORVID_CHECK(gemv_dp4a_silu_mul_supports(t, a), "CUDA gemv_dp4a_silu_mul: not for ", dtype_name(t), " here");
-  gemv_direct_silu_mul(t, a, int8_input(a, stream), stream);
+void gemv_dp4a_glu(DType t, const GemvArgs& a, GemvGlu act, cudaStream_t stream) {
+  CORVID_CHECK(gemv_dp4a_glu_supports(t, a), "CUDA gemv_dp4a_glu: not for ", dtype_name(t), " here");
+  gemv_direct_glu(t, a, int8_input(a, stream), act, stream);
 }
 
 bool gemv_dp4a(DType t, const GemvArgs& a, cudaStream_t stream) {

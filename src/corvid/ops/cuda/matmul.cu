@@ -281,18 +281,19 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 }
 
 namespace {
-GemvArgs silu_mul_gemv_args(const Tensor& x, const Tensor& w, const Tensor& out) {
+GemvArgs glu_gemv_args(const Tensor& x, const Tensor& w, const Tensor& out) {
   return GemvArgs{x.ptr<float>(), w.ptr<uint8_t>(), out.ptr<float>(), nullptr, DType::F32, w.rows(), w.cols(),
                   w.row_bytes(), 1};
 }
 }  // namespace
 
-bool matmul_silu_mul_fuses(const Tensor& x, const Tensor& w, const Tensor& out) {
-  return x.rows() == 1 && gemv_dp4a_silu_mul_supports(w.dtype, silu_mul_gemv_args(x, w, out));
+bool matmul_glu_fuses(const Tensor& x, const Tensor& w, const Tensor& out) {
+  return x.rows() == 1 && gemv_dp4a_glu_supports(w.dtype, glu_gemv_args(x, w, out));
 }
 
-void matmul_silu_mul(const Tensor& x, const Tensor& w, const Tensor& out) {
-  gemv_dp4a_silu_mul(w.dtype, silu_mul_gemv_args(x, w, out), context().stream);
+void matmul_glu(const Tensor& x, const Tensor& w, const Tensor& out, GatedActivation act) {
+  gemv_dp4a_glu(w.dtype, glu_gemv_args(x, w, out),
+                act == GatedActivation::GeluTanh ? GemvGlu::GeluTanh : GemvGlu::Silu, context().stream);
 }
 
 void embedding(const Tensor& table, const Indices& ids, const Tensor& out) {
