@@ -590,7 +590,7 @@ def main():
             cfg, opt = FIXTURES[name]
             folder = out / name
             folder.mkdir(parents=True, exist_ok=True)
-            write_tokenizer(folder, cfg["vocab_size"], opt["tok"])
+            write_tokenizer(folder, opt.get("vocab_size") or cfg["vocab_size"], opt["tok"])
             texts, prompts = make_prompts(folder, opt.get("long_prompt", False))
             print(name, [len(p) for p in prompts])
         return 0

@@ -10,14 +10,20 @@ namespace corvid {
 
 namespace {
 
-// head_count_kv may be stored per layer (an array) by newer converters; corvid's
-// models take one value, so an array must be uniform.
-int64_t uniform_int(const GgufFile& g, const std::string& key, int64_t fallback) {
+// Architectures whose families read per-layer arrays (head_count_kv, feed_forward_length)
+// themselves: Gemma 4 (sliding and full layers' KV heads, double-wide shared layers).
+bool reads_per_layer_arrays(const std::string& arch) { return arch == "gemma4"; }
+
+// head_count_kv may be stored per layer (an array) by newer converters; most of corvid's
+// models take one value, so an array must be uniform (else its first layer's value, for
+// a family that reads the array itself).
+int64_t uniform_int(const GgufFile& g, const std::string& key, int64_t fallback, bool first_of_array) {
   const GgufValue* v = g.find(key);
   if (!v) return fallback;
   if (!std::holds_alternative<GgufArray>(v->value)) return g.get_int(key);
   std::vector<int64_t> all = g.get_int_array(key);
   if (all.empty()) fail(g.path(), ": metadata ", key, " is an empty array");
+  if (first_of_array) return all[0];
   for (int64_t x : all)
     if (x != all[0]) fail(g.path(), ": metadata ", key, " differs between layers (not supported)");
   return all[0];
@@ -36,13 +42,14 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   if (arch.empty() || arch.size() > 64) fail(g.path(), ": general.architecture '", printable(arch), "' is not a name");
   c.architecture = arch;
   const std::string p = arch + ".";
+  const bool per_layer = reads_per_layer_arrays(arch);
 
   c.num_hidden_layers = positive(g, p + "block_count", g.get_int(p + "block_count"));
   c.hidden_size = positive(g, p + "embedding_length", g.get_int(p + "embedding_length"));
-  c.intermediate_size = positive(g, p + "feed_forward_length", uniform_int(g, p + "feed_forward_length", 0));
-  c.num_attention_heads = positive(g, p + "attention.head_count", uniform_int(g, p + "attention.head_count", 0));
+  c.intermediate_size = positive(g, p + "feed_forward_length", uniform_int(g, p + "feed_forward_length", 0, per_layer));
+  c.num_attention_heads = positive(g, p + "attention.head_count", uniform_int(g, p + "attention.head_count", 0, per_layer));
   c.num_key_value_heads =
-      positive(g, p + "attention.head_count_kv", uniform_int(g, p + "attention.head_count_kv", c.num_attention_heads));
+      positive(g, p + "attention.head_count_kv", uniform_int(g, p + "attention.head_count_kv", c.num_attention_heads, per_layer));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     fail(g.path(), ": head_count ", c.num_attention_heads, " is not a multiple of head_count_kv ",
          c.num_key_value_heads);
@@ -120,6 +127,10 @@ std::string hf_name_from_gguf(const std::string& name, std::span<const GgufName>
   };
   for (auto [from, to] : kGlobal)
     if (name == from) return to;
+  // A family's own global tensors (Gemma 4's per-layer embeddings): whole names.
+  if (name.rfind("blk.", 0) != 0)
+    for (const GgufName& n : family_names)
+      if (name == n.gguf) return n.hf;
 
   // blk.<N>.<part>
   if (name.rfind("blk.", 0) != 0) return name;

@@ -15,7 +15,14 @@
 //   the last earlier layer of their type (StateKind::SharedKV) and, with
 //   use_double_wide_mlp, have a 2× wide MLP.
 // The MoE block (enable_moe_block) waits for the MoE layer (issue 19) and is refused.
+//
+// From GGUF (general.architecture gemma4) as llama.cpp's converter writes it: per-layer
+// arrays for the layer types (attention.sliding_window_pattern) and, where they differ,
+// KV heads and MLP widths; key_length is the full layers' head size, key_length_swa the
+// sliding ones'; attention_k_eq_v shows only as full layers without attn_v; proportional
+// RoPE comes as rope_freqs.weight (1 where a pair rotates, 1e30 where it does not).
 #include <cmath>
+#include <variant>
 
 #include "corvid/core/error.h"
 #include "corvid/models/config_fields.h"
@@ -38,6 +45,7 @@ namespace cf = config_fields;
 struct Gemma4Rope {
   std::string type = "default";  // default | proportional
   double theta = 10000.0, partial = 1.0, factor = 1.0;
+  std::vector<float> divisors;  // GGUF rope_freqs: per frequency (empty: none)
 };
 
 // What Gemma 4 reads beyond ModelConfig.
@@ -46,8 +54,9 @@ struct Gemma4Params {
   bool k_eq_v = false, double_wide_mlp = false;
   int64_t per_layer_input = 0, per_layer_vocab = 0, kv_shared_layers = 0;
   float final_softcap = 0.0f;
-  Gemma4Rope local{"default", 10000.0}, global{"proportional", 1000000.0, 0.25};
+  Gemma4Rope local{"default", 10000.0, 1.0, 1.0, {}}, global{"proportional", 1000000.0, 0.25, 1.0, {}};
   std::vector<bool> sliding;  // per layer
+  bool gguf = false;          // llama.cpp's layout (rope_freqs, optional layer scales)
 };
 
 Gemma4Rope parse_rope(const nlohmann::json& j, const std::string& source, const Gemma4Rope& fallback,
@@ -69,8 +78,65 @@ Gemma4Rope parse_rope(const nlohmann::json& j, const std::string& source, const 
   return r;
 }
 
+// attention.sliding_window_pattern: one bool a layer (true: sliding).
+std::vector<bool> gguf_sliding_layers(const GgufFile& g, int64_t layers) {
+  const std::string key = "gemma4.attention.sliding_window_pattern";
+  const GgufValue* v = g.find(key);
+  CORVID_CHECK(v, g.path(), ": missing metadata ", key);
+  const GgufArray* a = std::get_if<GgufArray>(&v->value);
+  CORVID_CHECK(a && static_cast<int64_t>(a->size()) == layers, g.path(), ": metadata ", key, " must be an array of ",
+               layers, " booleans");
+  std::vector<bool> out;
+  for (const GgufValue& e : *a) {
+    const bool* b = std::get_if<bool>(&e.value);
+    CORVID_CHECK(b, g.path(), ": metadata ", key, " must hold booleans");
+    out.push_back(*b);
+  }
+  return out;
+}
+
+// A per-layer integer that may be stored once or as an array of one value a layer.
+int64_t gguf_layer_int(const GgufFile& g, const std::string& key, int64_t layer, int64_t layers, int64_t fallback) {
+  const GgufValue* v = g.find(key);
+  if (!v) return fallback;
+  if (!std::holds_alternative<GgufArray>(v->value)) return g.get_int(key);
+  const std::vector<int64_t> all = g.get_int_array(key);
+  CORVID_CHECK(static_cast<int64_t>(all.size()) == layers, g.path(), ": metadata ", key, " has ", all.size(),
+               " values for ", layers, " layers");
+  return all[static_cast<size_t>(layer)];
+}
+
+void configure_gemma4_gguf(ModelConfig& c, const GgufFile& g) {
+  const std::string p = "gemma4.";
+  CORVID_CHECK(!g.has(p + "expert_count"), g.path(), ": Gemma 4's MoE block is not supported yet");
+  c.hidden_act = "gelu_pytorch_tanh";  // llama.cpp's gemma4 graph; GGUF does not say
+  const std::vector<bool> sliding = gguf_sliding_layers(g, c.num_hidden_layers);
+  c.layer_types.clear();
+  int64_t first_sliding = -1;
+  for (size_t i = 0; i < sliding.size(); ++i) {
+    c.layer_types.push_back(sliding[i] ? "sliding_attention" : "full_attention");
+    if (sliding[i] && first_sliding < 0) first_sliding = static_cast<int64_t>(i);
+  }
+  // ModelConfig's head_dim and KV heads are the sliding layers' (transformers' head_dim).
+  c.head_dim = g.get_int(p + "attention.key_length_swa");
+  CORVID_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0 && g.get_int(p + "attention.value_length_swa", c.head_dim) == c.head_dim,
+               g.path(), ": attention.key_length_swa must be even, positive and equal value_length_swa");
+  c.rotary_dim = c.head_dim;
+  c.num_key_value_heads = gguf_layer_int(g, p + "attention.head_count_kv", std::max<int64_t>(first_sliding, 0),
+                                         c.num_hidden_layers, c.num_attention_heads);
+  CORVID_CHECK(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, g.path(),
+               ": head_count ", c.num_attention_heads, " is not a multiple of head_count_kv ", c.num_key_value_heads);
+  c.intermediate_size = gguf_layer_int(g, p + "feed_forward_length", 0, c.num_hidden_layers, 0);
+  CORVID_CHECK(c.intermediate_size > 0, g.path(), ": feed_forward_length must be positive");
+  c.sliding_window = g.get_int(p + "attention.sliding_window");
+  CORVID_CHECK(*c.sliding_window > 0, g.path(), ": attention.sliding_window must be positive");
+}
+
 void configure_gemma4(ModelConfig& c, const FamilySource& src) {
-  CORVID_CHECK(src.hf, src.path, ": Gemma 4 loads from config.json only (no GGUF architecture yet)");
+  if (src.gguf) {
+    configure_gemma4_gguf(c, *src.gguf);
+    return;
+  }
   const nlohmann::json& j = *src.hf;
   c.sliding_window = cf::integer(j, "sliding_window", src.path).value_or(512);
   CORVID_CHECK(*c.sliding_window > 0, src.path, ": sliding_window must be positive, not ", *c.sliding_window);
@@ -94,7 +160,46 @@ void configure_gemma4(ModelConfig& c, const FamilySource& src) {
   c.layer_types.back() = "full_attention";
 }
 
+Gemma4Params gemma4_params_gguf(const ModelConfig& c, const GgufFile& gg) {
+  const std::string p = "gemma4.";
+  const int64_t L = c.num_hidden_layers;
+  Gemma4Params g;
+  g.gguf = true;
+  for (const std::string& t : c.layer_types) g.sliding.push_back(t == "sliding_attention");
+  int64_t first_full = -1;
+  for (int64_t i = 0; i < L && first_full < 0; ++i)
+    if (!g.sliding[static_cast<size_t>(i)]) first_full = i;
+  CORVID_CHECK(first_full >= 0, gg.path(), ": no full-attention layer (sliding_window_pattern)");
+  g.global_head_dim = gg.get_int(p + "attention.key_length");
+  CORVID_CHECK(g.global_head_dim > 0 && g.global_head_dim % 2 == 0, gg.path(), ": attention.key_length must be even and positive");
+  g.global_kv_heads = gguf_layer_int(gg, p + "attention.head_count_kv", first_full, L, c.num_key_value_heads);
+  CORVID_CHECK(g.global_kv_heads > 0 && c.num_attention_heads % g.global_kv_heads == 0, gg.path(),
+               ": head_count is not a multiple of the full layers' head_count_kv ", g.global_kv_heads);
+  // attention_k_eq_v: the full layers have no value projection.
+  g.k_eq_v = gg.find_tensor("blk." + std::to_string(first_full) + ".attn_v.weight") == nullptr;
+  g.kv_shared_layers = gg.get_int(p + "attention.shared_kv_layers", 0);
+  CORVID_CHECK(g.kv_shared_layers >= 0 && g.kv_shared_layers < L, gg.path(), ": attention.shared_kv_layers ",
+               g.kv_shared_layers, " must be below block_count ", L);
+  g.double_wide_mlp = gguf_layer_int(gg, p + "feed_forward_length", L - 1, L, c.intermediate_size) == 2 * c.intermediate_size &&
+                      g.kv_shared_layers > 0;
+  g.per_layer_input = gg.get_int(p + "embedding_length_per_layer_input", 0);
+  CORVID_CHECK(g.per_layer_input >= 0, gg.path(), ": embedding_length_per_layer_input must not be negative");
+  const GgufTensorInfo* ple = gg.find_tensor("per_layer_token_embd.weight");
+  g.per_layer_vocab = ple ? ple->shape[0] : c.vocab_size;
+  g.final_softcap = static_cast<float>(gg.get_float(p + "final_logit_softcapping", 0.0));
+  g.local = {"default", gg.get_float(p + "rope.freq_base_swa", 10000.0),
+             static_cast<double>(gg.get_int(p + "rope.dimension_count_swa", c.head_dim)) / static_cast<double>(c.head_dim),
+             1.0, {}};
+  // Full layers: every pair over the whole head, each frequency divided by rope_freqs
+  // (read at load; 1e30 stops a pair).
+  g.global = {"proportional", gg.get_float(p + "rope.freq_base", 1000000.0), 1.0, 1.0, {}};
+  CORVID_CHECK(g.local.theta > 0 && g.global.theta > 0 && g.local.partial > 0 && g.local.partial <= 1, gg.path(),
+               ": rope.freq_base(_swa) must be positive and rope.dimension_count_swa within the head");
+  return g;
+}
+
 Gemma4Params gemma4_params(const ModelConfig& c, const FamilySource& src) {
+  if (src.gguf) return gemma4_params_gguf(c, *src.gguf);
   const nlohmann::json& j = *src.hf;
   const std::string& s = src.path;
   Gemma4Params g;
@@ -134,9 +239,16 @@ ops::RopeParams gemma4_rope(const Gemma4Rope& r, int64_t dim) {
   const int64_t rotated = r.type == "proportional" ? static_cast<int64_t>(r.partial * static_cast<double>(dim) / 2)
                                                    : static_cast<int64_t>(r.partial * static_cast<double>(half));
   p.inv_freq.assign(static_cast<size_t>(half), 0.0f);
-  for (int64_t i = 0; i < rotated; ++i)
-    p.inv_freq[static_cast<size_t>(i)] = static_cast<float>(
-        1.0 / std::pow(r.theta, static_cast<double>(2 * i) / static_cast<double>(dim)) / r.factor);
+  CORVID_CHECK(r.divisors.empty() || static_cast<int64_t>(r.divisors.size()) == half,
+               "Gemma 4: rope_freqs holds ", r.divisors.size(), " factors for heads of ", dim);
+  for (int64_t i = 0; i < rotated; ++i) {
+    // llama.cpp marks pairs that do not rotate with a divisor of 1e30: frequency 0.
+    const double divisor = r.divisors.empty() ? 1.0 : r.divisors[static_cast<size_t>(i)];
+    p.inv_freq[static_cast<size_t>(i)] =
+        divisor >= 1e20 ? 0.0f
+                        : static_cast<float>(1.0 / std::pow(r.theta, static_cast<double>(2 * i) / static_cast<double>(dim)) /
+                                             r.factor / divisor);
+  }
   return p;
 }
 
@@ -166,8 +278,11 @@ class Gemma4 final : public DecoderBase {
   layers::OutputHead head_;
 };
 
-Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w) : DecoderBase(config, w.device()) {
+Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& params, WeightLoader& w)
+    : DecoderBase(config, w.device()) {
   const ModelConfig& c = config_;
+  Gemma4Params g = params;
+  if (g.gguf && w.has("rope_freqs.weight")) g.global.divisors = w.read_f32("rope_freqs.weight", g.global_head_dim / 2);
   check_gemma_geometry(c, w.source(), "Gemma 4");
   const int64_t H = c.hidden_size, I = c.intermediate_size, L = c.num_hidden_layers;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -209,7 +324,8 @@ Gemma4::Gemma4(const ModelConfig& config, const Gemma4Params& g, WeightLoader& w
       Ly.ple_projection = w.get(p + "per_layer_projection.weight", {H, ple_});
       Ly.ple_norm = w.norm(p + "post_per_layer_input_norm.weight", H);
     }
-    Ly.scalar = w.read_f32(p + "layer_scalar", 1)[0];
+    // (llama.cpp's loader takes layer_output_scale as optional: 1 without it.)
+    Ly.scalar = g.gguf && !w.has(p + "layer_scalar") ? 1.0f : w.read_f32(p + "layer_scalar", 1)[0];
     if (shared) {
       const int64_t source = sliding ? last_local : last_global;
       CORVID_CHECK(source >= 0, w.source(), ": KV-shared layer ", i, " has no earlier ",
@@ -285,19 +401,34 @@ void Gemma4::forward(const Step& step, const Tensor& logits) {
   head_.forward(x, step.out_rows, scratch_, logits);
 }
 
+// llama.cpp's gemma4 names where they differ from the shared ones.
+const GgufName kGemma4Names[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+    {"layer_output_scale.weight", "layer_scalar"},
+    {"inp_gate.weight", "per_layer_input_gate.weight"},
+    {"proj.weight", "per_layer_projection.weight"},
+    {"post_norm.weight", "post_per_layer_input_norm.weight"},
+    {"per_layer_token_embd.weight", "model.embed_tokens_per_layer.weight"},
+    {"per_layer_model_proj.weight", "model.per_layer_model_projection.weight"},
+    {"per_layer_proj_norm.weight", "model.per_layer_projection_norm.weight"},
+};
+
 }  // namespace
 
 Family gemma4_family() {
   return {"gemma4",
           {"gemma4_text"},
-          {},
+          {"gemma4"},
           gemma_defaults,
           configure_gemma4,
-          {},
+          kGemma4Names,
           [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) -> std::unique_ptr<Model> {
             return std::make_unique<Gemma4>(c, gemma4_params(c, src), w);
           },
-          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical) (gemma4); no real weights checked yet",
+          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical) (gemma4, gemma4_nople, "
+          "gemma4_shared, gemma4_wide, gemma4_mm; gemma4_gguf in llama.cpp's GGUF layout); no real weights checked yet",
           [](ModelProfile& p, const ModelConfig& c, const FamilySource& src) {
             const Gemma4Params g = gemma4_params(c, src);
             p.max_head_dim = std::max(c.head_dim, g.global_head_dim);
