@@ -228,6 +228,14 @@ FIXTURES = {
                      mlp_bias=False, no_rope_layers=[1, 0], use_sliding_window=False, pad_token_id=0),
                 dict(tok="gpt2", long_prompt=True, what="SmolLM3: layer 1 NoPE (no_rope_layers [1, 0]), tied, "
                                                         "rope_theta 2e6")),
+    "smollm3_interval": (dict(BASE, architectures=["SmolLM3ForCausalLM"], model_type="smollm3", vocab_size=512,
+                              num_hidden_layers=4, intermediate_size=160, rope_theta=2000000.0,
+                              tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+                              no_rope_layer_interval=4, use_sliding_window=False, pad_token_id=0),
+                         dict(tok="gpt2", long_prompt=True,
+                              what="SmolLM3 with the released models' NoPE pattern from no_rope_layer_interval 4 "
+                                   "(layer 3 NoPE; no no_rope_layers list), 4 layers, tied; also written as GGUF "
+                                   "(smollm3_gguf), where llama.cpp fixes that pattern")),
     "phi3": (dict(BASE, architectures=["Phi3ForCausalLM"], model_type="phi3", vocab_size=512,
                   intermediate_size=160, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=24,
                   original_max_position_embeddings=256, partial_rotary_factor=0.5, pad_token_id=0),

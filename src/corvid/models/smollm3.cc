@@ -2,6 +2,11 @@
 // rotates q and k, 0 where it uses no positional encoding (default: every
 // no_rope_layer_interval-th layer, 4, is NoPE) — and, with use_sliding_window, a window
 // on the layers layer_types marks sliding.
+//
+// From GGUF (general.architecture smollm3): llama.cpp's converter writes llama's keys
+// and permutes q/k rows as it does for llama, and stores no NoPE pattern: its loader
+// fixes every 4th layer as NoPE (the released models' no_rope_layer_interval), so that
+// is what a GGUF means here too.
 #include "corvid/core/error.h"
 #include "corvid/models/config_fields.h"
 #include "corvid/models/families.h"
@@ -22,7 +27,12 @@ ConfigDefaults smollm3_defaults(const std::string&) {
 }
 
 void configure_smollm3(ModelConfig& c, const FamilySource& src) {
-  CORVID_CHECK(src.hf, src.path, ": SmolLM3 runs from Hugging Face checkpoints only");
+  if (src.gguf) {
+    c.rope_interleaved = true;  // q/k rows permuted by the converter (adjacent pairs rotate)
+    for (const char* bias : {"blk.0.attn_q.bias", "blk.0.attn_output.bias", "blk.0.ffn_gate.bias"})
+      CORVID_CHECK(!src.gguf->find_tensor(bias), src.path, ": SmolLM3 from GGUF has no biases (", bias, ")");
+    return;
+  }
   const nlohmann::json& j = *src.hf;
   c.attention_bias = config_fields::boolean(j, "attention_bias", false, src.path);
   c.mlp_bias = config_fields::boolean(j, "mlp_bias", false, src.path);
@@ -34,16 +44,17 @@ void configure_smollm3(ModelConfig& c, const FamilySource& src) {
 }
 
 PreNormSpec smollm3_spec(const ModelConfig& c, const FamilySource& src) {
-  const nlohmann::json& j = *src.hf;
   const int64_t L = c.num_hidden_layers;
   PreNormSpec spec;
   spec.qkv_bias = spec.o_bias = c.attention_bias;
   spec.mlp_bias = c.mlp_bias;
   std::vector<int64_t> uses_rope;
-  if (auto given = config_fields::integers(j, "no_rope_layers", L, src.path)) {
+  if (src.gguf) {
+    for (int64_t i = 0; i < L; ++i) uses_rope.push_back((i + 1) % 4 != 0 ? 1 : 0);  // llama.cpp's fixed pattern
+  } else if (auto given = config_fields::integers(*src.hf, "no_rope_layers", L, src.path)) {
     uses_rope = *given;
   } else {
-    const int64_t interval = config_fields::integer(j, "no_rope_layer_interval", src.path).value_or(4);
+    const int64_t interval = config_fields::integer(*src.hf, "no_rope_layer_interval", src.path).value_or(4);
     CORVID_CHECK(interval > 0, src.path, ": no_rope_layer_interval must be positive");
     for (int64_t i = 0; i < L; ++i) uses_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
   }
@@ -63,11 +74,12 @@ PreNormSpec smollm3_spec(const ModelConfig& c, const FamilySource& src) {
 }  // namespace
 
 Family smollm3_family() {
-  return {"smollm3", {"smollm3"}, {}, smollm3_defaults, configure_smollm3, {},
+  return {"smollm3", {"smollm3"}, {"smollm3"}, smollm3_defaults, configure_smollm3, {},
           [](const ModelConfig& c, const FamilySource& src, WeightLoader& w) {
             return make_prenorm_decoder(c, smollm3_spec(c, src), w);
           },
-          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical)"};
+          "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical) (smollm3, "
+          "smollm3_interval; smollm3_gguf in llama.cpp's GGUF layout)"};
 }
 
 }  // namespace corvid
