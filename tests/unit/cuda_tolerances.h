@@ -19,9 +19,10 @@ constexpr double kTinyFastRel = 0.02;
 // (CudaOps.AttentionGemma4GeometriesEveryCacheDtype; H200, 2026-12-02). Gemma 3 stays at
 // 1.3% with the same KV rounding. Issue 18 lists the investigation; until then its own bound:
 // gemma4_wide (per-layer inputs and shared layers too, heads of 256 and 512) shares it:
-// 0.273 (fast) and 0.226 (fast-bf16kv) against the oracle, 0.586 batched against the CPU.
+// 0.273 (fast) and 0.226 (fast-bf16kv) against the oracle, 0.586 batched against the CPU;
+// so does gemma4_mm (gemma4's text model in the multimodal wrapper: 0.39 fast, 0.48 batched).
 inline double fast_rel_for(const std::string& fixture) {
-  return fixture == "gemma4" || fixture == "gemma4_wide" ? 0.1 : kTinyFastRel;
+  return fixture == "gemma4" || fixture == "gemma4_wide" || fixture == "gemma4_mm" ? 0.1 : kTinyFastRel;
 }
 
 // Fast mode's bound on |logit - reference| for a fixture whose largest |logit| is `largest`.
