@@ -134,6 +134,48 @@ std::string error_of(const testing::GgufBuilder& b) {
   return "(no error)";
 }
 
+// tokenizer.ggml.model "gemma4", llama.cpp's Gemma 4 vocabulary, built from the Gemma 3
+// tokenizer.json the way llama.cpp's converter writes one (tokens by id, merges in rank
+// order, CONTROL for HF's special tokens, BYTE for <0xXX>, USER_DEFINED for HF's other
+// added tokens, matched whole as HF does (the converter types Gemma 4's tool and channel
+// tokens so), NORMAL for the rest; no scores: llama.cpp's are placeholders): BPE over raw
+// UTF-8 with spaces as U+2581, split at newline runs, byte fallback. Held to
+// transformers' encodings of the same tokenizer.json on the whole corpus
+// (tests/tokenizer/expected/gemma3.json: 2400 strings, decode and streaming too).
+TEST(TokenizerGguf, Gemma4VocabularyMatchesTransformersOnGemmaTokenizer) {
+  const auto path = shared_file("tokenizers/gemma3/tokenizer.json");
+  if (!path) GTEST_SKIP() << "shared/tokenizers/gemma3/tokenizer.json not found";
+  const nlohmann::json j = testing::read_json_file(*path);
+  const auto& vocab = j.at("model").at("vocab");
+  std::vector<std::string> tokens(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) tokens.at(it.value().get<size_t>()) = it.key();
+  std::vector<int32_t> types(tokens.size(), 1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t.back() == '>') types[i] = 6;
+  }
+  for (const auto& a : j.at("added_tokens")) {
+    const size_t id = a.at("id").get<size_t>();
+    if (id >= tokens.size()) tokens.resize(id + 1), types.resize(id + 1, 1);
+    tokens[id] = a.at("content").get<std::string>();
+    types[id] = a.at("special").get<bool>() ? 3 : 4;
+  }
+  std::vector<std::string> merges;
+  for (const auto& m : j.at("model").at("merges"))
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  testing::Bytes type_bytes;
+  testing::put<uint32_t>(type_bytes, testing::I32);
+  testing::put<uint64_t>(type_bytes, types.size());
+  for (int32_t t : types) testing::put<int32_t>(type_bytes, t);
+  testing::GgufBuilder b;
+  b.str("general.architecture", "gemma4").str("tokenizer.ggml.model", "gemma4");
+  b.str_array("tokenizer.ggml.tokens", tokens).raw("tokenizer.ggml.token_type", testing::ARRAY, type_bytes);
+  b.str_array("tokenizer.ggml.merges", merges);
+  b.u32("tokenizer.ggml.bos_token_id", 2).u32("tokenizer.ggml.eos_token_id", 1);
+  auto tk = from_image(b);
+  check_against_oracle(*tk, "gemma3");
+}
+
 TEST(TokenizerGguf, BadMetadataErrorsNameFileAndKey) {
   testing::GgufBuilder none;
   none.str("general.architecture", "llama");

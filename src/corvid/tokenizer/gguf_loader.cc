@@ -185,8 +185,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   m->source = path;
 
   const std::string model = meta.str("tokenizer.ggml.model", "");
-  CORVID_CHECK(model == "gpt2" || model == "llama", path, ": unsupported tokenizer.ggml.model '", model,
-               "' (supported: gpt2, llama)");
+  CORVID_CHECK(model == "gpt2" || model == "llama" || model == "gemma4", path, ": unsupported tokenizer.ggml.model '",
+               model, "' (supported: gpt2, llama, gemma4)");
 
   std::vector<std::string> tokens;
   for (const auto& v : *meta.array("tokenizer.ggml.tokens", true)) {
@@ -224,9 +224,19 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
 
   tok::BpeOptions opt;
   bool add_bos_default;
-  if (model == "gpt2") {
-    add_bos_default = setup_gpt2_pre(meta.str("tokenizer.ggml.pre", "default"), meta, *m, opt);
-    m->decoder.add(decoder_step(tok::DecoderStep::Kind::ByteLevel));
+  if (model == "gpt2" || model == "gemma4") {
+    if (model == "gpt2") {
+      add_bos_default = setup_gpt2_pre(meta.str("tokenizer.ggml.pre", "default"), meta, *m, opt);
+      m->decoder.add(decoder_step(tok::DecoderStep::Kind::ByteLevel));
+    } else {
+      // llama.cpp's Gemma 4 vocabulary: ranked BPE merges over raw UTF-8 (no byte-level
+      // map), spaces written as U+2581, the text split into runs of newlines and runs of
+      // everything else, <0xXX> tokens for what no token covers, a BOS, no prefix space.
+      add_bos_default = true;
+      opt.byte_fallback = true;
+      m->pre_tokenizer.add(split_step(R"(\n+|[^\n]+)", path));
+      spm_pipeline(meta.boolean("tokenizer.ggml.add_space_prefix", false), path, *m);
+    }
     m->model.set_options(opt);
     m->model.set_vocab(tokens);
     int32_t rank = 0;
