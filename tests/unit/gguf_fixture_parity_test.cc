@@ -1,5 +1,6 @@
 // Tiny fixtures written as GGUF in llama.cpp's layout (tests/oracle/*_gguf.py: gemma4 with its
-// per-layer arrays and rope_freqs, smollm3 with permuted q/k and llama.cpp's fixed NoPE layers),
+// per-layer arrays and rope_freqs, phi3 with longrope as rope_factors tensors, smollm3 with
+// permuted q/k and llama.cpp's fixed NoPE layers),
 // F32, against the transformers oracle of the safetensors fixture they were made from: every
 // logit within 1e-3 and the same greedy continuations, as TinyParity holds the originals.
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST_P(GgufFixtureParity, LogitsAndGreedyMatchTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixtureParity, ::testing::Values("gemma4_gguf", "smollm3_gguf"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixtureParity, ::testing::Values("gemma4_gguf", "phi3_gguf", "smollm3_gguf"));
 
 }  // namespace
 }  // namespace corvid
