@@ -27,7 +27,8 @@ struct GgufName {
 };
 
 // GGUF tensor name → Hugging Face name ("blk.3.attn_q.weight" →
-// "model.layers.3.self_attn.q_proj.weight"): the family's names first, then the ones
+// "model.layers.3.self_attn.q_proj.weight"): the family's names first (a block part, or a
+// whole global name such as Gemma 4's per_layer_token_embd.weight), then the ones
 // llama.cpp's converters share; names without a mapping come back unchanged.
 std::string hf_name_from_gguf(const std::string& gguf_name, std::span<const GgufName> family_names = {});
 
