@@ -9,12 +9,13 @@ F32, so the same transformers logits apply). The tokenizer is the fixture's byte
     /work/oracle-venv/bin/python tests/oracle/gemma4_gguf.py
 """
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 from gguf import GGUFWriter, GGMLQuantizationType
 from safetensors.numpy import load_file
+
+from gguf_fixture import add_fixture_tokenizer, finish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "fixtures" / "gemma4"
@@ -46,7 +47,6 @@ def gguf_name(hf):
 
 def main():
     cfg = json.loads((SRC / "config.json").read_text())
-    tok = json.loads((SRC / "tokenizer.json").read_text())
     L, I = cfg["num_hidden_layers"], cfg["intermediate_size"]
     shared = cfg.get("num_kv_shared_layers", 0)
     sliding = [t == "sliding_attention" for t in cfg["layer_types"]]
@@ -86,20 +86,7 @@ def main():
     if cfg.get("final_logit_softcapping"):
         w.add_float32("gemma4.final_logit_softcapping", cfg["final_logit_softcapping"])
 
-    # Tokenizer: the fixture's byte-level BPE.
-    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv_: kv_[1])
-    tokens = [t for t, _ in vocab]
-    added = {a["id"]: a for a in tok.get("added_tokens", [])}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types([3 if i in added else 1 for i in range(len(tokens))])
-    merges = tok["model"]["merges"]
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in merges])
-    gen = json.loads((SRC / "generation_config.json").read_text())
-    w.add_bos_token_id(gen["bos_token_id"])
-    w.add_eos_token_id(gen["eos_token_id"])
-    w.add_add_bos_token(False)
+    add_fixture_tokenizer(w, SRC)
 
     # Proportional RoPE as llama.cpp stores it: one factor per frequency of the full heads,
     # 1 where the pair rotates and 1e30 where it does not.
@@ -112,15 +99,9 @@ def main():
         if hf.endswith("layer_scalar"):
             t = t.reshape(1)
         w.add_tensor(gguf_name(hf), t, raw_dtype=GGMLQuantizationType.F32)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    shutil.copy(SRC / "oracle.json", OUT / "oracle.json")
-    (OUT / "README.md").write_text(
+    finish(w, SRC, OUT,
         "The `gemma4` fixture as a GGUF in llama.cpp's Gemma 4 layout (F32), made by "
         "`tests/oracle/gemma4_gguf.py`; oracle.json is gemma4's (same weights).\n")
-    print("wrote", OUT / "model.gguf")
 
 
 if __name__ == "__main__":

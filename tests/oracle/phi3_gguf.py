@@ -9,12 +9,13 @@ llama.cpp), into tests/fixtures/phi3_gguf/model.gguf with the fixture's oracle.j
 """
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 from gguf import GGUFWriter, GGMLQuantizationType
 from safetensors.numpy import load_file
+
+from gguf_fixture import add_fixture_tokenizer, finish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "fixtures" / "phi3_longrope"
@@ -26,7 +27,6 @@ LAYER = {"input_layernorm.weight": "attn_norm.weight", "self_attn.qkv_proj.weigh
 
 def main():
     cfg = json.loads((SRC / "config.json").read_text())
-    tok = json.loads((SRC / "tokenizer.json").read_text())
     rs = cfg["rope_scaling"]
     hd = cfg["hidden_size"] // cfg["num_attention_heads"]
     rot = int(hd * cfg.get("partial_rotary_factor", 1.0))
@@ -46,17 +46,7 @@ def main():
     w.add_float32("phi3.rope.scaling.attn_factor", math.sqrt(1 + math.log(ctx / orig) / math.log(orig)))
     if cfg.get("sliding_window"):
         w.add_uint32("phi3.attention.sliding_window", cfg["sliding_window"])
-    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv: kv[1])
-    added = {a["id"] for a in tok.get("added_tokens", [])}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list([t for t, _ in vocab])
-    w.add_token_types([3 if i in added else 1 for i in range(len(vocab))])
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
-    gen = json.loads((SRC / "generation_config.json").read_text())
-    w.add_bos_token_id(gen["bos_token_id"])
-    w.add_eos_token_id(gen["eos_token_id"])
-    w.add_add_bos_token(False)
+    add_fixture_tokenizer(w, SRC)
     w.add_tensor("rope_factors_long.weight", np.array(rs["long_factor"], dtype=np.float32))
     w.add_tensor("rope_factors_short.weight", np.array(rs["short_factor"], dtype=np.float32))
     for hf, t in sorted(load_file(str(SRC / "model.safetensors")).items()):
@@ -67,15 +57,9 @@ def main():
             parts = hf.split(".")
             name = f"blk.{parts[2]}.{LAYER['.'.join(parts[3:])]}"
         w.add_tensor(name, t, raw_dtype=GGMLQuantizationType.F32)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    shutil.copy(SRC / "oracle.json", OUT / "oracle.json")
-    (OUT / "README.md").write_text(
+    finish(w, SRC, OUT,
         "The `phi3_longrope` fixture as a GGUF in llama.cpp's Phi-3 layout (F32, longrope as rope_factors_long/short), "
         "made by `tests/oracle/phi3_gguf.py`; oracle.json is phi3_longrope's (same weights).\n")
-    print("wrote", OUT / "model.gguf")
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ fixture's oracle.json beside it (F32, same weights).
     /work/oracle-venv/bin/python tests/oracle/smollm3_gguf.py
 """
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 from gguf import GGUFWriter, GGMLQuantizationType
 from safetensors.numpy import load_file
+
+from gguf_fixture import add_fixture_tokenizer, finish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "fixtures" / "smollm3_interval"
@@ -35,7 +36,6 @@ def permute(w, heads):
 
 def main():
     cfg = json.loads((SRC / "config.json").read_text())
-    tok = json.loads((SRC / "tokenizer.json").read_text())
     assert cfg["num_hidden_layers"] % 4 == 0 and cfg.get("no_rope_layer_interval", 4) == 4
     heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -50,17 +50,7 @@ def main():
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_vocab_size(cfg["vocab_size"])
     w.add_rope_dimension_count(cfg["hidden_size"] // heads)
-    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv_: kv_[1])
-    added = {a["id"] for a in tok.get("added_tokens", [])}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list([t for t, _ in vocab])
-    w.add_token_types([3 if i in added else 1 for i in range(len(vocab))])
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
-    gen = json.loads((SRC / "generation_config.json").read_text())
-    w.add_bos_token_id(gen["bos_token_id"])
-    w.add_eos_token_id(gen["eos_token_id"])
-    w.add_add_bos_token(False)
+    add_fixture_tokenizer(w, SRC)
     for hf, t in sorted(load_file(str(SRC / "model.safetensors")).items()):
         t = t.astype(np.float32)
         if hf == "lm_head.weight":
@@ -77,15 +67,9 @@ def main():
             elif name.endswith("attn_k.weight"):
                 t = permute(t, kv)
         w.add_tensor(name, np.ascontiguousarray(t), raw_dtype=GGMLQuantizationType.F32)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    shutil.copy(SRC / "oracle.json", OUT / "oracle.json")
-    (OUT / "README.md").write_text(
+    finish(w, SRC, OUT,
         "The `smollm3_interval` fixture as a GGUF in llama.cpp's SmolLM3 layout (F32, q/k permuted), made by "
         "`tests/oracle/smollm3_gguf.py`; oracle.json is smollm3_interval's (same weights).\n")
-    print("wrote", OUT / "model.gguf")
 
 
 if __name__ == "__main__":
