@@ -43,12 +43,9 @@ using fixtures::tiny_fixtures;
 
 constexpr double kTinyAtol = 1e-3;
 
-class TinyParity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
-  const fs::path dir = fixtures_dir() / GetParam();
-  const json oracle = read_json(dir / "oracle.json");
-  LoadedModel m = LoadedModel::load(dir.string());
+// Every logit of every oracle prompt within kTinyAtol, and the same greedy continuations.
+void expect_matches_oracle(const std::string& model_path, const json& oracle, const std::string& name) {
+  LoadedModel m = LoadedModel::load(model_path);
   const int64_t vocab = m.model->config().vocab_size;
   for (size_t p = 0; p < oracle["prompts"].size(); ++p) {
     const auto prompt = oracle["prompts"][p].get<std::vector<int32_t>>();
@@ -63,19 +60,39 @@ TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
       for (int64_t v = 0; v < vocab; ++v) {
         const double diff = std::abs(got[v] - want[pos][static_cast<size_t>(v)].get<double>());
         worst = std::max(worst, diff);
-        ASSERT_LE(diff, kTinyAtol) << GetParam() << " prompt " << p << " position " << pos << " token " << v;
+        ASSERT_LE(diff, kTinyAtol) << name << " prompt " << p << " position " << pos << " token " << v;
       }
     }
-    RecordProperty("max_abs_logit_diff_prompt" + std::to_string(p), std::to_string(worst));
+    ::testing::Test::RecordProperty("max_abs_logit_diff_prompt" + std::to_string(p), std::to_string(worst));
     const auto want_greedy = oracle["greedy"][p].get<std::vector<int32_t>>();
     EXPECT_EQ(greedy(*m.runner, prompt, static_cast<int64_t>(want_greedy.size())), want_greedy)
-        << GetParam() << " prompt " << p;
+        << name << " prompt " << p;
   }
+}
+
+class TinyParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyParity, LogitsAndGreedyMatchTransformers) {
+  const fs::path dir = fixtures_dir() / GetParam();
+  expect_matches_oracle(dir.string(), read_json(dir / "oracle.json"), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyParity, ::testing::ValuesIn(tiny_fixtures()),
                          [](const auto& param_info) { return fixtures::test_name(param_info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TinyParity);
+
+// Tiny fixtures written as GGUF in llama.cpp's layout (tests/oracle/*_gguf.py: gemma4 with its
+// per-layer arrays and rope_freqs, phi3 with longrope as rope_factors tensors, smollm3 with
+// permuted q/k and llama.cpp's fixed NoPE layers), F32, held to the transformers oracle of
+// the safetensors fixture they were made from, as TinyParity holds the originals.
+class GgufFixtureParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufFixtureParity, LogitsAndGreedyMatchTransformers) {
+  const fs::path dir = fixtures_dir() / GetParam();
+  expect_matches_oracle((dir / "model.gguf").string(), read_json(dir / "oracle.json"), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixtureParity, ::testing::Values("gemma4_gguf", "phi3_gguf", "smollm3_gguf"));
 
 struct SmolMode {
   const char* name;
