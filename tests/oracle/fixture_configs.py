@@ -23,6 +23,9 @@ GEMMA3_TEXT = dict({k: v for k, v in BASE.items() if k != "hidden_act"}, vocab_s
                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
                    rope_scaling=dict(rope_type="linear", factor=2.0), final_logit_softcapping=30.0,
                    attn_logit_softcapping=None, tie_word_embeddings=True)
+# The MoE fixtures' common shape (issue 19).
+QWEN_MOE = dict(BASE, vocab_size=512, intermediate_size=96, head_dim=16, moe_intermediate_size=32,
+                rope_theta=1000000.0, tie_word_embeddings=False, decoder_sparse_step=1, mlp_only_layers=[])
 FIVE_LAYERS = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"]
 FIXTURES = {
     "llama": (dict(BASE, architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=512,
@@ -204,4 +207,23 @@ FIXTURES = {
                                 "original context 4 of 256 (attention factor sqrt(1 + ln 64 / ln 4) = 2); every "
                                 "prompt longer than 4 tokens, so transformers runs the long factors throughout "
                                 "as corvid does for a context past the original")),
+    # Issue 19: sparse mixture-of-experts.
+    "qwen3_moe": (dict(QWEN_MOE, architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", num_experts=8,
+                       num_experts_per_tok=2, norm_topk_prob=True, attention_bias=False),
+                  dict(tok="qwen2", long_prompt=True,
+                       what="Qwen3-MoE: 8 experts, top-2 renormalised (norm_topk_prob), moe_intermediate_size 32, "
+                            "q/k norms, every layer sparse; weights as transformers 5 saves them")),
+    "qwen3_moe_dense_layers": (dict(QWEN_MOE, architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe",
+                                    num_hidden_layers=4, num_experts=6, num_experts_per_tok=3,
+                                    norm_topk_prob=False, mlp_only_layers=[2], attention_bias=False),
+                               dict(tok="qwen2", long_prompt=True,
+                                    what="Qwen3-MoE with mlp_only_layers [2] (layer 2 a dense MLP of "
+                                         "intermediate_size 96), 6 experts (not a power of two), top-3 not "
+                                         "renormalised")),
+    "qwen2_moe": (dict(QWEN_MOE, architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_hidden_layers=4,
+                       num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=2,
+                       shared_expert_intermediate_size=48, qkv_bias=True, use_sliding_window=False),
+                  dict(tok="qwen2", long_prompt=True,
+                       what="Qwen2-MoE: decoder_sparse_step 2 (layers 1 and 3 sparse, 0 and 2 dense), a shared "
+                            "expert of 48 behind its sigmoid gate, top-2 of 8 not renormalised, q/k/v biases")),
 }

@@ -126,7 +126,10 @@ def init_weights(model, seed):
                 val = 0.5 * noise
             else:
                 gain = 3.0 if "lm_head" in name else 1.5 if ("q_proj" in name or "k_proj" in name) else 1.0
-                fan_in = p.shape[1] if p.dim() > 1 else p.shape[0]  # 1-D: vision towers' probes, scalars
+                if name.endswith("mlp.gate.weight"):
+                    gain = 3.0  # a MoE router: decisive choices, so that no top-k is a near-tie
+                # [out, in], or stacked experts [E, out, in]; 1-D: vision towers' probes, scalars
+                fan_in = p.shape[-1] if p.dim() > 1 else p.shape[0]
                 val = noise * (gain / math.sqrt(fan_in))
             p.copy_(val.to(p.dtype))
 

@@ -58,6 +58,11 @@ void run_inspect(const InspectArgs& a) {
   // The model's own state spec (binding it on the CPU reads no weight data: views into
   // the mapped files, checked against the config).
   const std::unique_ptr<Model> model = make_model(files, Device::CPU);
+  if (model->active_parameter_count() != model->parameter_count())
+    std::printf("active:         %lld parameters a token (%.1fM; routed experts), %s of weights read a token\n",
+                static_cast<long long>(model->active_parameter_count()),
+                static_cast<double>(model->active_parameter_count()) / 1e6,
+                human_bytes(static_cast<double>(model->weight_bytes_per_token())).c_str());
   const std::vector<LayerState>& spec = model->state_spec();
   int64_t full = 0, sliding = 0, shared = 0, window = 0;
   for (const LayerState& s : spec) {

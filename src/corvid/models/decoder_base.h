@@ -21,6 +21,7 @@ class DecoderBase : public Model {
   uint64_t buffers_generation() const override { return scratch_.generation; }
   int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
   int64_t parameter_count() const override { return storage_.parameters; }
+  int64_t active_parameter_count() const override { return storage_.parameters - inactive_parameters_; }
 
  protected:
   DecoderBase(const ModelConfig& config, Device device) : config_(config), device_(device) {
@@ -32,7 +33,8 @@ class DecoderBase : public Model {
   std::vector<LayerState> state_;  // filled by the family's constructor, one entry a layer
   layers::Scratch scratch_;        // the family sets scratch_.dims
   WeightStorage storage_;          // from WeightLoader::finish()
-  int64_t bytes_per_token_ = 0;
+  int64_t bytes_per_token_ = 0;      // what a decode step reads: active weights only
+  int64_t inactive_parameters_ = 0;  // experts a token's router does not pick
 };
 
 }  // namespace corvid

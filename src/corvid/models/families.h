@@ -12,5 +12,6 @@ Family granite_family();  // granite (granite.cc)
 Family smollm3_family();  // smollm3 (smollm3.cc)
 Family phi3_family();     // phi3 (phi3.cc)
 Family gemma4_family();   // gemma4_text (gemma4.cc)
+Family qwen_moe_family(); // qwen3_moe, qwen2_moe (qwen_moe.cc)
 
 }  // namespace corvid

@@ -59,6 +59,8 @@ class Model {
   // unless it doubles as the output matrix), for bandwidth figures.
   virtual int64_t weight_bytes_per_token() const = 0;
   virtual int64_t parameter_count() const = 0;
+  // Parameters one token multiplies by: all but the experts a router leaves out (MoE).
+  virtual int64_t active_parameter_count() const { return parameter_count(); }
 };
 
 }  // namespace corvid

@@ -1,5 +1,6 @@
 #include "corvid/models/prenorm_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "corvid/core/error.h"
@@ -29,6 +30,8 @@ class PreNormDecoder final : public DecoderBase {
     Tensor input_norm, post_attention_norm;
     layers::Attention attn;
     layers::GatedMlp mlp;
+    layers::MoeBlock moe;  // used instead of mlp where sparse
+    bool sparse = false;
   };
 
   PreNormSpec spec_;
@@ -50,6 +53,8 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
                " per-layer rope flags for ", L, " layers");
   CORVID_CHECK(spec.window.empty() || static_cast<int64_t>(spec.window.size()) == L, w.source(), ": ",
                spec.window.size(), " per-layer windows for ", L, " layers");
+  CORVID_CHECK(spec.sparse.empty() || static_cast<int64_t>(spec.sparse.size()) == L, w.source(), ": ",
+               spec.sparse.size(), " per-layer sparse flags for ", L, " layers");
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
   const int64_t q_dim = c.num_attention_heads * D, kv_dim = c.num_key_value_heads * D;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -94,17 +99,32 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
       if (!w.fuses()) a.qkv_proj = m.gate_up_proj = Tensor();  // multiplied as their parts
     } else {
       load_attention(w, p + "self_attn.", H, {spec.qkv_bias, spec.o_bias, false}, a);
-      load_gated_mlp(w, p + "mlp.", H, I, spec.mlp_bias, layers::Activation::Silu, layer.mlp);
+      layer.sparse = !spec.sparse.empty() && spec.sparse[static_cast<size_t>(i)];
+      if (layer.sparse) {
+        layers::load_moe(w, p + "mlp.", H, spec.moe, layer.moe);
+      } else {
+        load_gated_mlp(w, p + "mlp.", H, I, spec.mlp_bias, layers::Activation::Silu, layer.mlp);
+      }
     }
     state_.push_back(a.state());
     layers_.push_back(std::move(layer));
   }
   storage_ = w.finish();
   bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
-  for (const Layer& l : layers_)
-    bytes_per_token_ +=
-        l.attn.weight_bytes() + l.mlp.weight_bytes() + layers::weight_bytes({&l.input_norm, &l.post_attention_norm});
-  scratch_.dims = {H, q_dim, kv_dim, I};
+  bool any_sparse = false;
+  for (const Layer& l : layers_) {
+    bytes_per_token_ += l.attn.weight_bytes() + layers::weight_bytes({&l.input_norm, &l.post_attention_norm}) +
+                        (l.sparse ? l.moe.active_weight_bytes() : l.mlp.weight_bytes());
+    if (!l.sparse) continue;
+    any_sparse = true;
+    inactive_parameters_ += (spec.moe.experts - spec.moe.top_k) * 3 * spec.moe.ffn * H;
+  }
+  scratch_.dims = {H, q_dim, kv_dim, std::max(I, spec.moe.shared_ffn)};
+  if (any_sparse) {
+    scratch_.dims.experts = spec.moe.experts;
+    scratch_.dims.top_k = spec.moe.top_k;
+    scratch_.dims.expert_ffn = spec.moe.ffn;
+  }
 }
 
 void PreNormDecoder::forward(const Step& step, const Tensor& logits) {
@@ -121,7 +141,11 @@ void PreNormDecoder::forward(const Step& step, const Tensor& logits) {
     l.attn.forward(h, step, scratch_, h);
     if (residual != 1.0f) ops::scale(h, residual);
     ops::add_rms_norm(x, h, l.post_attention_norm, eps, h);
-    l.mlp.forward(h, scratch_, h);
+    if (l.sparse) {
+      l.moe.forward(h, scratch_, h);
+    } else {
+      l.mlp.forward(h, scratch_, h);
+    }
     if (residual != 1.0f) ops::scale(h, residual);
     // The residual add fused with the next layer's input norm.
     if (i + 1 < layers_.size()) {

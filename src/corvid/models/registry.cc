@@ -15,6 +15,7 @@ const std::vector<Family>& model_families() {
       smollm3_family(),
       phi3_family(),
       gemma4_family(),
+      qwen_moe_family(),
   };
   return kFamilies;
 }

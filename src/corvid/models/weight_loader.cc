@@ -178,7 +178,16 @@ Tensor WeightLoader::ones(int64_t size) {
   return place(f);
 }
 
-WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) {
+WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) { return fused_parts(parts, fuse_); }
+
+WeightLoader::Fused WeightLoader::stacked(const std::vector<Part>& parts) { return fused_parts(parts, true); }
+
+Tensor WeightLoader::get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols) {
+  const Tensor& t = host(name, {experts, rows, cols}, WeightRole::Projection);
+  return place(Tensor(t.dtype, {experts * rows, cols}, t.data, t.device));
+}
+
+WeightLoader::Fused WeightLoader::fused_parts(const std::vector<Part>& parts, bool fuse) {
   CORVID_CHECK(!parts.empty(), source_, ": an empty fused weight");
   std::vector<const Tensor*> hosts;
   for (const Part& p : parts) {
@@ -200,10 +209,10 @@ WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) {
       adjacent &= h->data == expected;
       expected += h->nbytes();
     }
-    if (adjacent && fuse_) out.whole = Tensor(hosts[0]->dtype, {rows, hosts[0]->cols()}, hosts[0]->data, Device::CPU);
+    if (adjacent && fuse) out.whole = Tensor(hosts[0]->dtype, {rows, hosts[0]->cols()}, hosts[0]->data, Device::CPU);
     return out;
   }
-  if (!uniform || !fuse_) {
+  if (!uniform || !fuse) {
     for (const Tensor* h : hosts) out.parts.push_back(place(*h));
     return out;
   }

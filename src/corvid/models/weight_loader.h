@@ -80,6 +80,13 @@ class WeightLoader {
     std::vector<int64_t> shape;
   };
   Fused fused(const std::vector<Part>& parts);
+  // Per-expert matrices as one stack (a MoE layer's): fused() whatever the fusion switch,
+  // so that on a GPU `whole` is always set; on the CPU it is set when the file holds
+  // them back to back, else the parts stay views into the file (no copy).
+  Fused stacked(const std::vector<Part>& parts);
+  // A 3-D tensor [E, rows, cols] (stacked expert matrices as a file holds them) as the
+  // 2-D [E * rows, cols] matrix over them.
+  Tensor get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols);
 
   // A tensor the family reads once at load (rope frequency factors), as host floats.
   std::vector<float> read_f32(const std::string& name, int64_t count);
@@ -93,6 +100,7 @@ class WeightLoader {
  private:
   const Tensor& host(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
   Tensor place(const Tensor& host_tensor);
+  Fused fused_parts(const std::vector<Part>& parts, bool fuse);
   const Tensor& make_dummy(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
 
   const WeightSet* files_ = nullptr;

@@ -12,6 +12,7 @@ namespace corvid::layers {
 
 struct ScratchDims {
   int64_t hidden = 0, q = 0, kv = 0, ffn = 0;  // widest q / kv projection and MLP over all layers
+  int64_t experts = 0, top_k = 0, expert_ffn = 0;  // MoE layers (0: none)
 };
 
 struct Scratch {
@@ -21,6 +22,10 @@ struct Scratch {
   uint64_t generation = 0;
   DeviceTensor x, h, q, k, v, attn, gate, up;  // [tokens, width] F32
   DeviceTensor fused;  // [1, q|k|v or gate|up]: a single token's fused GEMV output
+  // MoE layers: router logits [tokens, E], the routing [tokens, k] (weights F32, expert
+  // ids I32), the (token, slot) rows [tokens * k, H or I], the routed sum and the
+  // shared expert's output and gate.
+  DeviceTensor router, route_weights, route_ids, expert_x, expert_act, expert_up, expert_y, routed, shared, shared_gate;
 
   void ensure(int64_t n) {
     if (tokens >= n) return;
@@ -36,6 +41,19 @@ struct Scratch {
     gate = DeviceTensor(d, DType::F32, {n, dims.ffn});
     up = DeviceTensor(d, DType::F32, {n, dims.ffn});
     fused = DeviceTensor(d, DType::F32, {1, std::max(dims.q + 2 * dims.kv, 2 * dims.ffn)});
+    if (dims.experts > 0) {
+      const int64_t pairs = n * dims.top_k;
+      router = DeviceTensor(d, DType::F32, {n, dims.experts});
+      route_weights = DeviceTensor(d, DType::F32, {n, dims.top_k});
+      route_ids = DeviceTensor(d, DType::I32, {n, dims.top_k});
+      expert_x = DeviceTensor(d, DType::F32, {pairs, dims.hidden});
+      expert_act = DeviceTensor(d, DType::F32, {pairs, dims.expert_ffn});
+      expert_up = DeviceTensor(d, DType::F32, {pairs, dims.expert_ffn});
+      expert_y = DeviceTensor(d, DType::F32, {pairs, dims.hidden});
+      routed = DeviceTensor(d, DType::F32, {n, dims.hidden});
+      shared = DeviceTensor(d, DType::F32, {n, dims.hidden});
+      shared_gate = DeviceTensor(d, DType::F32, {n, 1});
+    }
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "corvid/core/tensor.h"
 #include "corvid/core/thread_pool.h"
+#include "corvid/ops/moe.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid::ops::cpu {
@@ -28,6 +29,10 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, st
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
+void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids);
+void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, const Tensor& weights,
+                 GatedActivation act, const MoeScratch& scratch, const Tensor& out);
+void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, const Tensor& out);
 
 // Tests: make matmul use the scalar reference kernels instead of SIMD.
 void set_force_scalar(bool on);

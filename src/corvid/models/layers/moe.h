@@ -1,0 +1,50 @@
+// MoeBlock: a sparse mixture-of-experts MLP (transformers' Qwen3MoeSparseMoeBlock and
+// Qwen2MoeSparseMoeBlock): a router [E, H] picks top_k experts per token
+// (ops::moe_route), the routed experts' gated MLPs are summed with the router's
+// weights (ops::moe_experts), and an optional shared expert, a dense gated MLP, is
+// added through its sigmoid gate [1, H] (Qwen2-MoE, Qwen3-Next).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "corvid/models/layers/mlp.h"
+#include "corvid/models/layers/scratch.h"
+#include "corvid/models/weight_loader.h"
+#include "corvid/ops/moe.h"
+
+namespace corvid::layers {
+
+struct MoeShape {
+  int64_t experts = 0, top_k = 0, ffn = 0;  // num_experts, num_experts_per_tok, moe_intermediate_size
+  bool norm_topk = false;                   // norm_topk_prob
+  int64_t shared_ffn = 0;                   // shared_expert_intermediate_size (0: no shared expert)
+  Activation act = Activation::Silu;
+};
+
+struct MoeBlock {
+  MoeShape shape;
+  Tensor router;  // [E, H]
+  ops::Experts experts;
+  GatedMlp shared;     // when shape.shared_ffn > 0
+  Tensor shared_gate;  // [1, H]
+
+  // h [n, hidden] (may be `out`) → out [n, hidden].
+  void forward(const Tensor& h, Scratch& scratch, const Tensor& out) const;
+  // Bytes of every weight, and of those one token reads (the router, top_k experts, the
+  // shared expert).
+  int64_t weight_bytes() const;
+  int64_t active_weight_bytes() const;
+  // Elements one token multiplies by (router, top_k experts, shared expert).
+  int64_t active_parameters() const;
+};
+
+// The block under `prefix` ("model.layers.3.mlp."): gate.weight (the router), the
+// experts as transformers 5 fuses them (experts.gate_up_proj [E, 2I, H] and
+// experts.down_proj [E, H, I]) or per expert (experts.{e}.{gate,up,down}_proj.weight,
+// stacked), or as GGUF stores them (experts.{gate,up,down}_proj [E, rows, cols]: the
+// names formats/gguf_model.cc gives ffn_*_exps), and shared_expert.* with
+// shared_expert_gate.weight.
+void load_moe(WeightLoader& w, const std::string& prefix, int64_t hidden, const MoeShape& shape, MoeBlock& m);
+
+}  // namespace corvid::layers

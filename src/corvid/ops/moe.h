@@ -1,0 +1,72 @@
+// Sparse mixture-of-experts ops: the router's top-k and the routed experts' SwiGLU /
+// GeGLU MLPs over one stack of expert weights per projection. Backend-neutral like
+// ops.h (checks in moe.cc, kernels in cpu/moe.cc and cuda/moe.cu).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "corvid/core/tensor.h"
+#include "corvid/ops/ops.h"
+
+namespace corvid::ops {
+
+// E matrices [rows, cols] in one allocation: expert e is rows
+// [e * stride + offset, e * stride + offset + rows) of `data` ([E * stride, cols], any
+// weight dtype). One layout serves every checkpoint: transformers 5's fused
+// gate_up_proj [E, 2I, H] is gate = {stride 2I, offset 0} and up = {stride 2I, offset I};
+// per-expert tensors stacked at load and GGUF's ffn_*_exps are stride = rows.
+// On the CPU per-expert tensors that do not lie back to back in the file stay where
+// they are (`parts`, one view each, no copy) and `data` is empty; the GPU kernels
+// always take the stacked form.
+struct ExpertStack {
+  Tensor data;
+  int64_t rows = 0, stride = 0, offset = 0;
+  std::vector<Tensor> parts;
+
+  bool stacked() const { return parts.empty(); }
+  DType dtype() const { return stacked() ? data.dtype : parts[0].dtype; }
+  int64_t cols() const { return stacked() ? data.cols() : parts[0].cols(); }
+  // Expert e's matrix, as a 2-D view (rows are whole in every layout).
+  Tensor expert(int64_t e) const {
+    if (!stacked()) return parts[static_cast<size_t>(e)];
+    return Tensor(data.dtype, {rows, data.cols()}, data.row(e * stride + offset), data.device);
+  }
+};
+
+// The routed experts of one MoE layer: expert e's output is
+// down_e(act(gate_e(x)) * up_e(x)); gate/up [I, H], down [H, I] per expert.
+struct Experts {
+  int64_t count = 0, ffn = 0;  // E, I
+  ExpertStack gate, up, down;
+};
+
+// The router's choice per token: p = softmax(logits[t, :]) in F32 over all E experts,
+// the k = weights.cols() largest p in descending order (equal p: the lower expert index
+// first), and with norm_topk their weights divided by their sum.
+//   logits [n, E] F32 → weights [n, k] F32, ids [n, k] I32 (expert indices).
+void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids);
+
+// Buffers moe_experts works in (F32, on the op's device): rows for every (token, slot)
+// pair, n * k of them.
+struct MoeScratch {
+  Tensor x;    // [n * k, H]: the tokens gathered by expert
+  Tensor act;  // [n * k, I]: act(gate) * up
+  Tensor up;   // [n * k, I]
+  Tensor y;    // [n * k, H]: each pair's expert output
+};
+
+// out[t] = sum over slots j (in order) of weights[t, j] * expert_{ids[t, j]}(x[t]).
+// x [n, H] F32, ids / weights [n, k] from moe_route, out [n, H] F32 (may not alias x).
+// Tokens are grouped by expert and each expert multiplies the rows routed to it, so a
+// token's result does not depend on which other tokens share its experts (on the CPU bit
+// for bit; the GPU's kernels reduce each row alike whatever the grouping too).
+void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, const Tensor& weights,
+                 GatedActivation act, const MoeScratch& scratch, const Tensor& out);
+
+// out[r, :] = x[r, :] + sigmoid(gate[r]) * y[r, :]: a shared expert's output y gated
+// into the routed experts' x (Qwen2-MoE, Qwen3-Next). x, y, out [n, H] F32 (out may
+// alias x), gate [n, 1] F32.
+void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, const Tensor& out);
+
+}  // namespace corvid::ops
