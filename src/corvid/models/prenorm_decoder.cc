@@ -117,7 +117,7 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
                         (l.sparse ? l.moe.active_weight_bytes() : l.mlp.weight_bytes());
     if (!l.sparse) continue;
     any_sparse = true;
-    inactive_parameters_ += (spec.moe.experts - spec.moe.top_k) * 3 * spec.moe.ffn * H;
+    inactive_parameters_ += l.moe.inactive_parameters();
   }
   scratch_.dims = {H, q_dim, kv_dim, std::max(I, spec.moe.shared_ffn)};
   if (any_sparse) {

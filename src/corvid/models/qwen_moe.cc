@@ -59,12 +59,7 @@ MoeParams read_moe_hf(const ModelConfig& c, const nlohmann::json& j, const std::
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     m.sparse.push_back(m.shape.experts > 0 && (i + 1) % step == 0 &&
                        std::find(dense.begin(), dense.end(), i) == dense.end());
-  const bool any = std::find(m.sparse.begin(), m.sparse.end(), true) != m.sparse.end();
-  if (any)
-    CORVID_CHECK(m.shape.top_k >= 1 && m.shape.top_k <= m.shape.experts && m.shape.top_k <= 64 &&
-                     m.shape.experts <= 1024 && m.shape.ffn > 0 && m.shape.shared_ffn >= 0,
-                 source, ": num_experts_per_tok ", m.shape.top_k, " of num_experts ", m.shape.experts,
-                 " (1 <= k <= min(E, 64), E <= 1024) and moe_intermediate_size ", m.shape.ffn, " > 0");
+  if (std::find(m.sparse.begin(), m.sparse.end(), true) != m.sparse.end()) layers::check_moe_shape(m.shape, source);
   return m;
 }
 
@@ -75,10 +70,7 @@ MoeParams read_moe_gguf(const ModelConfig& c, const GgufFile& g) {
   m.shape.top_k = g.get_int(p + "expert_used_count");
   m.shape.ffn = g.get_int(p + "expert_feed_forward_length");
   m.shape.norm_topk = true;
-  CORVID_CHECK(m.shape.top_k >= 1 && m.shape.top_k <= m.shape.experts && m.shape.top_k <= 64 &&
-                   m.shape.experts <= 1024 && m.shape.ffn > 0,
-               g.path(), ": expert_used_count ", m.shape.top_k, " of expert_count ", m.shape.experts,
-               " (1 <= k <= min(E, 64), E <= 1024) and expert_feed_forward_length ", m.shape.ffn, " > 0");
+  layers::check_moe_shape(m.shape, g.path());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     m.sparse.push_back(g.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight") != nullptr);
   return m;

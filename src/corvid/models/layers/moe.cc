@@ -45,11 +45,17 @@ int64_t stack_bytes(const ops::ExpertStack& s, int64_t experts) {
 
 }  // namespace
 
+void check_moe_shape(const MoeShape& s, const std::string& source) {
+  CORVID_CHECK(s.top_k >= 1 && s.top_k <= s.experts && s.top_k <= 64 && s.experts <= 1024 && s.ffn > 0 &&
+                   s.shared_ffn >= 0,
+               source, ": a MoE layer of top-", s.top_k, " of ", s.experts, " experts of width ", s.ffn,
+               " (shared expert ", s.shared_ffn, "): needs 1 <= top-k <= min(experts, 64), at most 1024 experts "
+               "and a positive width");
+}
+
 void load_moe(WeightLoader& w, const std::string& p, int64_t hidden, const MoeShape& shape, MoeBlock& m) {
+  check_moe_shape(shape, w.source());
   const int64_t E = shape.experts, I = shape.ffn, H = hidden;
-  CORVID_CHECK(E > 0 && shape.top_k > 0 && shape.top_k <= E && I > 0, w.source(), ": a MoE layer needs num_experts > 0, ",
-               "0 < num_experts_per_tok <= num_experts and moe_intermediate_size > 0 (got ", E, ", ", shape.top_k, ", ", I,
-               ")");
   m.shape = shape;
   m.router = w.get(p + "gate.weight", {E, H});
   m.experts.count = E;
@@ -98,13 +104,6 @@ void MoeBlock::forward(const Tensor& h, Scratch& s, const Tensor& out) const {
   }
 }
 
-int64_t MoeBlock::weight_bytes() const {
-  int64_t total = static_cast<int64_t>(router.nbytes()) + shared.weight_bytes();
-  if (shared_gate.data) total += static_cast<int64_t>(shared_gate.nbytes());
-  for (const ops::ExpertStack* s : {&experts.gate, &experts.up, &experts.down}) total += stack_bytes(*s, experts.count);
-  return total;
-}
-
 int64_t MoeBlock::active_weight_bytes() const {
   int64_t total = static_cast<int64_t>(router.nbytes()) + shared.weight_bytes();
   if (shared_gate.data) total += static_cast<int64_t>(shared_gate.nbytes());
@@ -112,11 +111,8 @@ int64_t MoeBlock::active_weight_bytes() const {
   return total;
 }
 
-int64_t MoeBlock::active_parameters() const {
-  const int64_t H = router.cols();
-  int64_t n = shape.experts * H + shape.top_k * 3 * shape.ffn * H;
-  if (shape.shared_ffn > 0) n += 3 * shape.shared_ffn * H + H;
-  return n;
+int64_t MoeBlock::inactive_parameters() const {
+  return (shape.experts - shape.top_k) * 3 * shape.ffn * router.cols();
 }
 
 }  // namespace corvid::layers

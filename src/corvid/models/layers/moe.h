@@ -31,13 +31,15 @@ struct MoeBlock {
 
   // h [n, hidden] (may be `out`) → out [n, hidden].
   void forward(const Tensor& h, Scratch& scratch, const Tensor& out) const;
-  // Bytes of every weight, and of those one token reads (the router, top_k experts, the
-  // shared expert).
-  int64_t weight_bytes() const;
+  // Bytes of the weights one token reads: the router, top_k experts, the shared expert.
   int64_t active_weight_bytes() const;
-  // Elements one token multiplies by (router, top_k experts, shared expert).
-  int64_t active_parameters() const;
+  // Parameters of the experts a token's router leaves out (experts - top_k of them).
+  int64_t inactive_parameters() const;
 };
+
+// Throws naming `source` unless 1 <= top_k <= min(experts, 64), experts <= 1024 (what
+// ops::moe_route takes), ffn > 0 and shared_ffn >= 0.
+void check_moe_shape(const MoeShape& shape, const std::string& source);
 
 // The block under `prefix` ("model.layers.3.mlp."): gate.weight (the router), the
 // experts as transformers 5 fuses them (experts.gate_up_proj [E, 2I, H] and
