@@ -32,6 +32,13 @@ inline bool is_weight_dtype_on(DType t, Device device) {
   return is_weight_dtype(t) || (device == Device::CUDA && is_gpu_row_layout(t));
 }
 
+// Whether two tensors' bytes overlap.
+inline bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.data);
+  const char* b0 = static_cast<const char*>(b.data);
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
 // The device all of a call's tensors are on; mixing devices is an error.
 inline Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
   const Tensor* first = nullptr;

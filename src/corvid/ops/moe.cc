@@ -75,7 +75,7 @@ void moe_experts(const Tensor& x, const Experts& e, const Tensor& ids, const Ten
                " must be [", n, ", k]");
   CORVID_CHECK(out.rows() == n && out.cols() == H, "ops::moe_experts: out ", out.shape_str(), " must be [", n, ", ",
                H, "]");
-  CORVID_CHECK(x.data != out.data, "ops::moe_experts: out must not alias x");
+  CORVID_CHECK(!overlaps(x, out), "ops::moe_experts: out must not alias x");
   CORVID_CHECK(e.count > 0 && I > 0, "ops::moe_experts: no experts");
   check_stack("gate", e.gate, e.count, I, H, device);
   check_stack("up", e.up, e.count, I, H, device);

@@ -37,12 +37,6 @@ void check_same_shape(const char* op, const char* a_name, const Tensor& a, const
                b_name, " ", b.shape_str(), " differ in shape");
 }
 
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const char* a0 = static_cast<const char*>(a.data);
-  const char* b0 = static_cast<const char*>(b.data);
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
 }  // namespace
 
 void embedding(const Tensor& table, const Indices& ids, const Tensor& out) {

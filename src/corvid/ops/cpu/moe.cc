@@ -3,6 +3,7 @@
 // gathered and go through cpu::matmul (which reduces every output in a fixed order
 // whatever the number of rows), and each token sums its slots in slot order, so a
 // token's output is the same bits whichever tokens share its experts.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -18,12 +19,8 @@ void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, cons
   std::vector<float> p(static_cast<size_t>(E));
   std::vector<bool> taken(static_cast<size_t>(E));
   for (int64_t t = 0; t < n; ++t) {
-    const float* l = logits.ptr<float>() + t * E;
-    float mx = -INFINITY;
-    for (int64_t e = 0; e < E; ++e) mx = std::max(mx, l[e]);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; ++e) sum += p[static_cast<size_t>(e)] = std::exp(l[e] - mx);
-    for (int64_t e = 0; e < E; ++e) p[static_cast<size_t>(e)] /= sum;
+    std::copy_n(logits.ptr<float>() + t * E, E, p.data());
+    softmax(Tensor(DType::F32, {1, E}, p.data()));
     std::fill(taken.begin(), taken.end(), false);
     float* w = weights.ptr<float>() + t * k;
     int32_t* id = ids.ptr<int32_t>() + t * k;
