@@ -31,28 +31,28 @@ struct Scratch {
     if (tokens >= n) return;
     ++generation;
     tokens = n;
-    const Device d = device;
-    x = DeviceTensor(d, DType::F32, {n, dims.hidden});
-    h = DeviceTensor(d, DType::F32, {n, dims.hidden});
-    q = DeviceTensor(d, DType::F32, {n, dims.q});
-    k = DeviceTensor(d, DType::F32, {n, dims.kv});
-    v = DeviceTensor(d, DType::F32, {n, dims.kv});
-    attn = DeviceTensor(d, DType::F32, {n, dims.q});
-    gate = DeviceTensor(d, DType::F32, {n, dims.ffn});
-    up = DeviceTensor(d, DType::F32, {n, dims.ffn});
-    fused = DeviceTensor(d, DType::F32, {1, std::max(dims.q + 2 * dims.kv, 2 * dims.ffn)});
+    auto f32 = [this](int64_t rows, int64_t cols) { return DeviceTensor(device, DType::F32, {rows, cols}); };
+    x = f32(n, dims.hidden);
+    h = f32(n, dims.hidden);
+    q = f32(n, dims.q);
+    k = f32(n, dims.kv);
+    v = f32(n, dims.kv);
+    attn = f32(n, dims.q);
+    gate = f32(n, dims.ffn);
+    up = f32(n, dims.ffn);
+    fused = f32(1, std::max(dims.q + 2 * dims.kv, 2 * dims.ffn));
     if (dims.experts > 0) {
       const int64_t pairs = n * dims.top_k;
-      router = DeviceTensor(d, DType::F32, {n, dims.experts});
-      route_weights = DeviceTensor(d, DType::F32, {n, dims.top_k});
-      route_ids = DeviceTensor(d, DType::I32, {n, dims.top_k});
-      expert_x = DeviceTensor(d, DType::F32, {pairs, dims.hidden});
-      expert_act = DeviceTensor(d, DType::F32, {pairs, dims.expert_ffn});
-      expert_up = DeviceTensor(d, DType::F32, {pairs, dims.expert_ffn});
-      expert_y = DeviceTensor(d, DType::F32, {pairs, dims.hidden});
-      routed = DeviceTensor(d, DType::F32, {n, dims.hidden});
-      shared = DeviceTensor(d, DType::F32, {n, dims.hidden});
-      shared_gate = DeviceTensor(d, DType::F32, {n, 1});
+      router = f32(n, dims.experts);
+      route_weights = f32(n, dims.top_k);
+      route_ids = DeviceTensor(device, DType::I32, {n, dims.top_k});
+      expert_x = f32(pairs, dims.hidden);
+      expert_act = f32(pairs, dims.expert_ffn);
+      expert_up = f32(pairs, dims.expert_ffn);
+      expert_y = f32(pairs, dims.hidden);
+      routed = f32(n, dims.hidden);
+      shared = f32(n, dims.hidden);
+      shared_gate = f32(n, 1);
     }
   }
 };
