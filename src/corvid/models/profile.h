@@ -20,6 +20,7 @@ struct ModelProfile {
   int64_t max_head_dim = 0;     // the widest attention head over all layers
   bool sliding_window = false;  // some layer attends to a window only
   bool shared_kv = false;       // some layer reads another layer's keys and values
+  bool routed_experts = false;  // some layer is a mixture of experts (ops/moe.h)
 };
 
 // Throws corvid::Error naming `source` when `device` cannot run the profile.

@@ -9,9 +9,8 @@ namespace corvid::ops {
 
 namespace {
 
-// The CUDA MoE kernels are not written yet: a MoE model on the GPU is refused in one line.
 void check_cpu(const char* op, Device device) {
-  CORVID_CHECK(device == Device::CPU, "ops::", op, ": MoE layers run on the CPU only so far (no CUDA kernels yet)");
+  CORVID_CHECK(moe_supported(device), "ops::", op, ": MoE layers run on the CPU only so far (no CUDA kernels yet)");
 }
 
 void check_stack(const char* name, const ExpertStack& s, int64_t experts, int64_t rows, int64_t cols, Device device) {
@@ -47,6 +46,8 @@ void check_rows(const char* name, const Tensor& t, int64_t rows, int64_t cols) {
 }
 
 }  // namespace
+
+bool moe_supported(Device device) { return device == Device::CPU; }
 
 void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids) {
   const Device device = common_device("moe_route", {&logits, &weights, &ids});

@@ -41,6 +41,9 @@ struct Experts {
   ExpertStack gate, up, down;
 };
 
+// Whether the MoE ops below run on `device` (the CPU only, until the CUDA kernels exist).
+bool moe_supported(Device device);
+
 // The router's choice per token: p = softmax(logits[t, :]) in F32 over all E experts,
 // the k = weights.cols() largest p in descending order (equal p: the lower expert index
 // first), and with norm_topk their weights divided by their sum.
