@@ -60,11 +60,17 @@ bool Runner::run_recorded(Recording& rec, const Recording& want, Fn run) {
     try {
       run();
     } catch (const Error& e) {
-      // Something in the step cannot be recorded: run steps eagerly from now on, and say so
-      // (every later step loses the recording's speed).
+      // The step runs eagerly instead. That grows any buffer the step needed that nothing
+      // had grown yet (nothing may grow while recording: a first decode step may need
+      // more scratch than the prompt did), so the next step records again. A second
+      // failure means something in the step cannot be recorded: from then on steps run
+      // eagerly, and the user is told (every later step loses the recording's speed).
       backend.abort_capture();
-      std::fprintf(stderr, "corvid: recording a step failed (%s); steps run eagerly from now on\n", e.what());
-      record_steps_ = false;
+      rec.id = -1;
+      if (++failed_recordings_ >= 2) {
+        std::fprintf(stderr, "corvid: recording a step failed (%s); steps run eagerly from now on\n", e.what());
+        record_steps_ = false;
+      }
       run();
       return false;
     }

@@ -112,6 +112,7 @@ class Runner {
 
   Model& model_;
   bool record_steps_ = true;
+  int failed_recordings_ = 0;  // captures that threw (run_recorded gives up after two)
   bool warm_ = false;  // a contiguous forward has run: constant inputs (RoPE tables) are on the device
   Recording single_;
   std::map<std::pair<int64_t, int64_t>, Recording> batches_;
