@@ -83,7 +83,8 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TinyParity);
 
 // Tiny fixtures written as GGUF in llama.cpp's layout (tests/oracle/*_gguf.py: gemma4 with its
 // per-layer arrays and rope_freqs, phi3 with longrope as rope_factors tensors, smollm3 with
-// permuted q/k and llama.cpp's fixed NoPE layers), F32, held to the transformers oracle of
+// permuted q/k and llama.cpp's fixed NoPE layers, qwen3moe with its stacked ffn_*_exps
+// experts and expert_* keys), F32, held to the transformers oracle of
 // the safetensors fixture they were made from, as TinyParity holds the originals.
 class GgufFixtureParity : public ::testing::TestWithParam<std::string> {};
 
@@ -92,7 +93,8 @@ TEST_P(GgufFixtureParity, LogitsAndGreedyMatchTransformers) {
   expect_matches_oracle((dir / "model.gguf").string(), read_json(dir / "oracle.json"), GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixtureParity, ::testing::Values("gemma4_gguf", "phi3_gguf", "smollm3_gguf"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufFixtureParity, ::testing::Values("gemma4_gguf", "phi3_gguf", "qwen3moe_gguf",
+                                                                       "smollm3_gguf"));
 
 struct SmolMode {
   const char* name;
