@@ -135,7 +135,10 @@ TEST(CudaStepRecording, SameBitsAsEagerDecode) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
   const auto names = tiny_fixtures();
   if (names.empty()) GTEST_SKIP() << "no fixtures";
-  for (const std::string& name : {std::string("mistral_swa"), std::string("qwen3_bf16")}) {
+  // qwen3_moe / qwen2_moe: the router, the experts' GEMVs and the shared expert's gate
+  // read their expert ids on the device inside the recording.
+  for (const std::string& name : {std::string("mistral_swa"), std::string("qwen3_bf16"), std::string("qwen3_moe"),
+                                  std::string("qwen2_moe")}) {
     const fs::path dir = fixtures_dir() / name;
     if (!fs::exists(dir)) continue;
     LoadedModel recorded = LoadedModel::load(dir.string(), Device::CUDA);

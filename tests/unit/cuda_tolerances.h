@@ -21,8 +21,17 @@ constexpr double kTinyFastRel = 0.02;
 // gemma4_wide (per-layer inputs and shared layers too, heads of 256 and 512) shares it:
 // 0.273 (fast) and 0.226 (fast-bf16kv) against the oracle, 0.586 batched against the CPU;
 // so does gemma4_mm (gemma4's text model in the multimodal wrapper: 0.39 fast, 0.48 batched).
+// The MoE fixtures (qwen3_moe*, qwen2_moe): a 16-bit perturbation of the hidden state can
+// swap an expert in or out where two router probabilities are close, and the token then
+// sums another expert's output, in these tiny models a large share of its update. So a
+// few positions are far off while most stay within the dense bound (CudaBatchedForward
+// qwen2_moe: 4 of 40 steps over 0.3, worst 0.59; CudaTinyParity up to 1.18 of a 12.6
+// logit range on qwen3_moe_dense_layers; Exact within 6e-5 and the expert kernels within
+// their operands' rounding in cuda_moe_test; H200 2026-12-02): 12% of the largest logit.
+constexpr double kMoeFastRel = 0.12;
 inline double fast_rel_for(const std::string& fixture) {
-  return fixture == "gemma4" || fixture == "gemma4_wide" || fixture == "gemma4_mm" ? 0.1 : kTinyFastRel;
+  if (fixture == "gemma4" || fixture == "gemma4_wide" || fixture == "gemma4_mm") return 0.1;
+  return fixture.find("moe") != std::string::npos ? kMoeFastRel : kTinyFastRel;
 }
 
 // Fast mode's bound on |logit - reference| for a fixture whose largest |logit| is `largest`.

@@ -80,7 +80,7 @@ void run_inspect(const InspectArgs& a) {
   std::printf("fidelity:       %s\n", profile.fidelity.c_str());
   std::printf("needs:          attention heads up to %lld%s%s%s\n", static_cast<long long>(profile.max_head_dim),
               profile.sliding_window ? ", sliding windows" : "", profile.shared_kv ? ", shared KV" : "",
-              profile.routed_experts ? ", routed experts (CPU only so far)" : "");
+              profile.routed_experts ? ", routed experts" : "");
   const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : dtype_info(kv_dtype_named(a.kv_cache_dtype)).block_bytes;
   // Full-attention layers keep every position; a sliding layer holds its window (the
   // engine frees blocks that leave it), so it costs a fixed amount per sequence.

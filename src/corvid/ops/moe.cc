@@ -1,6 +1,8 @@
 // ops:: MoE front (contracts in moe.h): argument checks, then dispatch on the device.
 #include "corvid/ops/moe.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "corvid/ops/dispatch.h"
@@ -8,10 +10,6 @@
 namespace corvid::ops {
 
 namespace {
-
-void check_cpu(const char* op, Device device) {
-  CORVID_CHECK(moe_supported(device), "ops::", op, ": MoE layers run on the CPU only so far (no CUDA kernels yet)");
-}
 
 void check_stack(const char* name, const ExpertStack& s, int64_t experts, int64_t rows, int64_t cols, Device device) {
   if (!s.stacked()) {
@@ -47,7 +45,19 @@ void check_rows(const char* name, const Tensor& t, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-bool moe_supported(Device device) { return device == Device::CPU; }
+bool moe_supported(Device device) {
+#ifdef CORVID_HAVE_CUDA
+  return device == Device::CPU || device == Device::CUDA;
+#else
+  return device == Device::CPU;
+#endif
+}
+
+int64_t moe_plan_size(int64_t pairs, int64_t experts) {
+  constexpr int64_t kTileRows = 64;  // ops/cuda/moe_experts.cu's row tile
+  const int64_t tiles = std::min(pairs, (pairs + kTileRows - 1) / kTileRows + experts);
+  return tiles * (kTileRows + 1);
+}
 
 void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids) {
   const Device device = common_device("moe_route", {&logits, &weights, &ids});
@@ -60,13 +70,12 @@ void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, cons
   CORVID_CHECK(k >= 1 && k <= experts && k <= 64 && experts <= 1024, "ops::moe_route: top-", k, " of ", experts,
                " experts (1 <= k <= 64, at most 1024 experts)");
   if (n == 0) return;
-  check_cpu("moe_route", device);
-  cpu::moe_route(logits, norm_topk, weights, ids);
+  CORVID_DISPATCH(device, moe_route, logits, norm_topk, weights, ids);
 }
 
 void moe_experts(const Tensor& x, const Experts& e, const Tensor& ids, const Tensor& weights, GatedActivation act,
                  const MoeScratch& s, const Tensor& out) {
-  const Device device = common_device("moe_experts", {&x, &ids, &weights, &out, &s.x, &s.act, &s.up, &s.y});
+  const Device device = common_device("moe_experts", {&x, &ids, &weights, &out, &s.act, &s.y});
   check_f32("moe_experts", "x", x);
   check_f32("moe_experts", "out", out);
   check_f32("moe_experts", "weights", weights);
@@ -76,19 +85,32 @@ void moe_experts(const Tensor& x, const Experts& e, const Tensor& ids, const Ten
                " must be [", n, ", k]");
   CORVID_CHECK(out.rows() == n && out.cols() == H, "ops::moe_experts: out ", out.shape_str(), " must be [", n, ", ",
                H, "]");
-  CORVID_CHECK(!overlaps(x, out), "ops::moe_experts: out must not alias x");
+  CORVID_CHECK(!overlaps(x, out) || x.data == out.data, "ops::moe_experts: out must be x or apart from it");
   CORVID_CHECK(e.count > 0 && I > 0, "ops::moe_experts: no experts");
   check_stack("gate", e.gate, e.count, I, H, device);
   check_stack("up", e.up, e.count, I, H, device);
   check_stack("down", e.down, e.count, H, I, device);
   CORVID_CHECK(e.gate.dtype() == e.up.dtype(), "ops::moe_experts: gate and up differ in dtype");
-  check_rows("x", s.x, n * k, H);
   check_rows("act", s.act, n * k, I);
-  check_rows("up", s.up, n * k, I);
   check_rows("y", s.y, n * k, H);
+  if (device == Device::CPU) {
+    common_device("moe_experts", {&x, &s.x, &s.up});
+    check_rows("x", s.x, n * k, H);
+    check_rows("up", s.up, n * k, I);
+  } else {
+    CORVID_CHECK(s.plan.dtype == DType::I32 && s.plan.data && s.plan.device == device &&
+                     s.plan.numel() >= moe_plan_size(n * k, e.count),
+                 "ops::moe_experts: scratch plan must be I32 of ", moe_plan_size(n * k, e.count), " values on ",
+                 device_name(device));
+    // The GPU kernels read eight weights and four activations at a time (ops/cuda/decode8.cuh).
+    for (const Tensor* t : {&x, &s.act, &s.y})
+      CORVID_CHECK(reinterpret_cast<uintptr_t>(t->data) % 16 == 0, "ops::moe_experts: on ", device_name(device),
+                   " x and the scratch rows must be 16-byte aligned");
+    CORVID_CHECK(H % 8 == 0 && I % 8 == 0, "ops::moe_experts: on ", device_name(device), " the hidden size (", H,
+                 ") and expert width (", I, ") must be multiples of 8");
+  }
   if (n == 0) return;
-  check_cpu("moe_experts", device);
-  cpu::moe_experts(x, e, ids, weights, act, s, out);
+  CORVID_DISPATCH(device, moe_experts, x, e, ids, weights, act, s, out);
 }
 
 void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, const Tensor& out) {
@@ -100,8 +122,7 @@ void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, cons
                "ops::sigmoid_gate_add: x ", x.shape_str(), ", y ", y.shape_str(), ", out ", out.shape_str(),
                " and gate ", gate.shape_str(), " must be [n, H], [n, H], [n, H] and [n, 1]");
   if (x.rows() == 0) return;
-  check_cpu("sigmoid_gate_add", device);
-  cpu::sigmoid_gate_add(x, gate, y, out);
+  CORVID_DISPATCH(device, sigmoid_gate_add, x, gate, y, out);
 }
 
 }  // namespace corvid::ops

@@ -41,7 +41,7 @@ struct Experts {
   ExpertStack gate, up, down;
 };
 
-// Whether the MoE ops below run on `device` (the CPU only, until the CUDA kernels exist).
+// Whether the MoE ops below run on `device` (the CPU and, in CUDA builds, the GPU).
 bool moe_supported(Device device);
 
 // The router's choice per token: p = softmax(logits[t, :]) in F32 over all E experts,
@@ -50,20 +50,33 @@ bool moe_supported(Device device);
 //   logits [n, E] F32 → weights [n, k] F32, ids [n, k] I32 (expert indices).
 void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids);
 
-// Buffers moe_experts works in (F32, on the op's device): rows for every (token, slot)
-// pair, n * k of them.
+// Buffers moe_experts works in (on the op's device): F32 rows for every (token, slot)
+// pair, n * k of them, and the GPU's grouping of those pairs by expert.
 struct MoeScratch {
-  Tensor x;    // [n * k, H]: the tokens gathered by expert
-  Tensor act;  // [n * k, I]: act(gate) * up
-  Tensor up;   // [n * k, I]
-  Tensor y;    // [n * k, H]: each pair's expert output
+  Tensor x;     // [n * k, H]: the tokens gathered by expert (CPU)
+  Tensor act;   // [n * k, I]: act(gate) * up
+  Tensor up;    // [n * k, I] (CPU)
+  Tensor y;     // [n * k, H]: each pair's expert output
+  Tensor plan;  // I32, moe_plan_size(n * k, E) values (CUDA; may be empty on the CPU)
 };
 
+// I32 values of MoeScratch::plan for `pairs` (token, slot) pairs over `experts`
+// experts: the GPU's grouped GEMM puts each expert's pairs in tiles of 64 rows, so at
+// most min(pairs, ceil(pairs / 64) + experts) tiles, each one expert id and 64 pair indices.
+int64_t moe_plan_size(int64_t pairs, int64_t experts);
+
 // out[t] = sum over slots j (in order) of weights[t, j] * expert_{ids[t, j]}(x[t]).
-// x [n, H] F32, ids / weights [n, k] from moe_route, out [n, H] F32 (may not alias x).
+// x [n, H] F32, ids / weights [n, k] from moe_route, out [n, H] F32 (may alias x: x is
+// read only before out is written).
 // Tokens are grouped by expert and each expert multiplies the rows routed to it, so a
-// token's result does not depend on which other tokens share its experts (on the CPU bit
-// for bit; the GPU's kernels reduce each row alike whatever the grouping too).
+// token's result does not depend on which other tokens share its experts: on the CPU
+// bit for bit, and on the GPU too for a given kind of step. The GPU runs steps of up to
+// 8 tokens, and every step in Exact numerics, as GEMVs with F32 activations, one per
+// (token, slot) pair reading its expert's rows; longer steps in Fast numerics sort the
+// pairs by expert on the device and run a grouped GEMM on tensor cores with 16-bit
+// operands (as ops::matmul's prompt GEMMs), which reduces each row alike wherever it
+// lies. Expert ids outside [0, E) throw on the CPU and contribute nothing on the GPU
+// (which cannot stop a recorded step).
 void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, const Tensor& weights,
                  GatedActivation act, const MoeScratch& scratch, const Tensor& out);
 

@@ -88,19 +88,20 @@ void MoeBlock::forward(const Tensor& h, Scratch& s, const Tensor& out) const {
   const Tensor logits = rows_of(s.router, n, shape.experts);
   const Tensor weights = rows_of(s.route_weights, n, k);
   const Tensor ids(DType::I32, {n, k}, s.route_ids.tensor.data, s.route_ids.tensor.device);
-  const Tensor routed = rows_of(s.routed, n, H);
+  // Without a shared expert the experts' sum is the block's output (moe_experts may write
+  // over h); with one it is gated in after the shared expert has read h.
+  const Tensor routed = shape.shared_ffn > 0 ? rows_of(s.routed, n, H) : out;
   ops::matmul(h, router, logits);
   ops::moe_route(logits, shape.norm_topk, weights, ids);
   const ops::MoeScratch ms{rows_of(s.expert_x, n * k, H), rows_of(s.expert_act, n * k, shape.ffn),
-                           rows_of(s.expert_up, n * k, shape.ffn), rows_of(s.expert_y, n * k, H)};
+                           rows_of(s.expert_up, n * k, shape.ffn), rows_of(s.expert_y, n * k, H),
+                           s.expert_plan.tensor};
   ops::moe_experts(h, experts, ids, weights, gated(shape.act), ms, routed);
   if (shape.shared_ffn > 0) {
     const Tensor shared_out = rows_of(s.shared, n, H), gate = rows_of(s.shared_gate, n, 1);
     shared.forward(h, s, shared_out);
     ops::matmul(h, shared_gate, gate);
     ops::sigmoid_gate_add(routed, gate, shared_out, out);
-  } else {
-    copy_tensor(out, routed);
   }
 }
 

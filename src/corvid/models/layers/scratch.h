@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "corvid/core/device.h"
+#include "corvid/ops/moe.h"
 
 namespace corvid::layers {
 
@@ -26,6 +27,7 @@ struct Scratch {
   // ids I32), the (token, slot) rows [tokens * k, H or I], the routed sum and the
   // shared expert's output and gate.
   DeviceTensor router, route_weights, route_ids, expert_x, expert_act, expert_up, expert_y, routed, shared, shared_gate;
+  DeviceTensor expert_plan;  // I32: the GPU's grouping of the pairs (ops::moe_plan_size)
 
   void ensure(int64_t n) {
     if (tokens >= n) return;
@@ -53,6 +55,7 @@ struct Scratch {
       routed = f32(n, dims.hidden);
       shared = f32(n, dims.hidden);
       shared_gate = f32(n, 1);
+      expert_plan = DeviceTensor(device, DType::I32, {ops::moe_plan_size(pairs, dims.experts)});
     }
   }
 };

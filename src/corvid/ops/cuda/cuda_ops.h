@@ -12,6 +12,7 @@
 
 #include "corvid/core/device.h"
 #include "corvid/core/tensor.h"
+#include "corvid/ops/moe.h"
 #include "corvid/ops/ops.h"
 #include "corvid/ops/sampling.h"
 
@@ -77,6 +78,12 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
                      const Indices& positions, float scale, int64_t window, const Tensor& out);
 void softmax(const Tensor& x);
+// ops/moe.h, in moe.cu (the router, the pairs' grouping and the combining) and
+// moe_experts.cu (the experts' GEMVs and grouped GEMM).
+void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids);
+void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, const Tensor& weights,
+                 GatedActivation act, const MoeScratch& scratch, const Tensor& out);
+void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, const Tensor& out);
 int64_t max_attention_head_dim();
 void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
 
