@@ -25,6 +25,7 @@ struct BenchArgs {
   int reps = 3;
   int64_t depth = 0;  // context already present before pp and tg
   std::string dummy_dtype;  // set: -m is a config.json and the weights are random in this dtype
+  bool eager = false;       // decode steps run op by op (no CUDA graph), e.g. for CORVID_OP_TIMES
 };
 
 struct Stat { double mean = 0, stdev = 0; };
@@ -44,6 +45,7 @@ void run_bench(const BenchArgs& a) {
                                                             parse_device(a.common.device));
   Model& model = *m.model;
   Runner& runner = *m.runner;
+  if (a.eager) runner.set_step_recording(false);
   const int64_t vocab = model.config().vocab_size;
   const DType kv_dtype = kv_cache_dtype(a.common, model.device());
   KVCache kv(model.state_spec(), a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
@@ -106,6 +108,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--dummy-weights", args->dummy_dtype,
                   "-m names a config.json (e.g. configs/llama-3.1-8b.json); build the model at its real shape "
                   "with random weights of this dtype (BF16, Q8_0, Q4_0, Q4_K, …)");
+  cmd->add_flag("--eager", args->eager,
+                "run decode steps op by op instead of replaying a recorded step (CUDA graph): with "
+                "CORVID_OP_TIMES=1 the per-op times then cover decode");
   cmd->callback([args] { run_bench(*args); });
 }
 

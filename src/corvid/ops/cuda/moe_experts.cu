@@ -13,6 +13,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/decode8.cuh"
@@ -79,6 +81,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) expert_gemv_kernel(ExpertMatm
   const uint8_t* r0 = a.w0.base + e * a.w0.expert_bytes + row * a.w0.row_bytes;
   const uint8_t* r1 = a.w1.base + e * a.w1.expert_bytes + row * a.w1.row_bytes;
   float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll 4
   for (uint32_t i0 = static_cast<uint32_t>(lane) * 8; i0 < k; i0 += 256) {
     float w[8];
     load8<T, kExact>(r0, i0, k, w);
@@ -95,34 +98,51 @@ __global__ void __launch_bounds__(kGemvWarps * 32) expert_gemv_kernel(ExpertMatm
 
 // The down projection of every slot of a token and their weighted sum, in slot order:
 // out[t, row] = sum_j weights[t, j] * (expert_{ids[t, j]} row . act[t * k + j]), the
-// same arithmetic as expert_gemv_kernel followed by moe.cu's combine, in one launch.
+// same arithmetic as expert_gemv_kernel followed by moe.cu's combine, in one launch. A
+// block is rows_per_block rows x all slots, one (row, slot) dot product per warp at a
+// time, so a decode step of top-8 keeps as many warps streaming as the separate GEMV.
+constexpr int kMaxSumItems = 64;  // rows_per_block * slots: 8 / k rows of k <= 8 slots, or one row of k <= 64
+
 template <DType T, bool kExact>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     expert_down_sum_kernel(ExpertMatmul a, const int32_t* __restrict__ ids, const float* __restrict__ weights,
-                           int slots, float* __restrict__ out) {
-  const int lane = threadIdx.x % 32;
-  const int64_t t = blockIdx.x;
-  const int64_t row = static_cast<int64_t>(blockIdx.y) * kGemvWarps + threadIdx.x / 32;
-  if (row >= a.m) return;
+                           int slots, int rows_per_block, float* __restrict__ out) {
+  __shared__ float partial[kMaxSumItems];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t t = blockIdx.x, row0 = static_cast<int64_t>(blockIdx.y) * rows_per_block;
+  const int items = rows_per_block * slots;
   pdl_launch_dependents();
   pdl_wait();
   const auto k = static_cast<uint32_t>(a.k);
-  float acc = 0.0f;
-  for (int j = 0; j < slots; ++j) {
-    const int64_t pair = t * slots + j;
+  for (int i = warp; i < items; i += kGemvWarps) {
+    const int64_t row = row0 + i / slots, pair = t * slots + i % slots;
     const int e = ids[pair];
-    if (e < 0 || e >= a.experts) continue;
-    const float* x = a.a + pair * a.lda;
-    const uint8_t* r0 = a.w0.base + e * a.w0.expert_bytes + row * a.w0.row_bytes;
-    float s0 = 0.0f;
-    for (uint32_t i0 = static_cast<uint32_t>(lane) * 8; i0 < k; i0 += 256) {
-      float w[8];
-      load8<T, kExact>(r0, i0, k, w);
-      s0 += dot8(w, x + i0);
+    float y = 0.0f;
+    if (row < a.m && e >= 0 && e < a.experts) {
+      const float* x = a.a + pair * a.lda;
+      const uint8_t* r0 = a.w0.base + e * a.w0.expert_bytes + row * a.w0.row_bytes;
+      float s0 = 0.0f;
+#pragma unroll 4
+      for (uint32_t i0 = static_cast<uint32_t>(lane) * 8; i0 < k; i0 += 256) {
+        float w[8];
+        load8<T, kExact>(r0, i0, k, w);
+        s0 += dot8(w, x + i0);
+      }
+      y = warp_sum(s0);
     }
-    acc += weights[pair] * warp_sum(s0);
+    if (lane == 0) partial[i] = y;
   }
-  if (lane == 0) out[t * a.m + row] = acc;
+  __syncthreads();
+  const int r = static_cast<int>(threadIdx.x);
+  if (r < rows_per_block && row0 + r < a.m) {
+    float acc = 0.0f;
+    for (int j = 0; j < slots; ++j) {
+      const int64_t pair = t * slots + j;
+      const int e = ids[pair];
+      if (e >= 0 && e < a.experts) acc += weights[pair] * partial[r * slots + j];
+    }
+    out[t * a.m + row0 + r] = acc;
+  }
 }
 
 // The grouped GEMM: block (t, c) is tile t's 64 pairs x output rows 64c.., with four warps of 32 x 32, k in
@@ -280,16 +300,18 @@ void expert_gemv(const ExpertMatmul& mm, const int32_t* ids, int64_t pairs, bool
 
 void expert_down_sum(const ExpertMatmul& mm, const int32_t* ids, const float* weights, int64_t tokens, int slots,
                      bool exact, cudaStream_t stream) {
-  CORVID_CHECK(mm.glu == GemvGlu::None && mm.a_div == 1, "CUDA moe_experts: the down projection takes pairs");
-  const dim3 grid(static_cast<unsigned>(tokens), blocks_for(mm.m, kGemvWarps));
+  CORVID_CHECK(mm.glu == GemvGlu::None && mm.a_div == 1 && slots >= 1 && slots <= kMaxSumItems,
+               "CUDA moe_experts: the down projection takes pairs of 1 to 64 slots");
+  const int rows_per_block = std::max(1, kGemvWarps / slots);
+  const dim3 grid(static_cast<unsigned>(tokens), blocks_for(mm.m, rows_per_block));
   const bool known = dispatch_weight_dtype(mm.dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     if (exact) {
       launch_pdl("expert_down_sum_kernel", expert_down_sum_kernel<T, true>, grid, kGemvWarps * 32, stream, mm, ids,
-                 weights, slots, mm.out);
+                 weights, slots, rows_per_block, mm.out);
     } else {
       launch_pdl("expert_down_sum_kernel", expert_down_sum_kernel<T, false>, grid, kGemvWarps * 32, stream, mm, ids,
-                 weights, slots, mm.out);
+                 weights, slots, rows_per_block, mm.out);
     }
   });
   CORVID_CHECK(known, "CUDA moe_experts: unsupported expert dtype ", dtype_name(mm.dtype));
