@@ -2,7 +2,9 @@
 """Writes a Llama-architecture GGUF with random F16 weights from a Hugging Face
 config.json, so that corvid and llama.cpp can be benchmarked on real shapes (e.g.
 Llama-3.1-8B) without downloading a checkpoint. Quantize it with llama.cpp's
-llama-quantize for the other types.
+llama-quantize for the other types. A qwen3_moe config (configs/qwen3-30b-a3b.json)
+gives llama.cpp's qwen3moe layout: q/k norms, a random F32 router ffn_gate_inp (so tokens
+spread over the experts) and each projection's experts as one 3-D ffn_*_exps tensor.
 
     python3 bench/make_random_gguf.py configs/llama-3.1-8b.json /tmp/llama8b-f16.gguf \\
         --vocab-from ggml-vocab-llama-bpe.gguf
@@ -226,28 +228,40 @@ def tensor_bytes(rows, cols, ggml_type):
 
 
 def tensor_plan(cfg, vocab):
-    """[(name, rows, cols, ggml type)] in file order; cols is the fan-in (ggml's ne[0])."""
+    """[(name, rows, cols, ggml type, count)] in file order; cols is the fan-in (ggml's ne[0]);
+    count > 1: a 3-D stack of that many [rows, cols] matrices (MoE experts)."""
     h, inter = cfg["hidden_size"], cfg["intermediate_size"]
     heads = cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads", heads)
     hd = cfg.get("head_dim", h // heads)
-    plan = [("token_embd.weight", vocab, h, GGML_F16)]
+    moe = cfg.get("model_type") == "qwen3_moe"
+    plan = [("token_embd.weight", vocab, h, GGML_F16, 1)]
     if llama3_rope_factors(cfg, hd) is not None:
-        plan.append(("rope_freqs.weight", 1, hd // 2, GGML_F32))
+        plan.append(("rope_freqs.weight", 1, hd // 2, GGML_F32, 1))
     for i in range(cfg["num_hidden_layers"]):
         p = f"blk.{i}."
-        plan += [(p + "attn_norm.weight", 1, h, GGML_F32),
-                 (p + "attn_q.weight", heads * hd, h, GGML_F16),
-                 (p + "attn_k.weight", kv_heads * hd, h, GGML_F16),
-                 (p + "attn_v.weight", kv_heads * hd, h, GGML_F16),
-                 (p + "attn_output.weight", h, heads * hd, GGML_F16),
-                 (p + "ffn_norm.weight", 1, h, GGML_F32),
-                 (p + "ffn_gate.weight", inter, h, GGML_F16),
-                 (p + "ffn_up.weight", inter, h, GGML_F16),
-                 (p + "ffn_down.weight", h, inter, GGML_F16)]
-    plan.append(("output_norm.weight", 1, h, GGML_F32))
+        plan += [(p + "attn_norm.weight", 1, h, GGML_F32, 1),
+                 (p + "attn_q.weight", heads * hd, h, GGML_F16, 1),
+                 (p + "attn_k.weight", kv_heads * hd, h, GGML_F16, 1),
+                 (p + "attn_v.weight", kv_heads * hd, h, GGML_F16, 1),
+                 (p + "attn_output.weight", h, heads * hd, GGML_F16, 1),
+                 (p + "ffn_norm.weight", 1, h, GGML_F32, 1)]
+        if moe:
+            assert cfg.get("decoder_sparse_step", 1) == 1 and not cfg.get("mlp_only_layers"), "every layer sparse"
+            e, ffn = cfg["num_experts"], cfg["moe_intermediate_size"]
+            plan += [(p + "attn_q_norm.weight", 1, hd, GGML_F32, 1),
+                     (p + "attn_k_norm.weight", 1, hd, GGML_F32, 1),
+                     (p + "ffn_gate_inp.weight", e, h, GGML_F32, 1),
+                     (p + "ffn_gate_exps.weight", ffn, h, GGML_F16, e),
+                     (p + "ffn_up_exps.weight", ffn, h, GGML_F16, e),
+                     (p + "ffn_down_exps.weight", h, ffn, GGML_F16, e)]
+        else:
+            plan += [(p + "ffn_gate.weight", inter, h, GGML_F16, 1),
+                     (p + "ffn_up.weight", inter, h, GGML_F16, 1),
+                     (p + "ffn_down.weight", h, inter, GGML_F16, 1)]
+    plan.append(("output_norm.weight", 1, h, GGML_F32, 1))
     if not cfg.get("tie_word_embeddings", False):
-        plan.append(("output.weight", vocab, h, GGML_F16))
+        plan.append(("output.weight", vocab, h, GGML_F16, 1))
     return plan
 
 
@@ -282,8 +296,10 @@ def main():
     else:
         tokenizer = placeholder_vocabulary(vocab)
 
+    moe = cfg.get("model_type") == "qwen3_moe"
+    arch = "qwen3moe" if moe else "llama"
     metadata = {
-        "general.architecture": encode_value(T_STRING, "llama"),
+        "general.architecture": encode_value(T_STRING, arch),
         "general.name": encode_value(T_STRING, "random-" + cfg.get("model_type", "llama")),
         "general.file_type": encode_value(T_UINT32, WEIGHT_TYPES[args.type][1]),
         "general.alignment": encode_value(T_UINT32, ALIGNMENT),
@@ -298,18 +314,28 @@ def main():
         "llama.attention.layer_norm_rms_epsilon": encode_value(T_FLOAT32, float(cfg.get("rms_norm_eps", 1e-5))),
         "llama.vocab_size": encode_value(T_UINT32, vocab),
     }
+    if moe:
+        metadata = {k.replace("llama.", "qwen3moe.", 1) if k.startswith("llama.") else k: v
+                    for k, v in metadata.items()}
+        metadata.update({
+            "qwen3moe.expert_count": encode_value(T_UINT32, cfg["num_experts"]),
+            "qwen3moe.expert_used_count": encode_value(T_UINT32, cfg["num_experts_per_tok"]),
+            "qwen3moe.expert_feed_forward_length": encode_value(T_UINT32, cfg["moe_intermediate_size"]),
+            "qwen3moe.attention.key_length": encode_value(T_UINT32, hd),
+            "qwen3moe.attention.value_length": encode_value(T_UINT32, hd),
+        })
     metadata.update(tokenizer)
 
     weight_type = WEIGHT_TYPES[args.type][0]
-    plan = [(n, r, c, weight_type if t == GGML_F16 else t) for n, r, c, t in tensor_plan(cfg, vocab)]
+    plan = [(n, r, c, weight_type if t == GGML_F16 else t, e) for n, r, c, t, e in tensor_plan(cfg, vocab)]
     header = [GGUF_MAGIC, struct.pack("<IQQ", GGUF_VERSION, len(plan), len(metadata))]
     header += [gguf_string(k) + v for k, v in metadata.items()]
     offset = 0
-    for name, rows, cols, ggml_type in plan:
-        dims = [cols] if rows == 1 else [cols, rows]
+    for name, rows, cols, ggml_type, count in plan:
+        dims = [cols] if rows == 1 else [cols, rows] if count == 1 else [cols, rows, count]
         header.append(gguf_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
                       + struct.pack("<IQ", ggml_type, offset))
-        nbytes = tensor_bytes(rows, cols, ggml_type)
+        nbytes = tensor_bytes(rows * count, cols, ggml_type)
         offset += nbytes + padding(nbytes)
     header = b"".join(header)
 
@@ -319,19 +345,22 @@ def main():
     partial = args.out + ".partial"  # renamed when complete: a killed run leaves no valid-looking file
     with open(partial, "wb", buffering=1 << 22) as f:
         f.write(header + bytes(padding(len(header))))
-        for name, rows, cols, ggml_type in plan:
+        router = np.random.default_rng(args.seed + 1)
+        for name, rows, cols, ggml_type, count in plan:
             if name == "rope_freqs.weight":
                 data = rope_factors.tobytes()
+            elif name.endswith("ffn_gate_inp.weight"):  # the router: random, so tokens spread over experts
+                data = (router.standard_normal((rows, cols), dtype=np.float32) * np.float32(cols ** -0.5)).tobytes()
             elif ggml_type == GGML_F32:  # norm weights
                 data = ones.setdefault(cols, np.ones(cols, dtype=np.float32)).tobytes()
             else:
-                source.write(f, rows * cols, cols)
+                source.write(f, rows * count * cols, cols)
                 data = b""
-            nbytes = tensor_bytes(rows, cols, ggml_type)
+            nbytes = tensor_bytes(rows * count, cols, ggml_type)
             f.write(data + bytes(padding(nbytes)))
         total = f.tell()
     os.replace(partial, args.out)
-    params = sum(r * c for _, r, c, _ in plan)
+    params = sum(r * c * e for _, r, c, _, e in plan)
     print(f"wrote {args.out}: {params / 1e9:.2f}B parameters, vocabulary {vocab}, {total / 2**30:.2f} GiB "
           f"in {time.perf_counter() - started:.1f} s")
 

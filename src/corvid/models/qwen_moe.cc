@@ -127,7 +127,8 @@ Family qwen_moe_family() {
             return make_prenorm_decoder(c, qwen_moe_spec(c, src), w);
           },
           "transformers 5.17 on tiny random-weight fixtures (logits within 1e-3, greedy identical: qwen3_moe, "
-          "qwen3_moe_fused, qwen3_moe_dense_layers, qwen2_moe with a shared expert); mlx-lm 0.32.2 greedy on qwen3_moe "
+          "qwen3_moe_fused, qwen3_moe_dense_layers, qwen2_moe with a shared expert, qwen3moe_gguf in llama.cpp's layout; "
+          "on CUDA too, Exact within 6e-5); mlx-lm 0.32.2 greedy on qwen3_moe "
           "and qwen3_moe_dense_layers; experts equal in router probability go to the lower index (torch.topk leaves that order "
           "unspecified)",
           [](ModelProfile& p, const ModelConfig& c, const FamilySource& src) {
