@@ -29,8 +29,9 @@ TEST(FuzzSeeds, GgufSeedsParse) {
 TEST(FuzzSeeds, SafetensorsSeedsParse) {
   for (const char* name : {"mixed.safetensors", "other_dtypes.safetensors", "empty.safetensors"})
     EXPECT_NO_THROW(SafetensorsFile::open(kCorpus + "safetensors/" + name)) << name;
-  // Without the header padding the reference writer adds, the F32 data is misaligned.
-  EXPECT_THROW(SafetensorsFile::open(kCorpus + "safetensors/unpadded.safetensors"), Error);
+  // Without the header padding the reference writer adds, the F32 data is misaligned: it
+  // loads from an aligned copy.
+  EXPECT_GT(SafetensorsFile::open(kCorpus + "safetensors/unpadded.safetensors")->copied_bytes(), 0u);
 }
 
 TEST(FuzzSeeds, ConfigSeedsParse) {

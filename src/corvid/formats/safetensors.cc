@@ -1,6 +1,7 @@
 #include "corvid/formats/safetensors.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -126,11 +127,17 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<const vo
     SafetensorsTensor t = parse_entry(name, it.key(), *it, data_size);
     const uint8_t* p = base + t.begin;
     if (t.dtype) {
-      // Kernels read these through typed pointers; a misaligned one would be undefined behaviour.
-      size_t align = dtype_info(*t.dtype).block_bytes;
-      if (reinterpret_cast<uintptr_t>(p) % align != 0)
-        fail(name, ": tensor ", printable(t.name), ": data at byte ", 8 + n + t.begin, " is not ", align,
-             "-byte aligned (unpadded header? re-save the file with a current safetensors)");
+      // Kernels read these through typed pointers, where a misaligned one would be
+      // undefined behaviour: such a tensor (an unpadded header shifts them all) is read
+      // from an aligned copy (Buffer: 64-byte aligned).
+      const size_t align = dtype_info(*t.dtype).block_bytes;
+      if (reinterpret_cast<uintptr_t>(p) % align != 0 && t.end > t.begin) {
+        Buffer copy(t.end - t.begin);
+        std::memcpy(copy.data(), p, t.end - t.begin);
+        p = static_cast<const uint8_t*>(copy.data());
+        f->copies_.push_back(std::move(copy));
+        f->copied_bytes_ += t.end - t.begin;
+      }
       t.view.dtype = *t.dtype;
     } else {
       t.view.dtype = DType::F32;  // placeholder: the view is not usable as a typed tensor
@@ -153,6 +160,11 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<const vo
       fail(name, ": tensors ", printable(a.name), " and ", printable(b.name), " overlap in the data section");
   }
   for (size_t i = 0; i < f->tensors_.size(); ++i) f->index_[f->tensors_[i].name] = i;
+  if (!f->copies_.empty())
+    std::fprintf(stderr,
+                 "corvid: %s: %zu tensors (%.1f MiB) are not aligned to their element size in the file (a header "
+                 "without padding); copied them once into aligned memory\n",
+                 printable(name).c_str(), f->copies_.size(), static_cast<double>(f->copied_bytes_) / (1 << 20));
   return f;
 }
 

@@ -3,7 +3,9 @@
 //   u64 N (little-endian) | N bytes of JSON header | data section
 // The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]}
 // (offsets relative to the data section) plus an optional "__metadata__" object of
-// strings. Every failure is a corvid::Error "<path>: <problem>".
+// strings. Every failure is a corvid::Error "<path>: <problem>". A file whose header
+// is not padded (older writers) leaves tensors unaligned for their element type: those
+// are copied once into aligned memory the file object owns, and a log line says so.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "corvid/core/buffer.h"
 #include "corvid/core/tensor.h"
 #include "corvid/formats/weights.h"
 
@@ -24,7 +27,7 @@ struct SafetensorsTensor {
   std::optional<DType> dtype;  // unset for types corvid has no DType for (I64, F64, U8, …)
   std::vector<int64_t> shape;  // outermost-first, 0 to 4 dims
   uint64_t begin = 0, end = 0; // byte range within the data section
-  Tensor view;                 // points into the mapping; data only, when dtype is unset
+  Tensor view;                 // points into the mapping (or its aligned copy); data only, when dtype is unset
 };
 
 class SafetensorsFile {
@@ -42,6 +45,8 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }        // in data order
   const SafetensorsTensor* find(const std::string& name) const;
   std::shared_ptr<const void> owner() const { return owner_; }
+  // Bytes of the tensors that were not aligned in the file and were copied.
+  uint64_t copied_bytes() const { return copied_bytes_; }
 
  private:
   SafetensorsFile() = default;
@@ -50,6 +55,8 @@ class SafetensorsFile {
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t> index_;
   std::shared_ptr<const void> owner_;
+  std::vector<Buffer> copies_;  // the aligned copies of unaligned tensors
+  uint64_t copied_bytes_ = 0;
 };
 
 // Loads a Hugging Face checkpoint folder: `model.safetensors`, or the shards named
