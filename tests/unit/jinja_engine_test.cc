@@ -468,6 +468,8 @@ TEST(JinjaEngine, LimitsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% for i in range(100) %}\n{{ 'xxxxxxxxxxxxxxxxxxxx' }}{% endfor %}", small_output),
             "template line 2: template output exceeds 1000 bytes");
   EXPECT_EQ(error_of("{{ 'x' * 2000 }}", small_output), "template line 1: string repetition too large");
+  // An empty sequence repeated 3e12 times is empty, at once (it looped that many times).
+  EXPECT_EQ(render("{{ (1343**4) * [] }}|{{ '' * (1343**4) }}|{{ ((1343**4) * ())|length }}"), "[]||0");
   EXPECT_EQ(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
                      small_output),
             "template line 1: value larger than the template output limit (1000 bytes)");

@@ -32,7 +32,11 @@ std::int64_t int_op(char op, std::int64_t a, std::int64_t b) {
 }
 
 Value repeat(const Value& seq, std::int64_t times, std::size_t max_bytes) {
-  if (times <= 0) return seq.is_string() ? Value(std::string()) : seq.is_tuple() ? Value::tuple({}) : Value::array({});
+  // An empty sequence repeated any number of times is empty: O(1), not `times` rounds of
+  // nothing (a template's `(1343**4) * []` would otherwise loop 3e12 times).
+  const bool empty = seq.is_string() ? seq.as_string().empty() : seq.as_array().empty();
+  if (times <= 0 || empty)
+    return seq.is_string() ? Value(std::string()) : seq.is_tuple() ? Value::tuple({}) : Value::array({});
   if (seq.is_string()) {
     if (seq.as_string().size() * static_cast<std::size_t>(times) > max_bytes) fail("string repetition too large");
     std::string out;
