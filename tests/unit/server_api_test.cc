@@ -106,6 +106,52 @@ TEST(ServerApi, BadParametersAreNamed) {
   EXPECT_EQ(error_from([] { parse_body("[1, 2]"); }).status(), 400);
 }
 
+// Every list a request carries has a bound (README "Request limits"): at the bound it is
+// accepted, one past it is a 400 naming the field.
+TEST(ServerApi, ListFieldsAreBounded) {
+  auto chat = [](const Json& extra) {
+    Json b = {{"messages", Json::array({{{"role", "user"}, {"content", "x"}}})}};
+    b.update(extra);
+    return b;
+  };
+  auto strings = [](size_t n, size_t bytes) { return Json(std::vector<std::string>(n, std::string(bytes, 's'))); };
+  EXPECT_EQ(parse_chat_request(chat({{"stop", strings(16, 4)}})).common.generation.stop.size(), 16u);
+  ApiError e = error_from([&] { parse_chat_request(chat({{"stop", strings(17, 4)}})); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "stop");
+  EXPECT_NE(std::string(e.what()).find("at most 16"), std::string::npos) << e.what();
+  EXPECT_NO_THROW(parse_chat_request(chat({{"stop", strings(4, 1024)}})));
+  EXPECT_EQ(error_from([&] { parse_chat_request(chat({{"stop", strings(4, 1025)}})); }).param(), "stop");
+  EXPECT_EQ(error_from([&] { parse_chat_request(chat({{"stop", std::string(4097, 's')}})); }).param(), "stop");
+  // 100,000 stop strings (a request that was answered before).
+  EXPECT_EQ(error_from([&] { parse_chat_request(chat({{"stop", strings(100000, 1)}})); }).param(), "stop");
+
+  Json messages = Json::array();
+  for (int i = 0; i < 10000; ++i) messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "x"}});
+  EXPECT_NO_THROW(parse_chat_request(Json{{"messages", messages}}));
+  messages.push_back({{"role", "user"}, {"content", "x"}});
+  EXPECT_EQ(error_from([&] { parse_chat_request(Json{{"messages", messages}}); }).param(), "messages");
+
+  Json tools = Json::array();
+  for (int i = 0; i < 512; ++i) {
+    std::string name = std::to_string(i);  // (GCC 12 warns falsely on "f" + to_string here)
+    name.insert(name.begin(), 'f');
+    tools.push_back({{"type", "function"}, {"function", {{"name", name}}}});
+  }
+  EXPECT_NO_THROW(parse_chat_request(chat({{"tools", tools}})));
+  tools.push_back({{"type", "function"}, {"function", {{"name", "one_more"}}}});
+  EXPECT_EQ(error_from([&] { parse_chat_request(chat({{"tools", tools}})); }).param(), "tools");
+
+  // logit_bias is not applied yet: refused, not ignored (an empty one is no bias).
+  EXPECT_NO_THROW(parse_chat_request(chat({{"logit_bias", Json::object()}})));
+  EXPECT_EQ(error_from([&] { parse_chat_request(chat({{"logit_bias", {{"42", 5}}}})); }).param(), "logit_bias");
+
+  Json tokens = Json(std::vector<int>(size_t{1} << 20, 1));
+  EXPECT_NO_THROW(parse_completion_request(Json{{"prompt", tokens}}));
+  tokens.push_back(1);
+  EXPECT_EQ(error_from([&] { parse_completion_request(Json{{"prompt", tokens}}); }).param(), "prompt");
+}
+
 TEST(ServerApi, CompletionPrompts) {
   CompletionParams p = parse_completion_request(body(R"({"prompt": "Once", "logprobs": 2, "stop": ["a", "b"]})"));
   EXPECT_EQ(p.prompt_text, "Once");

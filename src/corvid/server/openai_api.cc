@@ -9,8 +9,22 @@ namespace {
 
 constexpr int kMaxTopLogprobs = 20;
 constexpr int kMaxChoices = 16;  // n: each choice is a sequence of its own
+// Bounds on the lists a request carries (README "Request limits"); the body size limit
+// (--max-body-mb) bounds their bytes, these their counts, so no field makes a request
+// cost work out of proportion to what it asks for.
+constexpr size_t kMaxStopStrings = 16;     // OpenAI allows 4; vLLM and llama-server more
+constexpr size_t kMaxStopBytes = 4096;     // all stop strings together (each is matched per token)
+constexpr size_t kMaxMessages = 10000;
+constexpr size_t kMaxTools = 512;          // OpenAI: 128; agents with many MCP servers pass more
+constexpr size_t kMaxPromptTokens = size_t{1} << 20;
+
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+[[noreturn]] void too_many(const char* field, size_t count, size_t limit, const char* what) {
+  bad(field, std::string("'") + field + "' has " + std::to_string(count) + " " + what + "; at most " +
+                 std::to_string(limit) + " are allowed");
+}
 
 // The value of `key`, or nullptr when absent or null (OpenAI clients send null for unset).
 const Json* field(const Json& body, const char* key) {
@@ -53,14 +67,23 @@ std::vector<std::string> stop_strings(const Json& body) {
   if (!v) return {};
   if (v->is_string()) {
     if (v->get<std::string>().empty()) return {};
+    if (v->get_ref<const std::string&>().size() > kMaxStopBytes)
+      bad("stop", "'stop' has " + std::to_string(v->get_ref<const std::string&>().size()) + " bytes; at most " +
+                      std::to_string(kMaxStopBytes) + " are allowed");
     return {v->get<std::string>()};
   }
   if (!v->is_array()) bad("stop", "'stop' must be a string or a list of strings");
+  if (v->size() > kMaxStopStrings) too_many("stop", v->size(), kMaxStopStrings, "strings");
   std::vector<std::string> out;
+  size_t bytes = 0;
   for (const Json& s : *v) {
     if (!s.is_string()) bad("stop", "'stop' must be a string or a list of strings");
+    bytes += s.get_ref<const std::string&>().size();
     if (!s.get<std::string>().empty()) out.push_back(s.get<std::string>());
   }
+  if (bytes > kMaxStopBytes)
+    bad("stop", "'stop' strings have " + std::to_string(bytes) + " bytes in all; at most " +
+                    std::to_string(kMaxStopBytes) + " are allowed");
   return out;
 }
 
@@ -91,6 +114,11 @@ CommonParams parse_common(const Json& body, bool chat) {
   if (integer(body, "best_of", 1, 128).value_or(1) != 1) bad("best_of", "best_of > 1 is not supported");
   p.generation.stop = stop_strings(body);
   p.generation.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  // Not applied yet: refused rather than silently ignored (an empty object is no bias).
+  if (const Json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) bad("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    if (!bias->empty()) bad("logit_bias", "'logit_bias' is not supported yet");
+  }
   if (chat) {
     p.generation.logprobs = boolean(body, "logprobs").value_or(false);
     p.generation.top_logprobs = static_cast<int>(integer(body, "top_logprobs", 0, kMaxTopLogprobs).value_or(0));
@@ -163,6 +191,7 @@ Json parse_body(const std::string& body) {
 
 Json normalize_messages(const Json& messages) {
   if (!messages.is_array() || messages.empty()) bad("messages", "'messages' must be a non-empty list");
+  if (messages.size() > kMaxMessages) too_many("messages", messages.size(), kMaxMessages, "messages");
   Json out = Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -208,6 +237,7 @@ ChatParams parse_chat_request(const Json& body) {
   p.chat.add_generation_prompt = true;
   if (const Json* tools = field(body, "tools")) {
     if (!tools->is_array()) bad("tools", "'tools' must be a list");
+    if (tools->size() > kMaxTools) too_many("tools", tools->size(), kMaxTools, "tools");
     for (const Json& t : *tools) {
       if (!t.is_object() || !t.contains("function") || !t["function"].is_object() || !t["function"].contains("name"))
         bad("tools", "each tool needs a 'function' object with a 'name'");
@@ -246,6 +276,7 @@ CompletionParams parse_completion_request(const Json& body) {
     p.prompt_text = single->get<std::string>();
   } else if (single->is_array()) {
     p.prompt_is_tokens = true;
+    if (single->size() > kMaxPromptTokens) too_many("prompt", single->size(), kMaxPromptTokens, "tokens");
     for (const Json& id : *single) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
         bad("prompt", "a token prompt must be a list of non-negative integers");
