@@ -28,7 +28,8 @@ using tcp = net::ip::tcp;
 class HttpServerTest : public ::testing::Test {
  protected:
   void start(Handler handler, HttpLimits limits = {}) {
-    server_ = std::make_unique<HttpServer>(io_, "127.0.0.1", 0, std::move(handler), limits);
+    server_ = std::make_unique<HttpServer>(io_, "127.0.0.1", 0, std::move(handler), limits,
+                                           [this](int status) { refused_[status == 413 ? 0 : 1]++; });
     server_->start();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
   }
@@ -61,6 +62,7 @@ class HttpServerTest : public ::testing::Test {
   net::io_context client_io_;
   std::unique_ptr<HttpServer> server_;
   std::vector<std::thread> threads_;
+  std::atomic<int> refused_[2] = {0, 0};  // responses sent outside an exchange: 413, others
 };
 
 TEST_F(HttpServerTest, KeepAliveServesRequestsInTurn) {
@@ -114,6 +116,9 @@ TEST_F(HttpServerTest, OversizedBodyGets413WithoutBeingRead) {
   tcp::socket c = connect();
   send(c, "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + std::string(2000, 'a') + "\r\n");
   EXPECT_EQ(read_until(c, "}}").rfind("HTTP/1.1 413", 0), 0u);
+  // Both refusals reached the counter (the metrics' requests by status).
+  EXPECT_EQ(refused_[0].load(), 2);
+  EXPECT_EQ(refused_[1].load(), 0);
 }
 
 TEST_F(HttpServerTest, RefusedBodySentInFullStillGetsThe413) {
@@ -148,6 +153,7 @@ TEST_F(HttpServerTest, MalformedRequestGets400AndTheServerLivesOn) {
   tcp::socket s = connect();
   send(s, "THIS IS NOT HTTP\r\n\r\n");
   EXPECT_EQ(read_until(s, "}}").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(refused_[1].load(), 1);  // counted, though no exchange ever saw it
   tcp::socket t = connect();
   send(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(read_until(t, "ok").rfind("HTTP/1.1 200", 0), 0u);

@@ -126,7 +126,8 @@ void run_serve(const ServeArgs& a) {
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<uint64_t>(a.max_body_mb) << 20;
   server::HttpServer http(io, a.host, static_cast<uint16_t>(a.port),
-                          [&api](std::shared_ptr<server::Exchange> exchange) { api.handle(exchange); }, limits);
+                          [&api](std::shared_ptr<server::Exchange> exchange) { api.handle(exchange); }, limits,
+                          [&api](int status) { api.count_refused(status); });
 
   std::mutex mutex;
   std::condition_variable stop_requested;

@@ -43,6 +43,8 @@ class ApiServer {
   // Waits for the worker pool to finish what it holds (before the io_context it posts to goes away).
   void join_workers() { workers_.join(); }
   const Metrics& metrics() const { return metrics_; }
+  // A response the HTTP layer sent on its own (http.h RefusalCounter): counted by status.
+  void count_refused(int status) { metrics_.count_response(status); }
 
  private:
   // What an endpoint decided on the worker pool, to run on the exchange's strand.

@@ -47,8 +47,9 @@ std::string status_reason(int status) {
 // exchange produces, in order. Everything runs on the connection's strand.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, std::shared_ptr<const Handler> handler, HttpLimits limits)
-      : stream_(std::move(socket)), handler_(std::move(handler)), limits_(limits) {}
+  Connection(tcp::socket socket, std::shared_ptr<const Handler> handler, HttpLimits limits,
+             std::shared_ptr<const RefusalCounter> refused)
+      : stream_(std::move(socket)), handler_(std::move(handler)), limits_(limits), refused_(std::move(refused)) {}
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
@@ -124,6 +125,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // An answer outside any exchange, after which the connection closes (its stream
   // may be in an unknown state).
   void send_final(int status, const std::string& body) {
+    if (*refused_) (*refused_)(status);
     keep_alive_ = false;
     write("HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) +
           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -236,6 +238,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   std::shared_ptr<const Handler> handler_;
   HttpLimits limits_;
+  std::shared_ptr<const RefusalCounter> refused_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<std::string> writes_;
@@ -286,11 +289,13 @@ void Exchange::client_gone() {
   if (on_cancel_) on_cancel_();
 }
 
-HttpServer::HttpServer(net::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits)
+HttpServer::HttpServer(net::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits,
+                       RefusalCounter refused)
     : io_(io),
       acceptor_(net::make_strand(io)),
       handler_(std::make_shared<const Handler>(std::move(handler))),
-      limits_(limits) {
+      limits_(limits),
+      refused_(std::make_shared<const RefusalCounter>(std::move(refused))) {
   beast::error_code ec;
   tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
@@ -321,7 +326,7 @@ void HttpServer::accept() {
     if (!ec) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks are small: send each at once
-      std::make_shared<Connection>(std::move(socket), handler_, limits_)->start();
+      std::make_shared<Connection>(std::move(socket), handler_, limits_, refused_)->start();
     }
     accept();
   });

@@ -70,10 +70,16 @@ struct HttpLimits {
   uint64_t max_body_bytes = uint64_t{8} << 20;  // larger bodies get 413
 };
 
+// Called with the status of each response the server sends on its own, outside any
+// exchange (413 for a body over the limit, 400 for bytes that are not HTTP), so that
+// metrics count every response; from the connection's strand, any thread.
+using RefusalCounter = std::function<void(int status)>;
+
 class HttpServer {
  public:
   // Binds and listens at once (throws corvid::Error when the address cannot be used).
-  HttpServer(boost::asio::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits);
+  HttpServer(boost::asio::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits,
+             RefusalCounter refused = {});
   void start();  // begins accepting
   void stop();   // stops accepting (open connections finish what they do); safe from any thread
   uint16_t port() const { return port_; }
@@ -85,6 +91,7 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<const Handler> handler_;
   HttpLimits limits_;
+  std::shared_ptr<const RefusalCounter> refused_;
   uint16_t port_ = 0;
 };
 
