@@ -63,6 +63,18 @@ def test_inspect_reports_shape_and_memory():
     assert r.returncode != 0
 
 
+def test_inspect_counts_the_active_parameters_of_a_moe_model():
+    # qwen3_moe: 2 layers of 8 experts (3 x 32 x 64 each), top-2; embeddings 2 x 512 x 64 untied.
+    # Active = all but the 6 unrouted experts of each layer: 189824 - 2 * 6 * 6144 = 116096.
+    fixtures = ROOT / "tests" / "fixtures"
+    for model in (fixtures / "qwen3_moe", fixtures / "qwen3moe_gguf" / "model.gguf"):
+        r = run_corvid("inspect", model)
+        assert r.returncode == 0, r.stderr
+        assert "parameters:     189824 (0.2M)" in r.stdout, model
+        assert "active:         116096 parameters a token (0.1M; routed experts)" in r.stdout, model
+        assert "routed experts" in r.stdout.split("needs:")[1], model
+
+
 def test_every_verb_has_help():
     for verb in ["generate", "chat", "inspect", "tokenize", "detokenize", "bench"]:
         r = run_corvid(verb, "--help")
