@@ -456,6 +456,29 @@ TEST(JinjaEngine, NestingIsBoundedInParserAndEvaluator) {
     EXPECT_EQ(error_of(source), "template line 1: expression nesting too deep");
 }
 
+// Dict keys keep their type (None, bool, int, float, str) through literals, dictsort,
+// items(), keys(), iteration, membership, lookup, get(), repr, tojson and ==, with
+// Python's equal keys (1, 1.0 and True are one; "1" is another). Expected: jinja2 3.1's
+// output for each template. The budget case is the shape of a released chat template
+// (an integer thinking budget against integer keys).
+TEST(JinjaEngine, DictKeysKeepTheirType) {
+  const Case cases[] = {
+      {R"({% set d = {0: "a", 512: "b"} %}{% for k, v in d|dictsort %}{{ k is number }}:{{ k }};{% endfor %})", R"(True:0;True:512;)"},
+      {R"({% set d = {1: "a"} %}{{ (d.keys()|list)[0] + 1 }})", R"(2)"},
+      {R"({% set d = {1: "a", 1.0: "b", true: "c"} %}{{ d }}|{{ d|length }}|{{ d[1] }}{{ d[1.0] }}{{ d[true] }})", R"({1: 'c'}|1|ccc)"},
+      {R"({% set d = {"1": "s", 1: "i"} %}{{ d["1"] }}{{ d[1] }}|{{ 1 in d }}{{ "1" in d }}{{ 2 in d }}|{{ d|length }})", R"(si|TrueTrueFalse|2)"},
+      {R"({% set d = {none: "n", 2.5: "f", false: "z"} %}{{ d[none] }}{{ d[2.5] }}{{ d[0] }}|{{ d }})", R"(nfz|{None: 'n', 2.5: 'f', False: 'z'})"},
+      {R"({% set d = {3: "c", 1: "a", 2: "b"} %}{{ d|dictsort }}|{{ d.items()|list }}|{{ d|list }}|{{ d.get(2) }}{{ d.get(9, "x") }})", R"([(1, 'a'), (2, 'b'), (3, 'c')]|[(3, 'c'), (1, 'a'), (2, 'b')]|[3, 1, 2]|bx)"},
+      {R"({% set d = {2: "b", 10: "a"} %}{{ d|tojson }}|{{ {true: 1, 1.5: 3}|tojson }})", R"({"2": "b", "10": "a"}|{"true": 1, "1.5": 3})"},
+      {R"({% set ns = namespace(found=false) %}{% set budget = 700 %}{% set d = {0: "none", 512: "low", 1024: "high"} %}{% for k, v in d|dictsort %}{% if budget <= k and not ns.found %}{{ v }}{% set ns.found = true %}{% endif %}{% endfor %})", R"(high)"},
+      {R"({% for k in {5: 1, 3: 2} %}{{ k * 2 }},{% endfor %})", R"(10,6,)"},
+      {R"({{ {2.0: "x"} }}|{{ {2.0: "x"}|tojson }}|{{ ({2.0: "x"}.keys()|list)[0] }})", R"({2.0: 'x'}|{"2.0": "x"}|2.0)"},
+      {R"({{ {1: "a"} == {1.0: "a"} }}{{ {1: "a"} == {"1": "a"} }})", R"(TrueFalse)"},
+  };
+  expect_cases(cases);
+  EXPECT_NE(error_of("{{ {[1]: 2} }}").find("unhashable type: 'list'"), std::string::npos);
+}
+
 TEST(JinjaEngine, LimitsStopRunawayTemplates) {
   EXPECT_EQ(error_of("{% macro f() %}{{ f() }}{% endmacro %}\n{{ f() }}"),
             "template line 1: maximum recursion depth exceeded");

@@ -31,7 +31,7 @@ std::vector<Value> iterate(const Value& v) {
     case Value::Kind::Object: {
       if (v.as_object().is_namespace) break;
       std::vector<Value> keys;
-      for (const auto& entry : v.as_object().entries) keys.emplace_back(entry.first);
+      for (const auto& entry : v.as_object().entries) keys.push_back(dict_key_value(entry.first));
       return keys;
     }
     default:
@@ -332,10 +332,9 @@ Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) raise_undefined(obj);
   switch (obj.kind()) {
     case Value::Kind::Object: {
-      if (key.is_string()) {
-        if (const Value* v = obj.as_object().find(key.as_string())) return *v;
-      } else if ((key.is_int() || key.is_bool()) && !obj.as_object().is_namespace) {
-        if (const Value* v = obj.as_object().find(std::to_string(detail::int_arg(key, "key")))) return *v;
+      const bool hashable = key.is_string() || key.is_none() || key.is_bool() || key.is_int() || key.is_float();
+      if (hashable && (key.is_string() || !obj.as_object().is_namespace)) {
+        if (const Value* v = obj.as_object().find(dict_key(key))) return *v;
       }
       break;
     }

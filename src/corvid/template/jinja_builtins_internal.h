@@ -63,7 +63,8 @@ inline bool bool_param(const CallArgs& a, std::string_view name, std::size_t ind
 std::int64_t int_param(const CallArgs& a, std::string_view name, std::size_t index, std::int64_t fallback);
 // jinja2's ignore_case: lowercases strings, leaves other values alone.
 Value ignore_case(const Value& v);
-inline Value tuple_pair(const std::string& key, const Value& value) { return Value::tuple({Value(key), value}); }
+// (key, value) of a dict entry (key as Object stores it).
+inline Value tuple_pair(const std::string& key, const Value& value) { return Value::tuple({dict_key_value(key), value}); }
 inline Value generator(std::vector<Value> items) { return Value::iterator(std::move(items), "generator"); }
 
 // Filters over sequences (jinja_filters_seq.cc).

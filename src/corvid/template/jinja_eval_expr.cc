@@ -63,7 +63,7 @@ std::vector<Value> iterate_values(const Value& v) {
     case Value::Kind::Undefined: return {};
     case Value::Kind::Object: {
       std::vector<Value> keys;
-      for (const auto& entry : v.as_object().entries) keys.emplace_back(entry.first);
+      for (const auto& entry : v.as_object().entries) keys.push_back(dict_key_value(entry.first));
       return keys;
     }
     case Value::Kind::String: {
@@ -90,9 +90,8 @@ bool contains(const Value& container, const Value& needle) {
         if (item == needle) return true;
       return false;
     case Value::Kind::Object:
-      if (needle.is_string()) return container.as_object().find(needle.as_string()) != nullptr;
-      if (is_integral(needle)) return container.as_object().find(std::to_string(integral(needle))) != nullptr;
-      return false;
+      if (container.as_object().is_namespace && !needle.is_string()) return false;
+      return container.as_object().find(dict_key(needle)) != nullptr;  // unhashable: TypeError
     case Value::Kind::Undefined: return false;
     default: fail("argument of type '", container.type_name(), "' is not iterable");
   }
@@ -269,7 +268,7 @@ Value Renderer::eval_node(const Expr& e, const FramePtr& frame) {
       auto object = std::make_shared<Object>();
       for (std::size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value key = eval(*e.items[i], frame);
-        object->set(key.is_string() ? key.as_string() : key.str(), eval(*e.items[i + 1], frame));
+        object->set(dict_key(key), eval(*e.items[i + 1], frame));
       }
       return Value::object(std::move(object));
     }

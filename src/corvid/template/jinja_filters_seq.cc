@@ -167,7 +167,7 @@ Value do_dictsort(const Value& v, const CallArgs& args) {
   const bool reverse = bool_param(args, "reverse", 2, false);
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [key, value] : v.as_object().entries) {
-    const Value k = by_text == "key" ? Value(key) : *value;
+    const Value k = by_text == "key" ? dict_key_value(key) : *value;
     keyed.emplace_back(case_sensitive ? k : ignore_case(k), tuple_pair(key, *value));
   }
   python_sort(keyed, reverse);

@@ -94,13 +94,14 @@ struct JsonWriter {
           return;
         }
         if (options.sort_keys) {
-          std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+          std::stable_sort(entries.begin(), entries.end(),
+                           [](const auto& a, const auto& b) { return dict_key_less(a.first, b.first); });
         }
         out.push_back('{');
         for (std::size_t i = 0; i < entries.size(); ++i) {
           if (i) out += item_sep;
           if (indented) newline(level + 1);
-          json_string(out, entries[i].first, options.ensure_ascii);
+          json_string(out, dict_key_json_text(entries[i].first), options.ensure_ascii);
           out += key_sep;
           write(*entries[i].second, level + 1);
         }

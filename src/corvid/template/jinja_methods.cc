@@ -315,16 +315,15 @@ Value dict_method(const Value& dict, std::string_view name, const CallArgs& a) {
     if (!key) fail("get expected at least 1 argument, got 0");
     const Value* fallback = arg(a, "default", 1);
     const Value* found = nullptr;
-    if (key->is_string()) found = object.find(key->as_string());
-    if (key->is_int()) found = object.find(std::to_string(key->as_int()));
+    found = object.find(dict_key(*key));  // unhashable: TypeError, as in Python
     if (found) return *found;
     return fallback ? *fallback : Value::none();
   }
   if (name == "copy") return Value::object(std::make_shared<Object>(object));
   for (const auto& [key, value] : object.entries) {
-    if (name == "keys") out.emplace_back(key);
+    if (name == "keys") out.push_back(dict_key_value(key));
     if (name == "values") out.push_back(*value);
-    if (name == "items") out.push_back(Value::tuple({Value(key), *value}));
+    if (name == "items") out.push_back(Value::tuple({dict_key_value(key), *value}));
   }
   return Value::view(std::move(out), "dict_" + std::string(name));
 }

@@ -16,7 +16,8 @@ std::int64_t text_length(const std::string& s) { return static_cast<std::int64_t
 std::vector<std::pair<std::string, const Value*>> sorted_entries(const Object& object) {
   std::vector<std::pair<std::string, const Value*>> entries;
   for (const auto& [key, value] : object.entries) entries.emplace_back(key, value.get());
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return dict_key_less(a.first, b.first); });
   return entries;
 }
 
@@ -28,7 +29,7 @@ std::string sorted_repr(const Value& v) {
     for (const auto& [key, value] : sorted_entries(v.as_object())) {
       if (!first) out += ", ";
       first = false;
-      out += python_string_repr(key) + ": " + sorted_repr(*value);
+      out += dict_key_value(key).repr() + ": " + sorted_repr(*value);
     }
     return out + "}";
   }
@@ -69,7 +70,7 @@ struct Printer {
     indent += 1;
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const bool last = i + 1 == entries.size();
-      const std::string key = python_string_repr(entries[i].first);
+      const std::string key = dict_key_value(entries[i].first).repr();
       out += key + ": ";
       format(*entries[i].second, indent + text_length(key) + 2, last ? allowance + 1 : 1, level);
       if (!last) new_line(",\n", indent);

@@ -34,14 +34,35 @@ struct CallArgs {
 
 using Function = std::function<Value(const CallArgs&)>;
 
-// A dict with Python's insertion order. Keys are strings (JSON objects and the
-// dict literals templates write); an integer key is stored as its decimal text.
+// A dict with Python's insertion order. Keys are stored as text (dict_key below): a
+// string as itself, any other hashable key (None, bool, int, float) in a typed form, so
+// that `{0: "a"}` keeps an int key and 1, 1.0 and True are one key, as in Python.
 struct Object {
   std::vector<std::pair<std::string, std::shared_ptr<Value>>> entries;
   bool is_namespace = false;  // namespace(): attributes may be assigned with {% set ns.x = ... %}
-  const Value* find(std::string_view key) const;
-  void set(const std::string& key, Value value);  // replaces in place or appends
+  const Value* find(std::string_view key) const;  // key as dict_key gives it
+  void set(const std::string& key, Value value);  // replaces in place (the first key stays) or appends
 };
+
+// A dict key as Object stores it. Strings are themselves; None, bool, int and float
+// are "\xff", a type letter, then Python's equality class: the integer's decimal text
+// for bools, ints and integral floats (so 1, 1.0 and True match), else the float's repr.
+// No template string starts with the byte 0xff (it never occurs in UTF-8). Lists, dicts
+// and the rest are unhashable: a TypeError as in Python.
+std::string dict_key(const Value& key);
+// The stored key as the value the template sees (the type it was first inserted with).
+Value dict_key_value(const std::string& stored);
+// The key as Python's json.dumps writes it: a string as itself, None "null", True
+// "true", 1 "1", 1.5 "1.5".
+std::string dict_key_json_text(const std::string& stored);
+// Whether two stored keys are one Python key.
+bool same_dict_key(std::string_view a, std::string_view b);
+// sorted()'s order of stored keys as pprint and tojson(sort_keys) need it: numbers by
+// value, strings by code point; None, then numbers, then strings where types differ
+// (pprint's fallback order by type name).
+bool dict_key_less(const std::string& a, const std::string& b);
+// Whether a stored key is a string (not a typed key).
+inline bool is_string_key(std::string_view stored) { return stored.empty() || stored[0] != '\xff'; }
 
 class Value {
  public:
