@@ -477,6 +477,10 @@ TEST(JinjaEngine, DictKeysKeepTheirType) {
   };
   expect_cases(cases);
   EXPECT_NE(error_of("{{ {[1]: 2} }}").find("unhashable type: 'list'"), std::string::npos);
+  // A string key starting with the typed keys' marker byte (a raw 0xff, not UTF-8) stays
+  // a string, apart from the int 5.
+  const std::string raw_marker = std::string("{% set d = {'") + '\xff' + "i5': 1, 5: 2} %}";
+  EXPECT_EQ(render(raw_marker + "{{ d|length }}{{ d[5] }}{{ (d|list)[0] is string }}"), "22True");
 }
 
 TEST(JinjaEngine, LimitsStopRunawayTemplates) {

@@ -31,7 +31,8 @@ std::string typed_key(char type, const std::string& text) { return std::string{k
 
 std::string dict_key(const Value& key) {
   switch (key.kind()) {
-    case Value::Kind::String: return key.as_string();
+    case Value::Kind::String:
+      return key.as_string().empty() || key.as_string()[0] != kTypedKey ? key.as_string() : typed_key('s', key.as_string());
     case Value::Kind::None: return typed_key('n', "None");
     case Value::Kind::Bool: return typed_key('b', key.as_bool() ? "1" : "0");
     case Value::Kind::Int: return typed_key('i', std::to_string(key.as_int()));
@@ -47,7 +48,7 @@ std::string dict_key(const Value& key) {
 }
 
 Value dict_key_value(const std::string& stored) {
-  if (is_string_key(stored)) return Value(stored);
+  if (is_string_key(stored)) return Value(stored.empty() || stored[0] != kTypedKey ? stored : stored.substr(2));
   const std::string text = stored.substr(2);
   switch (stored[1]) {
     case 'n': return Value::none();
@@ -58,7 +59,7 @@ Value dict_key_value(const std::string& stored) {
 }
 
 std::string dict_key_json_text(const std::string& stored) {
-  if (is_string_key(stored)) return stored;
+  if (is_string_key(stored)) return dict_key_value(stored).as_string();
   const Value k = dict_key_value(stored);
   switch (k.kind()) {  // what Python's json.dumps makes of such a key
     case Value::Kind::None: return "null";
@@ -72,7 +73,7 @@ bool dict_key_less(const std::string& a, const std::string& b) {
   auto rank = [](const std::string& k) { return is_string_key(k) ? 2 : k[1] == 'n' ? 0 : 1; };
   const int ra = rank(a), rb = rank(b);
   if (ra != rb) return ra < rb;
-  if (ra == 2) return a < b;  // UTF-8 byte order is code point order
+  if (ra == 2) return dict_key_value(a).as_string() < dict_key_value(b).as_string();  // byte order: code points
   if (ra == 0) return false;
   const Value x = dict_key_value(a), y = dict_key_value(b);
   const double dx = x.is_float() ? x.as_float() : static_cast<double>(x.is_bool() ? x.as_bool() : x.as_int());
@@ -85,7 +86,7 @@ bool dict_key_less(const std::string& a, const std::string& b) {
 }
 
 bool same_dict_key(std::string_view a, std::string_view b) {
-  if (is_string_key(a) || is_string_key(b)) return a == b;
+  if (is_string_key(a) || is_string_key(b)) return a == b;  // one encoding per string
   // Typed keys: the type letter does not matter, the equality class does (None's "None"
   // is no number's text).
   return a.substr(2) == b.substr(2);

@@ -47,7 +47,8 @@ struct Object {
 // A dict key as Object stores it. Strings are themselves; None, bool, int and float
 // are "\xff", a type letter, then Python's equality class: the integer's decimal text
 // for bools, ints and integral floats (so 1, 1.0 and True match), else the float's repr.
-// No template string starts with the byte 0xff (it never occurs in UTF-8). Lists, dicts
+// A string that itself starts with 0xff (not UTF-8, but a template may hold any bytes)
+// is stored as "\xffs" + the string, so no string can pass for a typed key. Lists, dicts
 // and the rest are unhashable: a TypeError as in Python.
 std::string dict_key(const Value& key);
 // The stored key as the value the template sees (the type it was first inserted with).
@@ -62,7 +63,9 @@ bool same_dict_key(std::string_view a, std::string_view b);
 // (pprint's fallback order by type name).
 bool dict_key_less(const std::string& a, const std::string& b);
 // Whether a stored key is a string (not a typed key).
-inline bool is_string_key(std::string_view stored) { return stored.empty() || stored[0] != '\xff'; }
+inline bool is_string_key(std::string_view stored) {
+  return stored.empty() || stored[0] != '\xff' || (stored.size() > 1 && stored[1] == 's');
+}
 
 class Value {
  public:
