@@ -12,6 +12,7 @@
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/moe_experts.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
 
   float mx = -INFINITY;
   for (int e = lane; e < experts; e += 32) mx = fmaxf(mx, p[e] = l[e]);
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  mx = warp_max(mx);
   if (mx == -INFINITY) mx = 0.0f;
   double sum = 0.0;
   for (int e = lane; e < experts; e += 32) sum += (p[e] = expf(p[e] - mx));

@@ -24,6 +24,7 @@
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/ptx.cuh"
 #include "corvid/ops/cuda/quant.cuh"
+#include "corvid/ops/cuda/warp.cuh"
 
 namespace corvid::ops::cuda {
 
@@ -54,12 +55,6 @@ __device__ __forceinline__ void load8(const uint8_t* row, uint32_t i0, uint32_t 
 __device__ __forceinline__ float dot8(const float (&w)[8], const float* x) {
   const float4 a = *reinterpret_cast<const float4*>(x), b = *reinterpret_cast<const float4*>(x + 4);
   return w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 template <DType T, GemvGlu kGlu, bool kExact>
