@@ -8,6 +8,7 @@
 //   ws=128MB: copies cycled so ~128 MB of weights stream per pass, like one decode
 //   step of the 135M model (~100 MB of weights) — the honest number for decode.
 // matmul/<dtype>/<m>x<k>/n64: prefill-shaped; reports GFLOP/s (2*m*k*n per call).
+// prefill/qwen2.5-0.5b/<dtype>/<m>x<k>/n512: the Qwen2.5-Coder-0.5B Q4_K_M prompt matmuls, GFLOP/s.
 // copy/<bytes> and read/<bytes>: the machine's memcpy and streaming-read bandwidth on the
 // same threads, for comparison (copy counts bytes copied once).
 // decode_step/...: all matmuls of one SmolLM2-135M decode step (or prefill of 64 tokens).
@@ -247,6 +248,19 @@ void register_all() {
           benchmark::RegisterBenchmark((base + "/n1/128MB").c_str(), bm_matmul, t, s.m, s.k, int64_t{1}, kColdBytes));
       with_best(benchmark::RegisterBenchmark((base + "/n64").c_str(), bm_matmul, t, s.m, s.k, int64_t{64}, size_t{0}));
     }
+  }
+  // The prompt matmuls of Qwen2.5-Coder-0.5B-Instruct Q4_K_M (issue 25): each block type at the
+  // shapes where that file uses it, 512 tokens (pp512's batch).
+  struct Typed {
+    DType t;
+    Shape s;
+  };
+  const Typed qwen[] = {{DType::Q5_0, {4864, 896}}, {DType::Q5_0, {896, 896}}, {DType::Q8_0, {128, 896}},
+                        {DType::Q4_K, {896, 4864}}, {DType::Q6_K, {896, 4864}}};
+  for (const Typed& q : qwen) {
+    const std::string name = "prefill/qwen2.5-0.5b/" + std::string(dtype_name(q.t)) + "/" + std::to_string(q.s.m) +
+                             "x" + std::to_string(q.s.k) + "/n512";
+    with_best(benchmark::RegisterBenchmark(name.c_str(), bm_matmul, q.t, q.s.m, q.s.k, int64_t{512}, size_t{0}));
   }
   with_best(benchmark::RegisterBenchmark("decode_step/smollm2_135m_q4_1/n1", bm_decode_step, int64_t{1}));
   with_best(benchmark::RegisterBenchmark("decode_step/smollm2_135m_q4_1/n64", bm_decode_step, int64_t{64}));

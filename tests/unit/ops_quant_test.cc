@@ -298,5 +298,50 @@ TEST(Quant, NotAWeightDtypeThrows) {
   EXPECT_EQ(quant_kernels(DType::Q8_K).vec_dot, nullptr);
 }
 
+TEST(Quant, GemmKernelsAreBitIdenticalToSingleRow) {
+  // Row counts around the 16-row panel and token counts around the 8-token group.
+  for (DType t : kWeightTypes) {
+    const QuantKernels& qk = quant_kernels(t);
+    if (!qk.gemm) continue;
+    for (size_t nsb : {1u, 3u}) {
+      const size_t k = nsb * kQKK;
+      for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{21}}) {
+        std::vector<uint8_t> w;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<uint8_t> row = quantize(t, random_floats(k, 7 + static_cast<uint32_t>(r)));
+          w.insert(w.end(), row.begin(), row.end());
+        }
+        const size_t w_stride = bytes_for(t, static_cast<int64_t>(k));
+        for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{19}}) {
+          std::vector<uint8_t> x;
+          for (int64_t i = 0; i < n; ++i) {
+            const std::vector<uint8_t> row = quantize(qk.act, random_floats(k, 500 + static_cast<uint32_t>(i), 3.0f));
+            x.insert(x.end(), row.begin(), row.end());
+          }
+          const size_t x_stride = bytes_for(qk.act, static_cast<int64_t>(k));
+          const int64_t ldo = rows + 3;  // output rows wider than the weight range
+          std::vector<float> out(static_cast<size_t>(n * ldo), -1.0f);
+          qk.gemm(w.data(), w_stride, rows, x.data(), x_stride, n, out.data(), ldo, static_cast<int64_t>(k));
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const float single = qk.vec_dot(w.data() + static_cast<size_t>(r) * w_stride,
+                                              x.data() + static_cast<size_t>(i) * x_stride, static_cast<int64_t>(k));
+              const float got = out[static_cast<size_t>(i * ldo + r)];
+              ASSERT_EQ(std::memcmp(&got, &single, 4), 0)
+                  << dtype_name(t) << " rows " << rows << " n " << n << " (" << i << ", " << r << ") " << got
+                  << " vs " << single;
+            }
+            for (int64_t r = rows; r < ldo; ++r) ASSERT_EQ(out[static_cast<size_t>(i * ldo + r)], -1.0f);  // untouched
+          }
+        }
+      }
+    }
+  }
+#if defined(__AVX512VNNI__) && defined(__AVX2__)
+  EXPECT_NE(quant_kernels(DType::Q4_K).gemm, nullptr);
+  EXPECT_NE(quant_kernels(DType::Q6_K).gemm, nullptr);
+#endif
+}
+
 }  // namespace
 }  // namespace corvid::ops::cpu

@@ -22,6 +22,9 @@
 //   2-core dev box during parallel builds, the worker got ~10% of the chunks and one thread
 //   (ThreadPool::set_global_threads(1)) decoded faster than two. On a quiet machine two
 //   threads win. The pool's caller never waits for a worker that has not claimed work.
+// - K-quant weights with AVX-512 (RowDot::gemm): 16 weight rows are unpacked once per call
+//   into VNNI layout and multiplied with all n tokens (gemm_k_avx512.cc), bit-identical to
+//   the single-row kernel, so the rule above still holds.
 // - Quantized weights: x rows are quantized once per call to the activation
 //   format (Q8_0/Q8_1/Q8_K) into a grow-only thread-local scratch buffer (no
 //   allocation in steady state).
@@ -49,22 +52,29 @@ struct RowDot {
   VecDotFn fn;
   DType act;            // format of the activation rows fn reads (F32 for float weights)
   VecDotMultiFn multi;  // several activation rows per weight row, bit-identical to fn; may be null
+  GemmFn gemm;          // all activation rows at once, bit-identical to fn; may be null
 };
+
+// Prompts of at least this many tokens use RowDot::gemm where it exists: its panel unpacking
+// is paid once per 16 weight rows, so it needs a few tokens to win.
+constexpr int64_t kGemmMinTokens = 8;
+constexpr int64_t kGemmPanelRows = 16;
 
 RowDot row_dot_for(DType w) {
   const bool scalar = g_force_scalar.load(std::memory_order_relaxed);
   auto pick = [scalar](VecDotFn simd_fn, VecDotFn scalar_fn) { return scalar || !simd_fn ? scalar_fn : simd_fn; };
   switch (w) {
     case DType::F32:
-      return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr};
+      return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr, nullptr};
     case DType::F16:
-      return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr};
+      return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr, nullptr};
     case DType::BF16:
-      return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr};
+      return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr, nullptr};
     default: {
       const QuantKernels& q = quant_kernels(w);
       CORVID_CHECK(q.vec_dot != nullptr, "matmul: ", dtype_name(w), " is an activation format, not a weight dtype");
-      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act, scalar ? nullptr : q.vec_dot_multi};
+      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act, scalar ? nullptr : q.vec_dot_multi,
+              scalar ? nullptr : q.gemm};
     }
   }
 }
@@ -153,6 +163,19 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const size_t w_stride = w.row_bytes();
   float* o = out.ptr<float>();
+  if (rd.gemm && n >= kGemmMinTokens) {
+    const int64_t panels = (m + kGemmPanelRows - 1) / kGemmPanelRows;
+    pool.parallel_for(panels, [&](int64_t p0, int64_t p1, int) {
+      const int64_t r0 = p0 * kGemmPanelRows, r1 = std::min(m, p1 * kGemmPanelRows);
+      rd.gemm(wbase + static_cast<size_t>(r0) * w_stride, w_stride, r1 - r0, xa, xa_stride, n, o + r0, m, k);
+      if (bias) {
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t r = r0; r < r1; ++r) o[t * m + r] += bias_at(bias, r);
+        }
+      }
+    });
+    return;
+  }
   auto rows = [&](int64_t r0, int64_t r1, int) {
     const int group = rd.multi ? kMaxMultiRows : 1;
     for (int64_t rt = r0; rt < r1; rt += kRowTile) {

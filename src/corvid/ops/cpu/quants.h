@@ -8,6 +8,7 @@
 // multiply), Q8_K for the K-quants (its bsums fold in the sub-block mins).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "corvid/core/dtype.h"
@@ -94,6 +95,12 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
 // "prepared" activation rows (see prepare_act_row), not plain Q8 rows.
 using VecDotMultiFn = void (*)(const void* w, const void* const* xs, int n, float* out, int64_t k);
 constexpr int kMaxMultiRows = 4;
+// out[t * ldo + r] = vec_dot(w row r, x row t) for r < rows, t < n, bit-identical to vec_dot:
+// a whole prompt matmul over a range of weight rows (rows w_stride bytes apart; x rows plain
+// activation rows x_stride bytes apart). The K-quants' AVX-512 form unpacks 16 weight rows once
+// for all n tokens (gemm_k_avx512.cc).
+using GemmFn = void (*)(const void* w, size_t w_stride, int64_t rows, const void* x, size_t x_stride, int64_t n,
+                        float* out, int64_t ldo, int64_t k);
 
 // A prepared activation row (Q8_0 or Q8_1) is the row's ggml blocks, then, at byte offset
 // act_scales_offset, one float pair per block: (d, s) for Q8_1, (d, 0) for Q8_0, the exact
@@ -120,6 +127,7 @@ struct QuantKernels {
   VecDotFn vec_dot_avx2;        // AVX2 (+VNNI) kernel; null when not compiled in
   VecDotFn vec_dot_avx512;      // AVX-512 VNNI kernel; null when not compiled in or not written
   VecDotMultiFn vec_dot_multi;  // multi-row form of vec_dot; null when vec_dot has none
+  GemmFn gemm;                  // many-token form of vec_dot (prompts); null when vec_dot has none
 };
 
 // Kernels for a quantized dtype (weights and the activation formats Q8_0/Q8_1/Q8_K;
@@ -173,6 +181,8 @@ extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDot
 // SIMD activation quantizers, bit-identical to quantize_row_q8_0/q8_1; null when not compiled in.
 extern const QuantizeRowFn kQuantizeQ8_0Simd, kQuantizeQ8_1Simd;
 extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512, kVecDotQ8_0Avx512;
+// K-quant prompt GEMMs (gemm_k_avx512.cc), the many-token forms of kVecDotQ*_KSimd; null when not compiled in.
+extern const GemmFn kGemmQ4_KAvx512, kGemmQ5_KAvx512, kGemmQ6_KAvx512;
 extern const VecDotMultiFn kVecDotMultiQ4_0Avx512, kVecDotMultiQ4_1Avx512, kVecDotMultiQ5_0Avx512,
     kVecDotMultiQ5_1Avx512, kVecDotMultiQ8_0Avx512;
 

@@ -6,10 +6,17 @@
 // FMA per 256 elements. The min terms (Q4_K/Q5_K) and the -32 offset (Q6_K) use
 // Q8_K's precomputed 16-element sums (bsums), so they cost one vpmaddwd per
 // super-block instead of touching the quants again.
+//
+// Numerics: every super-block's integer sums are reduced exactly, then
+// acc = fma(float(I), d_w * d_x, acc) and (mins) acc = fma(float(-M), dmin_w * d_x, acc), in
+// super-block order: the sequence the K-quant prompt GEMM (gemm_k_avx512.cc) runs per lane,
+// so a token's prefill and decode results are the same bits.
 #include "corvid/ops/cpu/quants.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+
+#include <cmath>
 
 #include "corvid/core/half.h"
 #include "corvid/ops/cpu/simd.h"
@@ -36,12 +43,17 @@ inline int min_term(const uint8_t* m, const int16_t* bsums) {
   return hsum_i32(_mm256_madd_epi16(m16, load256(bsums)));
 }
 
+// One Q4_K/Q5_K super-block's contribution, from its exact integer sums.
+inline float k_superblock(float acc, int isum, int msum, uint16_t d, uint16_t dmin, float dx) {
+  acc = std::fma(static_cast<float>(isum), f16_to_f32(d) * dx, acc);
+  return std::fma(static_cast<float>(-msum), f16_to_f32(dmin) * dx, acc);
+}
+
 float dot_q4_k(const void* w, const void* x, int64_t k) {
   const auto* bw = static_cast<const BlockQ4_K*>(w);
   const auto* bx = static_cast<const BlockQ8_K*>(x);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
-  float mins_sum = 0;
+  float acc = 0.0f;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     uint8_t sc[8], m[8];
     scales_mins(bw[i].scales, sc, m);
@@ -55,11 +67,9 @@ float dot_q4_k(const void* w, const void* x, int64_t k) {
       isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dlo, _mm256_set1_epi32(sc[2 * c])));
       isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dhi, _mm256_set1_epi32(sc[2 * c + 1])));
     }
-    const float d = bx[i].d * f16_to_f32(bw[i].d);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
-    mins_sum += bx[i].d * f16_to_f32(bw[i].dmin) * static_cast<float>(min_term(m, bx[i].bsums));
+    acc = k_superblock(acc, hsum_i32(isum), min_term(m, bx[i].bsums), bw[i].d, bw[i].dmin, bx[i].d);
   }
-  return hsum(acc) - mins_sum;
+  return acc;
 }
 
 float dot_q5_k(const void* w, const void* x, int64_t k) {
@@ -67,8 +77,7 @@ float dot_q5_k(const void* w, const void* x, int64_t k) {
   const auto* bx = static_cast<const BlockQ8_K*>(x);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i bit0 = _mm256_set1_epi8(0x01);
-  __m256 acc = _mm256_setzero_ps();
-  float mins_sum = 0;
+  float acc = 0.0f;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     uint8_t sc[8], m[8];
     scales_mins(bw[i].scales, sc, m);
@@ -88,11 +97,9 @@ float dot_q5_k(const void* w, const void* x, int64_t k) {
       isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dlo, _mm256_set1_epi32(sc[2 * c])));
       isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dhi, _mm256_set1_epi32(sc[2 * c + 1])));
     }
-    const float d = bx[i].d * f16_to_f32(bw[i].d);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
-    mins_sum += bx[i].d * f16_to_f32(bw[i].dmin) * static_cast<float>(min_term(m, bx[i].bsums));
+    acc = k_superblock(acc, hsum_i32(isum), min_term(m, bx[i].bsums), bw[i].d, bw[i].dmin, bx[i].d);
   }
-  return hsum(acc) - mins_sum;
+  return acc;
 }
 
 float dot_q6_k(const void* w, const void* x, int64_t k) {
@@ -100,7 +107,7 @@ float dot_q6_k(const void* w, const void* x, int64_t k) {
   const auto* bx = static_cast<const BlockQ8_K*>(x);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     const BlockQ6_K& b = bw[i];
     const int8_t* xq = bx[i].qs;
@@ -132,9 +139,9 @@ float dot_q6_k(const void* w, const void* x, int64_t k) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(bx[i].bsums)), 5);
     isum = _mm256_sub_epi32(isum, off);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(bx[i].d * f16_to_f32(b.d)), acc);
+    acc = std::fma(static_cast<float>(hsum_i32(isum)), f16_to_f32(b.d) * bx[i].d, acc);
   }
-  return hsum(acc);
+  return acc;
 }
 
 }  // namespace

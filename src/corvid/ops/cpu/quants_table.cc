@@ -11,7 +11,14 @@ QuantKernels make(DType act, DequantizeRowFn deq, QuantizeRowFn q, VecDotFn scal
   VecDotFn best = avx512 ? avx512 : avx2 ? avx2 : scalar;
   // The multi-row kernel must be the multi-row form of `best` (bit-identical), so it is only
   // used together with the AVX-512 single-row kernel.
-  return QuantKernels{act, deq, q, best, scalar, avx2, avx512, avx512 ? avx512_multi : nullptr};
+  return QuantKernels{act, deq, q, best, scalar, avx2, avx512, avx512 ? avx512_multi : nullptr, nullptr};
+}
+// The K-quants: the AVX2 single-row kernel and its AVX-512 many-token form, which shares
+// its numerics (gemm_k_avx512.cc), so the GEMM is only used beside that kernel.
+QuantKernels make_k(DequantizeRowFn deq, QuantizeRowFn q, VecDotFn scalar, VecDotFn avx2, GemmFn gemm) {
+  QuantKernels k = make(DType::Q8_K, deq, q, scalar, avx2, nullptr);
+  k.gemm = avx2 ? gemm : nullptr;
+  return k;
 }
 }  // namespace
 
@@ -28,11 +35,11 @@ const QuantKernels& quant_kernels(DType t) {
       make(DType::Q8_0, dequantize_row_q8_0, kQuantizeQ8_0Simd ? kQuantizeQ8_0Simd : quantize_row_q8_0,
            vec_dot_q8_0_q8_0_scalar, kVecDotQ8_0Simd, kVecDotQ8_0Avx512, kVecDotMultiQ8_0Avx512);
   static const QuantKernels kQ4_K =
-      make(DType::Q8_K, dequantize_row_q4_k, quantize_row_q4_k, vec_dot_q4_k_q8_k_scalar, kVecDotQ4_KSimd, nullptr);
+      make_k(dequantize_row_q4_k, quantize_row_q4_k, vec_dot_q4_k_q8_k_scalar, kVecDotQ4_KSimd, kGemmQ4_KAvx512);
   static const QuantKernels kQ5_K =
-      make(DType::Q8_K, dequantize_row_q5_k, quantize_row_q5_k, vec_dot_q5_k_q8_k_scalar, kVecDotQ5_KSimd, nullptr);
+      make_k(dequantize_row_q5_k, quantize_row_q5_k, vec_dot_q5_k_q8_k_scalar, kVecDotQ5_KSimd, kGemmQ5_KAvx512);
   static const QuantKernels kQ6_K =
-      make(DType::Q8_K, dequantize_row_q6_k, quantize_row_q6_k, vec_dot_q6_k_q8_k_scalar, kVecDotQ6_KSimd, nullptr);
+      make_k(dequantize_row_q6_k, quantize_row_q6_k, vec_dot_q6_k_q8_k_scalar, kVecDotQ6_KSimd, kGemmQ6_KAvx512);
   static const QuantKernels kQ8_1{DType::Q8_1,
                                   dequantize_row_q8_1,
                                   kQuantizeQ8_1Simd ? kQuantizeQ8_1Simd : quantize_row_q8_1,
@@ -40,9 +47,10 @@ const QuantKernels& quant_kernels(DType t) {
                                   nullptr,
                                   nullptr,
                                   nullptr,
+                                  nullptr,
                                   nullptr};
   static const QuantKernels kQ8_K{
-      DType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, nullptr, nullptr, nullptr, nullptr, nullptr};
+      DType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   switch (t) {
     case DType::Q4_0:
       return kQ4_0;
