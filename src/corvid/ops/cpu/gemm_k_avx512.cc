@@ -18,6 +18,7 @@
 #include "corvid/ops/cpu/quants.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// GCC 12's AVX-512 intrinsics trip spurious -Wmaybe-uninitialized (see quants_avx512.cc).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -25,6 +26,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -38,8 +40,8 @@ constexpr int kPanelRows = 16;  // one 32-bit lane per weight row
 constexpr int kTokens = 8;      // accumulators per weight vector
 constexpr int kGroups = kQKK / 4;
 
-// Q8_K field offsets (quants.h: float d, int8 qs[256], int16 bsums[16]).
-constexpr size_t kXd = 0, kXqs = 4, kXbsums = 260;
+// Q8_K field offsets.
+constexpr size_t kXd = offsetof(BlockQ8_K, d), kXqs = offsetof(BlockQ8_K, qs), kXbsums = offsetof(BlockQ8_K, bsums);
 
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
@@ -147,11 +149,18 @@ struct KQ6 {
 
 template <class F>
 void unpack_panel(const uint8_t* w, size_t w_stride, int rows, int nsb, Panel& p) {
-  p.codes.assign(static_cast<size_t>(nsb) * kGroups * kPanelRows, 0);
-  p.scales.assign(static_cast<size_t>(nsb) * F::kSub * kPanelRows, 0);
-  p.pairs.assign(static_cast<size_t>(nsb) * 8 * kPanelRows, 0);
-  p.d.assign(static_cast<size_t>(nsb) * kPanelRows, 0.0f);
-  p.dmin.assign(static_cast<size_t>(nsb) * kPanelRows, 0.0f);
+  p.codes.resize(static_cast<size_t>(nsb) * kGroups * kPanelRows);
+  p.scales.resize(static_cast<size_t>(nsb) * F::kSub * kPanelRows);
+  p.pairs.resize(static_cast<size_t>(nsb) * 8 * kPanelRows);
+  p.d.resize(static_cast<size_t>(nsb) * kPanelRows);
+  p.dmin.resize(static_cast<size_t>(nsb) * kPanelRows);
+  if (rows < kPanelRows) {  // only a last, partial panel has lanes that no row writes
+    std::fill(p.codes.begin(), p.codes.end(), 0u);
+    std::fill(p.scales.begin(), p.scales.end(), 0);
+    std::fill(p.pairs.begin(), p.pairs.end(), 0);
+    std::fill(p.d.begin(), p.d.end(), 0.0f);
+    std::fill(p.dmin.begin(), p.dmin.end(), 0.0f);
+  }
   alignas(64) uint8_t codes[kQKK];
   int32_t sc[16];
   uint32_t pairs[8];
