@@ -15,7 +15,7 @@ import pytest
 from conftest import SMOLLM2, corvid_bin, run_corvid
 
 API_KEY = "test-key"
-QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
 
 
 class Server:

@@ -5,7 +5,7 @@ from conftest import run_corvid
 
 
 def test_answers_a_question_sensibly(smollm2):
-    r = run_corvid("generate", "-m", smollm2, "-p", "What is the capital of France?", "-n", 40)
+    r = run_corvid("generate", "-m", smollm2, "-p", "What is the capital of France? Answer in one sentence.", "-n", 40)
     assert r.returncode == 0, r.stderr
     assert "Paris" in r.stdout
     assert re.search(r"prompt: \d+ tokens, [\d.]+ tok/s \| decode: \d+ tokens, [\d.]+ tok/s", r.stderr)
@@ -23,7 +23,7 @@ def test_seed_reproduces_sampling(smollm2):
 
 def test_chat_answers_and_keeps_context(smollm2):
     r = run_corvid("chat", "-m", smollm2, "-n", 48,
-                   input="What is the capital of France?\nAnd what is its population?\n\n")
+                   input="What is the capital of France? Answer in one sentence.\nAnd what is its population?\n\n")
     assert r.returncode == 0, r.stderr
     assert "Paris" in r.stdout
     assert r.stderr.count("decode:") == 2

@@ -3,6 +3,7 @@
 // SIMD vs scalar, argument errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -60,6 +61,60 @@ TEST(Matmul, MatchesReferenceAllDtypes) {
             // Float accumulation (and Q8_1's f16 block sums) only: 1e-3 of the magnitude.
             ASSERT_NEAR(out.ptr<float>()[i * m + r], ref, 1e-3 * mag + 1e-5)
                 << dtype_name(t) << " m=" << m << " n=" << n << " i=" << i << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Model-sized shapes: depths of many blocks (SmolLM2's 576 and 1536, 2048), panels of 16 rows
+// with ragged ends, every token count a kernel specialises (1-3 fused, 4-8 groups, buffered
+// panels for more), activations with outlier columns as real hidden states have. Each element
+// is checked against a double-precision dot of the values the kernels see, so a kernel that
+// agrees with its own one-row form but is wrong fails here.
+TEST(Matmul, ModelShapesMatchReferenceEveryElement) {
+  ThreadPool two(2);
+  for (DType t : kAllWeightTypes) {
+    const bool k_quant = dtype_info(t).block_elems == 256;
+    for (int64_t k : k_quant ? std::vector<int64_t>{768, 2048} : std::vector<int64_t>{576, 1536, 2048}) {
+      for (int64_t m : {16, 53}) {
+        std::vector<float> wsrc = random_floats(static_cast<size_t>(m * k), static_cast<uint32_t>(k + m));
+        for (int64_t r = 0; r < m; ++r) {  // rows of very different scales
+          for (int64_t j = 0; j < k; ++j) wsrc[static_cast<size_t>(r * k + j)] *= 0.02f * static_cast<float>(1 + r % 7);
+        }
+        OwnedTensor w = make_weight(t, m, k, wsrc);
+        const std::vector<float> wv = weight_values(w.tensor);
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17, 40, 67}) {
+          std::vector<float> xsrc = random_floats(static_cast<size_t>(n * k), static_cast<uint32_t>(n * 31 + k));
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t j = 5; j < k; j += 97) xsrc[static_cast<size_t>(i * k + j)] *= 40.0f;  // outliers
+          }
+          OwnedTensor x = f32_tensor({n, k}, xsrc);
+          OwnedTensor out(DType::F32, {n, m});
+          cpu::matmul(x.tensor, w.tensor, out.tensor, nullptr, two);
+          const std::vector<float> xv = activation_values(t, xsrc, k);
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t r = 0; r < m; ++r) {
+              double ref = 0, mag = 0, min_term = 0;
+              for (int64_t b = 0; b < k; b += 32) {
+                double wmax = 0, xsum = 0;
+                for (int64_t j = b; j < b + 32; ++j) {
+                  const double wj = wv[static_cast<size_t>(r * k + j)], xj = xv[static_cast<size_t>(i * k + j)];
+                  ref += wj * xj;
+                  mag += std::fabs(wj * xj);
+                  wmax = std::max(wmax, std::fabs(wj));
+                  xsum += xj;
+                }
+                min_term += wmax * std::fabs(xsum);
+              }
+              // Float accumulation (a few ulps of the magnitude at these depths), plus, for the
+              // formats with a min (Q4_1, Q5_1), the f16 rounding of Q8_1's block sums s:
+              // |m * s| * 2^-11 per block, with |m| at most the block's largest weight.
+              const bool has_min = t == DType::Q4_1 || t == DType::Q5_1;
+              ASSERT_NEAR(out.ptr<float>()[i * m + r], ref, 2e-5 * mag + (has_min ? min_term / 2048 : 0.0) + 1e-5)
+                  << dtype_name(t) << " k=" << k << " m=" << m << " n=" << n << " i=" << i << " r=" << r;
+            }
           }
         }
       }
