@@ -242,37 +242,6 @@ TEST(Quant, SimdMatchesScalar) {
   }
 }
 
-TEST(Quant, MultiRowKernelsAreBitIdenticalToSingleRow) {
-  for (DType t : kWeightTypes) {
-    const QuantKernels& qk = quant_kernels(t);
-    if (!qk.vec_dot_multi) continue;
-    for (size_t nb : {1u, 5u, 8u, 18u}) {
-      const size_t k = nb * static_cast<size_t>(dtype_info(t).block_elems);
-      const std::vector<uint8_t> w = quantize(t, random_floats(k, 5));
-      std::vector<std::vector<uint8_t>> xs;
-      const void* ptrs[kMaxMultiRows];
-      std::vector<std::vector<uint8_t>> plain;
-      for (int i = 0; i < kMaxMultiRows; ++i) {
-        // Multi-row kernels read prepared rows (blocks + float scale pairs); vec_dot plain ones.
-        plain.push_back(quantize(qk.act, random_floats(k, 100 + static_cast<uint32_t>(i))));
-        std::vector<uint8_t> prepared(prepared_act_bytes(qk.act, static_cast<int64_t>(k)));
-        std::memcpy(prepared.data(), plain.back().data(), plain.back().size());
-        prepare_act_row(qk.act, prepared.data(), static_cast<int64_t>(k));
-        xs.push_back(std::move(prepared));
-        ptrs[i] = xs.back().data();
-      }
-      for (int n = 1; n <= kMaxMultiRows; ++n) {
-        float out[kMaxMultiRows];
-        qk.vec_dot_multi(w.data(), ptrs, n, out, static_cast<int64_t>(k));
-        for (int i = 0; i < n; ++i) {
-          const float single = qk.vec_dot(w.data(), plain[static_cast<size_t>(i)].data(), static_cast<int64_t>(k));
-          ASSERT_EQ(std::memcmp(&out[i], &single, 4), 0) << dtype_name(t) << " n=" << n << " row " << i;
-        }
-      }
-    }
-  }
-}
-
 TEST(Quant, SimdIsCompiledIn) {
 #if defined(__AVX2__)
   for (DType t : kWeightTypes) EXPECT_NE(quant_kernels(t).vec_dot, quant_kernels(t).vec_dot_scalar) << dtype_name(t);

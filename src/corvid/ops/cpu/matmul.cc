@@ -1,30 +1,28 @@
 // CPU matmul: out[n, m] = x[n, k] @ w[m, k]^T (+ bias), w in any weight dtype.
 //
 // Every output element is one evaluation of the row dot kernel on (weight row r,
-// activation row t) — the single-row VecDotFn or its bit-identical multi-row form.
-// That single rule gives determinism for free: the result cannot depend on the
-// thread count, on how rows are split, or on n (batch invariance: row t of
-// matmul(x) equals matmul(x[t:t+1]) bit for bit), because the arithmetic of each
-// element never changes. Activation rows are quantized one at a time by the same
-// function, so they do not depend on n either.
+// activation row t): the single-row VecDotFn, or its bit-identical many-row form
+// (GemmFn), whose lanes run the same arithmetic. That single rule gives determinism for
+// free: the result cannot depend on the thread count, on how rows are split, or on n
+// (batch invariance: row t of matmul(x) equals matmul(x[t:t+1]) bit for bit), because
+// the arithmetic of each element never changes. Activation rows are quantized one at a
+// time by the same function, so they do not depend on n either.
 //
 // Performance notes.
-// - n = 1 (decode) is a stream over the weight: memory bound. Rows are split into
-//   contiguous chunks across the pool so each thread streams its own range.
-// - n > 1 (prefill): rows are processed in tiles of kRowTile; for each tile all
-//   n activation rows are visited while the tile's weight bytes sit in L1, so the
-//   weight is read from memory once per call instead of once per token. The
-//   quantized activations (n * k bytes) stay in L2. Where a multi-row kernel exists
-//   (VecDotMultiFn), each weight row is unpacked once per kMaxMultiRows tokens; it is
-//   bit-identical to the single-row kernel, so batch invariance still holds.
+// - Block formats with AVX-512 VNNI (RowDot::gemm): panels of 16 weight rows are split
+//   across the pool; each is unpacked once into lanes (one row per 32-bit lane) and
+//   multiplied with all n tokens, so prefill runs at integer-dot rates (gemm_q_avx512.cc
+//   for the 32-element formats at every n, gemm_k_avx512.cc for the K-quants from 8 tokens;
+//   below that their single-row kernel is as fast).
+// - Otherwise rows are processed in tiles of kRowTile; for each tile all n activation
+//   rows are visited while the tile's weight bytes sit in L1, so the weight is read from
+//   memory once per call instead of once per token. n = 1 (decode) is a stream over the
+//   weight: memory bound, each thread streaming its own contiguous range.
 // - On an oversubscribed machine (other processes busy on every core) a worker that is
 //   preempted while holding a chunk stalls the call until it runs again; measured on the
 //   2-core dev box during parallel builds, the worker got ~10% of the chunks and one thread
 //   (ThreadPool::set_global_threads(1)) decoded faster than two. On a quiet machine two
 //   threads win. The pool's caller never waits for a worker that has not claimed work.
-// - K-quant weights with AVX-512 (RowDot::gemm): 16 weight rows are unpacked once per call
-//   into VNNI layout and multiplied with all n tokens (gemm_k_avx512.cc), bit-identical to
-//   the single-row kernel, so the rule above still holds.
 // - Quantized weights: x rows are quantized once per call to the activation
 //   format (Q8_0/Q8_1/Q8_K) into a grow-only thread-local scratch buffer (no
 //   allocation in steady state).
@@ -51,13 +49,10 @@ constexpr int64_t kRowTile = 8;
 struct RowDot {
   VecDotFn fn;
   DType act;            // format of the activation rows fn reads (F32 for float weights)
-  VecDotMultiFn multi;  // several activation rows per weight row, bit-identical to fn; may be null
   GemmFn gemm;          // all activation rows at once, bit-identical to fn; may be null
+  int64_t gemm_min_tokens;
 };
 
-// Prompts of at least this many tokens use RowDot::gemm where it exists: its panel unpacking
-// is paid once per 16 weight rows, so it needs a few tokens to win.
-constexpr int64_t kGemmMinTokens = 8;
 constexpr int64_t kGemmPanelRows = 16;
 
 RowDot row_dot_for(DType w) {
@@ -65,16 +60,15 @@ RowDot row_dot_for(DType w) {
   auto pick = [scalar](VecDotFn simd_fn, VecDotFn scalar_fn) { return scalar || !simd_fn ? scalar_fn : simd_fn; };
   switch (w) {
     case DType::F32:
-      return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr, nullptr};
+      return {pick(kDotF32Simd, dot_f32_scalar), DType::F32, nullptr, 0};
     case DType::F16:
-      return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr, nullptr};
+      return {pick(kDotF16Simd, dot_f16_scalar), DType::F32, nullptr, 0};
     case DType::BF16:
-      return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr, nullptr};
+      return {pick(kDotBF16Simd, dot_bf16_scalar), DType::F32, nullptr, 0};
     default: {
       const QuantKernels& q = quant_kernels(w);
       CORVID_CHECK(q.vec_dot != nullptr, "matmul: ", dtype_name(w), " is an activation format, not a weight dtype");
-      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act, scalar ? nullptr : q.vec_dot_multi,
-              scalar ? nullptr : q.gemm};
+      return {scalar ? q.vec_dot_scalar : q.vec_dot, q.act, scalar ? nullptr : q.gemm, q.gemm_min_tokens};
     }
   }
 }
@@ -139,17 +133,14 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   size_t xa_stride = static_cast<size_t>(k) * sizeof(float);
   if (rd.act != DType::F32) {
     const QuantKernels& qa = quant_kernels(rd.act);
-    // The multi-row kernels read prepared rows (blocks + float scales, quants.h).
-    xa_stride = rd.multi ? prepared_act_bytes(rd.act, k) : bytes_for(rd.act, k);
+    xa_stride = bytes_for(rd.act, k);
     std::vector<uint8_t>& buf = scratch();
     if (buf.size() < xa_stride * static_cast<size_t>(n)) buf.resize(xa_stride * static_cast<size_t>(n));
     uint8_t* dst = buf.data();
     const float* xf = x.ptr<float>();
     auto quantize = [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; ++t) {
-        uint8_t* row = dst + static_cast<size_t>(t) * xa_stride;
-        qa.quantize(xf + t * k, row, k);
-        if (rd.multi) prepare_act_row(rd.act, row, k);
+        qa.quantize(xf + t * k, dst + static_cast<size_t>(t) * xa_stride, k);
       }
     };
     if (n >= 8) {
@@ -163,7 +154,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   const size_t w_stride = w.row_bytes();
   float* o = out.ptr<float>();
-  if (rd.gemm && n >= kGemmMinTokens) {
+  if (rd.gemm && n >= rd.gemm_min_tokens) {
     const int64_t panels = (m + kGemmPanelRows - 1) / kGemmPanelRows;
     pool.parallel_for(panels, [&](int64_t p0, int64_t p1, int) {
       const int64_t r0 = p0 * kGemmPanelRows, r1 = std::min(m, p1 * kGemmPanelRows);
@@ -177,22 +168,13 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
     return;
   }
   auto rows = [&](int64_t r0, int64_t r1, int) {
-    const int group = rd.multi ? kMaxMultiRows : 1;
     for (int64_t rt = r0; rt < r1; rt += kRowTile) {
       const int64_t rt_end = std::min(r1, rt + kRowTile);
-      for (int64_t t0 = 0; t0 < n; t0 += group) {
-        const int nt = static_cast<int>(std::min<int64_t>(group, n - t0));
-        const void* xs[kMaxMultiRows];
-        for (int i = 0; i < nt; ++i) xs[i] = xa + static_cast<size_t>(t0 + i) * xa_stride;
+      for (int64_t t = 0; t < n; ++t) {
+        const void* xt = xa + static_cast<size_t>(t) * xa_stride;
         for (int64_t r = rt; r < rt_end; ++r) {
-          const void* wr = wbase + static_cast<size_t>(r) * w_stride;
-          float v[kMaxMultiRows];
-          if (rd.multi) {
-            rd.multi(wr, xs, nt, v, k);
-          } else {
-            v[0] = rd.fn(wr, xs[0], k);
-          }
-          for (int i = 0; i < nt; ++i) o[(t0 + i) * m + r] = bias ? v[i] + bias_at(bias, r) : v[i];
+          const float v = rd.fn(wbase + static_cast<size_t>(r) * w_stride, xt, k);
+          o[t * m + r] = bias ? v + bias_at(bias, r) : v;
         }
       }
     }

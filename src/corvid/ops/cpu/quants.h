@@ -90,33 +90,13 @@ using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t k);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t k);
 // Dot product of a weight row (block format) with an activation row (format `act`).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t k);
-// out[t] = vec_dot(w, xs[t], k) for t < n (n in 1..kMaxMultiRows), bit-identical to vec_dot;
-// shares the weight row's unpacking across the n activation rows (prefill). The xs rows are
-// "prepared" activation rows (see prepare_act_row), not plain Q8 rows.
-using VecDotMultiFn = void (*)(const void* w, const void* const* xs, int n, float* out, int64_t k);
-constexpr int kMaxMultiRows = 4;
 // out[t * ldo + r] = vec_dot(w row r, x row t) for r < rows, t < n, bit-identical to vec_dot:
-// a whole prompt matmul over a range of weight rows (rows w_stride bytes apart; x rows plain
-// activation rows x_stride bytes apart). The K-quants' AVX-512 form unpacks 16 weight rows once
-// for all n tokens (gemm_k_avx512.cc).
+// a matmul over a range of weight rows (w_stride bytes apart) and n activation rows (x_stride
+// bytes apart). The AVX-512 forms unpack 16 weight rows at a time into lanes
+// (gemm_k_avx512.cc, gemm_q_avx512.cc).
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t rows, const void* x, size_t x_stride, int64_t n,
                         float* out, int64_t ldo, int64_t k);
 
-// A prepared activation row (Q8_0 or Q8_1) is the row's ggml blocks, then, at byte offset
-// act_scales_offset, one float pair per block: (d, s) for Q8_1, (d, 0) for Q8_0, the exact
-// float values of the blocks' f16 fields, then, at act_quants_offset, the k quants
-// contiguously. The multi-row kernels load scales of 8 blocks and the quants of 2 blocks
-// with one plain load each, instead of a gather + conversion and two loads + an insert
-// per token for every weight row.
-inline size_t act_scales_offset(DType act, int64_t k) { return (bytes_for(act, k) + 63) / 64 * 64; }
-inline size_t act_quants_offset(DType act, int64_t k) {
-  return (act_scales_offset(act, k) + static_cast<size_t>(k / kQK) * 8 + 63) / 64 * 64;
-}
-inline size_t prepared_act_bytes(DType act, int64_t k) {
-  return (act_quants_offset(act, k) + static_cast<size_t>(k) + 63) / 64 * 64;
-}
-// Fills the float scale pairs and the contiguous quants of a row whose blocks are quantized.
-void prepare_act_row(DType act, void* row, int64_t k);
 
 struct QuantKernels {
   DType act;  // activation format vec_dot expects for x
@@ -125,9 +105,9 @@ struct QuantKernels {
   VecDotFn vec_dot;             // fastest available (SIMD where compiled in)
   VecDotFn vec_dot_scalar;      // portable reference, always compiled
   VecDotFn vec_dot_avx2;        // AVX2 (+VNNI) kernel; null when not compiled in
-  VecDotFn vec_dot_avx512;      // AVX-512 VNNI kernel; null when not compiled in or not written
-  VecDotMultiFn vec_dot_multi;  // multi-row form of vec_dot; null when vec_dot has none
-  GemmFn gemm;                  // many-token form of vec_dot (prompts); null when vec_dot has none
+  VecDotFn vec_dot_avx512;      // AVX-512 VNNI kernel (the one-row form of gemm); null when not compiled in
+  GemmFn gemm;                  // many-token form of vec_dot; null when vec_dot has none
+  int64_t gemm_min_tokens;      // matmul uses gemm from this many tokens (1: always)
 };
 
 // Kernels for a quantized dtype (weights and the activation formats Q8_0/Q8_1/Q8_K;
@@ -175,15 +155,17 @@ float vec_dot_q4_k_q8_k_scalar(const void*, const void*, int64_t);
 float vec_dot_q5_k_q8_k_scalar(const void*, const void*, int64_t);
 float vec_dot_q6_k_q8_k_scalar(const void*, const void*, int64_t);
 
-// SIMD kernels (quants_avx2.cc, quants_k_avx2.cc, quants_avx512.cc); null when not compiled in.
+// SIMD kernels (quants_avx2.cc, quants_k_avx2.cc); null when not compiled in.
 extern const VecDotFn kVecDotQ4_0Simd, kVecDotQ4_1Simd, kVecDotQ5_0Simd, kVecDotQ5_1Simd, kVecDotQ8_0Simd,
     kVecDotQ4_KSimd, kVecDotQ5_KSimd, kVecDotQ6_KSimd;
 // SIMD activation quantizers, bit-identical to quantize_row_q8_0/q8_1; null when not compiled in.
 extern const QuantizeRowFn kQuantizeQ8_0Simd, kQuantizeQ8_1Simd;
-extern const VecDotFn kVecDotQ4_0Avx512, kVecDotQ4_1Avx512, kVecDotQ5_0Avx512, kVecDotQ5_1Avx512, kVecDotQ8_0Avx512;
 // K-quant prompt GEMMs (gemm_k_avx512.cc), the many-token forms of kVecDotQ*_KSimd; null when not compiled in.
 extern const GemmFn kGemmQ4_KAvx512, kGemmQ5_KAvx512, kGemmQ6_KAvx512;
-extern const VecDotMultiFn kVecDotMultiQ4_0Avx512, kVecDotMultiQ4_1Avx512, kVecDotMultiQ5_0Avx512,
-    kVecDotMultiQ5_1Avx512, kVecDotMultiQ8_0Avx512;
+// Matmuls of the 32-element formats for any token count (gemm_q_avx512.cc), and their
+// one-row, one-token forms; null when not compiled in.
+extern const GemmFn kGemmQ4_0Avx512, kGemmQ4_1Avx512, kGemmQ5_0Avx512, kGemmQ5_1Avx512, kGemmQ8_0Avx512;
+extern const VecDotFn kVecDotGemmQ4_0Avx512, kVecDotGemmQ4_1Avx512, kVecDotGemmQ5_0Avx512, kVecDotGemmQ5_1Avx512,
+    kVecDotGemmQ8_0Avx512;
 
 }  // namespace corvid::ops::cpu

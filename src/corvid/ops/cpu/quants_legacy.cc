@@ -232,25 +232,6 @@ void quantize_row_q8_1(const float* x, void* dst, int64_t k) {
   }
 }
 
-void prepare_act_row(DType act, void* row, int64_t k) {
-  auto* bytes = static_cast<uint8_t*>(row);
-  float* scales = reinterpret_cast<float*>(bytes + act_scales_offset(act, k));
-  int8_t* quants = reinterpret_cast<int8_t*>(bytes + act_quants_offset(act, k));
-  for (int64_t i = 0; i < k / kQK; ++i) {
-    if (act == DType::Q8_1) {
-      const auto& b = reinterpret_cast<const BlockQ8_1*>(bytes)[i];
-      scales[2 * i] = f16_to_f32(b.d);
-      scales[2 * i + 1] = f16_to_f32(b.s);
-      std::memcpy(quants + i * kQK, b.qs, kQK);
-    } else {
-      const auto& b = reinterpret_cast<const BlockQ8_0*>(bytes)[i];
-      scales[2 * i] = f16_to_f32(b.d);
-      scales[2 * i + 1] = 0.0f;
-      std::memcpy(quants + i * kQK, b.qs, kQK);
-    }
-  }
-}
-
 // ---- dot products (weight row . activation row) ----
 
 float vec_dot_q4_0_q8_0_scalar(const void* w, const void* x, int64_t k) {
