@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -147,11 +148,29 @@ std::vector<float> gpu_experts(const GpuExperts& g, const std::vector<float>& x,
 
 float round16(float v, bool f16) { return f16 ? f16_to_f32(f32_to_f16(v)) : bf16_to_f32(f32_to_bf16(v)); }
 
+// v rounded per 32 values to int8 as the GPU's int8 activations are (gemv.h
+// quantize_activations: d = max|v| / 127, q = nearest-even(v * (1 / d)), F32), as values.
+std::vector<double> int8_values(const std::vector<double>& v) {
+  std::vector<double> out(v.size());
+  for (size_t b = 0; b < v.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t j = b; j < b + 32; ++j) amax = std::max(amax, std::fabs(static_cast<float>(v[j])));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (size_t j = b; j < b + 32; ++j) out[j] = std::nearbyint(static_cast<float>(v[j]) * id) * static_cast<double>(d);
+  }
+  return out;
+}
+
+// How the reference rounds the operands: not at all, to the 16-bit operand of the
+// grouped GEMM, or x and act to int8 blocks (the int8 decode GEMVs).
+enum class Rounding { None, Half, Int8 };
+
 // The float64 reference with the operands rounded as `round` says; returns the worst
 // |got - want| / scale, scale = sum_j |w_j| * sum_c |down terms| of the row.
 double worst_error(const GpuExperts& g, const std::vector<float>& x, const Routing& r, int64_t k,
-                   const std::vector<float>& got, bool rounded, bool f16) {
+                   const std::vector<float>& got, Rounding rounding, bool f16) {
   const int64_t n = static_cast<int64_t>(x.size()) / g.H, H = g.H, I = g.I;
+  const bool rounded = rounding == Rounding::Half;
   auto rd = [&](float v) { return rounded ? static_cast<double>(round16(v, f16)) : static_cast<double>(v); };
   double worst = 0;
   for (int64_t t = 0; t < n; ++t) {
@@ -160,16 +179,20 @@ double worst_error(const GpuExperts& g, const std::vector<float>& x, const Routi
       const int64_t e = r.ids[static_cast<size_t>(t * k + j)];
       const double w = r.weights[static_cast<size_t>(t * k + j)];
       if (e < 0 || e >= g.E) continue;
+      std::vector<double> xt(static_cast<size_t>(H));
+      for (int64_t c = 0; c < H; ++c) xt[static_cast<size_t>(c)] = rd(x[static_cast<size_t>(t * H + c)]);
+      if (rounding == Rounding::Int8) xt = int8_values(xt);
       std::vector<double> act(static_cast<size_t>(I));
       for (int64_t i = 0; i < I; ++i) {
         double gs = 0, us = 0;
         for (int64_t c = 0; c < H; ++c) {
-          const double xv = rd(x[static_cast<size_t>(t * H + c)]);
+          const double xv = xt[static_cast<size_t>(c)];
           gs += xv * rd(g.gate_up_f[static_cast<size_t>((e * 2 * I + i) * H + c)]);
           us += xv * rd(g.gate_up_f[static_cast<size_t>((e * 2 * I + I + i) * H + c)]);
         }
         act[static_cast<size_t>(i)] = rd(static_cast<float>(gs / (1.0 + std::exp(-gs)) * us));
       }
+      if (rounding == Rounding::Int8) act = int8_values(act);
       for (int64_t c = 0; c < H; ++c) {
         double s = 0, mag = 0;
         for (int64_t i = 0; i < I; ++i) {
@@ -206,12 +229,21 @@ TEST(CudaMoeExperts, GemvStepsEqualAFloat64Sum) {
         const auto x = random_floats(static_cast<size_t>(n * g.H), 7);
         const Routing r = random_routing(n, k, g.E, 9);
         const auto got = gpu_experts(g, x, r, k);
-        // Fast decodes Q4_1R/Q4_K/Q4_KR in f16 arithmetic (as the prompt GEMMs): rounding
-        // those weights to f16 is within this bound; Exact decodes them in F32.
-        const bool affine_f16 = mode == ops::QuantizedMatmul::Fast &&
-                                (t == DType::Q4_1R || t == DType::Q4_K || t == DType::Q4_KR);
-        const double err = worst_error(g, x, r, k, got, false, true);
-        ASSERT_LE(err, affine_f16 ? 2e-3 : 1e-5) << dtype_name(t) << " n=" << n;
+        // Fast runs the GPU row layouts with int8 activations (moe_gemv_int8.cu): against
+        // a reference that rounds x and act the same way, within F32 accumulation plus the
+        // rare act value whose int8 rounding flips between the F32 and float64 act (one
+        // quantum of one value, ~1e-4 of the scale); a wrong expert, row or minimum term is
+        // off by the output's own size. Against the unrounded sum it must differ (the path ran).
+        // Fast decodes Q4_K in f16 arithmetic (as the prompt GEMMs): rounding those weights
+        // to f16 is within 2e-3; Exact decodes every format in F32.
+        const bool int8 = mode == ops::QuantizedMatmul::Fast && std::getenv("CORVID_NO_DP4A") == nullptr &&
+                          (t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R || t == DType::Q4_KR);
+        const bool affine_f16 = mode == ops::QuantizedMatmul::Fast && t == DType::Q4_K;
+        const double err = worst_error(g, x, r, k, got, int8 ? Rounding::Int8 : Rounding::None, true);
+        ASSERT_LE(err, int8 ? 3e-4 : affine_f16 ? 2e-3 : 1e-5) << dtype_name(t) << " n=" << n;
+        if (int8) {
+          EXPECT_GT(worst_error(g, x, r, k, got, Rounding::None, true), 2e-5) << dtype_name(t) << " n=" << n;
+        }
         if (n == 8)
           std::printf("cuda moe gemv %-6s %-5s max err / scale = %.3g\n", std::string(dtype_name(t)).c_str(),
                       mode == ops::QuantizedMatmul::Fast ? "fast" : "exact", err);
@@ -233,7 +265,7 @@ TEST(CudaMoeExperts, GroupedGemmEqualsAFloat64SumOfRoundedOperands) {
       const Routing r = random_routing(n, k, g.E, 15);
       const auto got = gpu_experts(g, x, r, k);
       const bool f16 = t == DType::F16 || is_quantized(t);
-      const double err = worst_error(g, x, r, k, got, true, f16);
+      const double err = worst_error(g, x, r, k, got, Rounding::Half, f16);
       // Beyond the operands' rounding: act rounded to 16 bits from an F32 that itself
       // differs from the float64 act in the last bits, and F32 accumulation.
       ASSERT_LE(err, f16 ? 2e-3 : 8e-3) << dtype_name(t) << " n=" << n;
@@ -248,9 +280,11 @@ TEST(CudaMoeExperts, GroupedGemmEqualsAFloat64SumOfRoundedOperands) {
 TEST(CudaMoeExperts, ATokensOutputIgnoresTheOtherTokens) {
   SKIP_WITHOUT_GPU();
   NumericsScope fast(ops::QuantizedMatmul::Fast);
-  for (DType stored : {DType::BF16, DType::Q8_0}) {
-    // Q8_0 rows of 128 and 64 values (136 and 68 bytes) keep the GGUF layout.
-    GpuExperts g(8, 128, 64, stored, 21);
+  for (DType stored : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    // Q8_0 rows of 128 and 64 values (136 and 68 bytes) keep the GGUF layout; Q4_0 rows of
+    // 256 values upload as Q4_0R, whose decode steps take the int8 GEMVs.
+    const bool q4 = stored == DType::Q4_0;
+    GpuExperts g(8, q4 ? 256 : 128, q4 ? 256 : 64, stored, 21);
     const DType t = g.t;
     const int64_t k = 2, H = g.H;
     for (const auto& [small, large] : {std::pair<int64_t, int64_t>{2, 8}, {9, 200}}) {

@@ -53,6 +53,9 @@ inline size_t int8_activation_bytes(int64_t values) {
   return int8_scales_offset(values) + static_cast<size_t>(values) / 32 * sizeof(float);
 }
 Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaStream_t stream);
+// Whether the int8-activation GEMVs may run: not turned off by CORVID_NO_DP4A=1 (read
+// once; A/B runs). Callers also check Fast numerics.
+bool dp4a_enabled();
 
 // Whether decode GEMVs take int8 activations now (Fast numerics, dp4a on, and the last
 // GEMV took them: Context::int8_wanted), so that the op producing a GEMV's input should

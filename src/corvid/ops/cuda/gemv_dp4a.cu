@@ -213,6 +213,8 @@ Int8Activations quantize_activations(const float* x, int64_t n, int64_t k, cudaS
   return {qx, dx};
 }
 
+bool dp4a_enabled() { return !dp4a_disabled(); }
+
 namespace {
 uint64_t g_int8_reuses = 0;
 }  // namespace

@@ -3,6 +3,7 @@
 // each token's slots, and the shared expert's sigmoid gate. Everything stays on the
 // device (the expert ids are never read back), so a recorded decode step holds the
 // whole layer; the experts' products are in moe_experts.cu.
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <optional>
@@ -206,6 +207,18 @@ void moe_experts(const Tensor& x, const Experts& ex, const Tensor& ids, const Te
     launch_pdl("moe_combine_kernel", moe_combine_kernel, dim3(static_cast<unsigned>(n), blocks_for(H, 256)), 256,
                ctx.stream, s.y.ptr<float>(), weights.ptr<float>(), id, static_cast<int>(k), experts, H,
                out.ptr<float>());
+  } else if (quantized_matmul() == QuantizedMatmul::Fast && dp4a_enabled() &&
+             expert_int8_supports(gate_up, static_cast<int>(k)) && expert_int8_supports(down, static_cast<int>(k))) {
+    // int8 activations in Context::scratch: x per token, then act per pair over it (act's
+    // quantizer waits for the gate/up GEMV that reads x's int8 to finish). Grown once for
+    // both first, so the second request cannot move the buffer the first handed out.
+    ctx.scratch(std::max(int8_activation_bytes(n * H), int8_activation_bytes(pairs * I)));
+    part.emplace("moe_experts.gate_up");
+    expert_gate_up_int8(gate_up, id, pairs, quantize_activations(x.ptr<float>(), n, H, ctx.stream), ctx.stream);
+    part.emplace("moe_experts.down");
+    down.out = out.ptr<float>();
+    expert_down_sum_int8(down, id, weights.ptr<float>(), n, static_cast<int>(k),
+                         quantize_activations(s.act.ptr<float>(), pairs, I, ctx.stream), ctx.stream);
   } else {
     const bool exact = quantized_matmul() == QuantizedMatmul::Exact;
     part.emplace("moe_experts.gate_up");

@@ -48,6 +48,17 @@ void expert_gemv(const ExpertMatmul& mm, const int32_t* ids, int64_t pairs, bool
 void expert_down_sum(const ExpertMatmul& mm, const int32_t* ids, const float* weights, int64_t tokens, int slots,
                      bool exact, cudaStream_t stream);
 
+// The same two GEMVs with int8 activations (moe_gemv_int8.cu: Fast numerics, dp4a over
+// the GPU row layouts Q4_0R/Q4_1R/Q8_0R/Q4_KR, 16-byte aligned rows, k % 32 == 0, at
+// most 8 slots): supports() says whether they take mm. x holds the inputs as int8 rows
+// of k values (gate/up: one per token, a_div = slots; down: one per pair), quantized as
+// gemv.h's quantize_activations does.
+bool expert_int8_supports(const ExpertMatmul& mm, int slots);
+void expert_gate_up_int8(const ExpertMatmul& mm, const int32_t* ids, int64_t pairs, const Int8Activations& x,
+                         cudaStream_t stream);
+void expert_down_sum_int8(const ExpertMatmul& mm, const int32_t* ids, const float* weights, int64_t tokens, int slots,
+                          const Int8Activations& act, cudaStream_t stream);
+
 // The grouped GEMM on tensor cores (16-bit operands as gemm_tc.cu picks them, F32
 // accumulation): tile t of kExpertTileRows rows is expert tile_expert[t] (< 0: none)
 // over the pairs rows[t * kExpertTileRows + i] (< 0: padding). k % 32 == 0.
