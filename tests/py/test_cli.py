@@ -75,6 +75,33 @@ def test_inspect_counts_the_active_parameters_of_a_moe_model():
         assert "routed experts" in r.stdout.split("needs:")[1], model
 
 
+def test_inspect_counts_offloaded_experts_as_host_memory():
+    # qwen3_moe's routed experts: 8 x 3 x 32 x 64 F32 values = 192 KiB a layer.
+    model = ROOT / "tests" / "fixtures" / "qwen3_moe"
+    base = run_corvid("inspect", model, "--memory-gb", "0.001")
+    one = run_corvid("inspect", model, "--memory-gb", "0.001", "--moe-offload", "1")
+    every = run_corvid("inspect", model, "--memory-gb", "0.001", "--moe-offload", "all")
+    for r in (base, one, every):
+        assert r.returncode == 0, r.stderr
+    assert "offloaded:" not in base.stdout
+    assert "routed experts of 1 of 2 MoE layers in host memory (192.00 KiB)" in one.stdout
+    assert "routed experts of 2 of 2 MoE layers in host memory (384.00 KiB)" in every.stdout
+    fits = [int(re.search(r"fits in [\d.]+ GiB: (\d+) tokens", r.stdout).group(1)) for r in (base, one, every)]
+    assert fits[0] < fits[1] < fits[2], fits  # the device budget no longer holds the offloaded experts
+    r = run_corvid("inspect", model, "--moe-offload", "some")
+    assert r.returncode != 0 and "expected a number of layers or 'all'" in r.stderr
+
+
+def test_moe_offload_needs_a_gpu():
+    model = ROOT / "tests" / "fixtures" / "qwen3_moe"
+    r = run_corvid("bench", "-m", model, "--device", "cpu", "--moe-offload", "1", "-p", 4, "-n", 2, "-r", 1)
+    assert r.returncode == 1 and "--moe-offload needs a GPU" in r.stderr, r.stderr
+    r = run_corvid("bench", "-m", model, "--device", "cpu", "--moe-offload", "-3", "-p", 4, "-n", 2, "-r", 1)
+    assert r.returncode != 0 and "expected a number of layers or 'all'" in r.stderr, r.stderr
+    r = run_corvid("bench", "-m", model, "--device", "cpu", "--moe-offload", "0", "-p", 4, "-n", 2, "-r", 1)
+    assert r.returncode == 0, r.stderr
+
+
 def test_every_verb_has_help():
     for verb in ["generate", "chat", "inspect", "tokenize", "detokenize", "bench"]:
         r = run_corvid(verb, "--help")

@@ -42,7 +42,7 @@ void run_bench(const BenchArgs& a) {
   apply_common_options(a.common);
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),
-                                                            parse_device(a.common.device));
+                                                            weight_placement(a.common));
   Model& model = *m.model;
   Runner& runner = *m.runner;
   if (a.eager) runner.set_step_recording(false);

@@ -1,7 +1,10 @@
 #include "corvid/cli/common.h"
 
 #include <cstdio>
+#include <exception>
+#include <string>
 
+#include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/engine/stop_tokens.h"
 #include "corvid/kv/kv_cache.h"
@@ -22,6 +25,26 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, or f16 / bf16 (GPU only: half "
                  "the memory and the bytes decode attention reads)")
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+  cmd.add_option("--moe-offload", opts.moe_offload,
+                 "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "
+                 "by the GPU: a MoE model larger than the GPU runs, those layers at the host link's speed (GPU only)");
+}
+
+int moe_offload_layers(const std::string& value) {
+  if (value == "all") return WeightPlacement::kAllMoeLayers;
+  size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  CORVID_CHECK(used == value.size() && n >= 0, "--moe-offload ", value, ": expected a number of layers or 'all'");
+  return n;
+}
+
+WeightPlacement weight_placement(const CommonOptions& opts) {
+  return WeightPlacement(parse_device(opts.device), moe_offload_layers(opts.moe_offload));
 }
 
 DType kv_dtype_named(const std::string& name) {
@@ -40,7 +63,7 @@ void apply_common_options(const CommonOptions& opts) {
   ops::set_quantized_matmul(opts.matmul == "exact" ? ops::QuantizedMatmul::Exact : ops::QuantizedMatmul::Fast);
 }
 
-LoadedModel load_model(const CommonOptions& opts) { return LoadedModel::load(opts.model, parse_device(opts.device)); }
+LoadedModel load_model(const CommonOptions& opts) { return LoadedModel::load(opts.model, weight_placement(opts)); }
 
 void add_sampling_options(CLI::App& cmd, SamplingFlags& f) {
   cmd.add_option("--temperature,--temp", f.params.temperature, "0 = greedy (default: the model's generation_config, else 0)");

@@ -18,12 +18,18 @@ struct CommonOptions {
   std::string device = "auto";  // auto | cuda | cpu
   std::string matmul = "fast";   // fast | exact (ops::QuantizedMatmul)
   std::string kv_cache_dtype = "auto";  // auto | f32 | f16 | bf16
+  std::string moe_offload = "0";        // N | all: MoE layers whose experts stay in host memory
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);
 // Applies the options that must take effect before any work (thread count).
 void apply_common_options(const CommonOptions& opts);
-// Opens the model on the device --device names (auto: CUDA when built with it and a GPU is present).
+// Where --device and --moe-offload put the weights (auto: CUDA when built with it and a
+// GPU is present).
+WeightPlacement weight_placement(const CommonOptions& opts);
+// --moe-offload's value as a layer count (WeightPlacement::kAllMoeLayers for "all").
+int moe_offload_layers(const std::string& value);
+// Opens the model as weight_placement() says.
 LoadedModel load_model(const CommonOptions& opts);
 // The KV cache dtype --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
 // F32 on the CPU); a 16-bit cache on the CPU is an error.

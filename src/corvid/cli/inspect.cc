@@ -1,6 +1,8 @@
 // corvid inspect: what a model file holds and what it needs to run.
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 #include "corvid/cli/common.h"
 
@@ -13,6 +15,7 @@ struct InspectArgs {
   double memory_gb = 8.0;
   int kv_bytes = 0;                   // --kv-bytes (older spelling of the element size)
   std::string kv_cache_dtype = "f32";  // f32 | f16 | bf16, as the other verbs' --kv-cache-dtype
+  std::string moe_offload = "0";       // as the other verbs' --moe-offload: experts kept in host memory
 };
 
 std::string human_bytes(double b) {
@@ -63,6 +66,19 @@ void run_inspect(const InspectArgs& a) {
                 static_cast<long long>(model->active_parameter_count()),
                 static_cast<double>(model->active_parameter_count()) / 1e6,
                 human_bytes(static_cast<double>(model->weight_bytes_per_token())).c_str());
+  // --moe-offload N: the first N sparse layers' experts live in host memory, so the
+  // device budget below holds the rest.
+  const int offload = moe_offload_layers(a.moe_offload);
+  int64_t offloaded = 0;
+  if (offload != 0) {
+    const std::vector<int64_t> experts = model->routed_expert_bytes();
+    const size_t n = offload == WeightPlacement::kAllMoeLayers ? experts.size()
+                                                                : std::min(experts.size(), static_cast<size_t>(offload));
+    for (size_t i = 0; i < n; ++i) offloaded += experts[i];
+    std::printf("offloaded:      routed experts of %zu of %zu MoE layers in host memory (%s); %s on the device\n", n,
+                experts.size(), human_bytes(static_cast<double>(offloaded)).c_str(),
+                human_bytes(static_cast<double>(bytes - offloaded)).c_str());
+  }
   const std::vector<LayerState>& spec = model->state_spec();
   int64_t full = 0, sliding = 0, shared = 0, window = 0;
   for (const LayerState& s : spec) {
@@ -94,7 +110,7 @@ void run_inspect(const InspectArgs& a) {
               elem_bytes);
   if (kv_windows) std::printf(", plus %s a sequence for the sliding windows", human_bytes(static_cast<double>(kv_windows)).c_str());
   std::printf("\n");
-  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes) -
+  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes - offloaded) -
                         static_cast<double>(kv_windows);
   const int64_t fits = budget <= 0 ? 0
                        : kv_per_token > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token))
@@ -117,6 +133,9 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")
       ->check(CLI::Range(1, 4))
       ->excludes(dtype);
+  cmd->add_option("--moe-offload", args->moe_offload,
+                  "count the routed experts of the first N MoE layers (or 'all') as host memory, as serve's "
+                  "--moe-offload keeps them, in the context estimate");
   cmd->callback([args] { run_inspect(*args); });
 }
 

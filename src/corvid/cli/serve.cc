@@ -65,14 +65,14 @@ int64_t kv_cache_bytes(const ServeArgs& a, Device device) {
 }
 
 LoadedModel load_serving_model(const ServeArgs& a) {
-  const Device device = parse_device(a.common.device);
+  const WeightPlacement placement = weight_placement(a.common);
   if (a.dummy_dtype.empty()) {
-    LoadedModel m = LoadedModel::load(a.common.model, device);
+    LoadedModel m = LoadedModel::load(a.common.model, placement);
     if (!a.tokenizer_path.empty()) m.tokenizer = load_tokenizer(a.tokenizer_path);
     return m;
   }
   CORVID_CHECK(!a.tokenizer_path.empty(), "--dummy-weights needs --tokenizer (the model has no vocabulary of its own)");
-  LoadedModel m = load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype), device);
+  LoadedModel m = load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype), placement);
   m.tokenizer = load_tokenizer(a.tokenizer_path);
   return m;
 }

@@ -77,25 +77,40 @@ Device parse_device(const std::string& name) {
   fail("--device ", name, ": expected auto, cuda or cpu");
 }
 
-DeviceBuffer::DeviceBuffer(Device device, size_t bytes) : device_(device), size_(bytes) {
-  if (bytes) data_ = device_backend(device).allocate(bytes);
+void* DeviceBackend::allocate_host_mapped(size_t) {
+  fail(description(), ": no host memory its kernels can read in place (weights offloaded to host memory need a GPU)");
+}
+
+DeviceBuffer::DeviceBuffer(Device device, size_t bytes, Residency residency)
+    : device_(device), residency_(residency), size_(bytes) {
+  if (!bytes) return;
+  DeviceBackend& b = device_backend(device);
+  data_ = residency == Residency::HostMapped ? b.allocate_host_mapped(bytes) : b.allocate(bytes);
 }
 
 DeviceBuffer::~DeviceBuffer() { reset(); }
 
 void DeviceBuffer::reset() noexcept {
-  if (data_) device_backend(device_).release(data_);
+  if (data_ && residency_ == Residency::HostMapped) {
+    device_backend(device_).release_host_mapped(data_);
+  } else if (data_) {
+    device_backend(device_).release(data_);
+  }
   data_ = nullptr;
   size_ = 0;
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : device_(other.device_), data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : device_(other.device_),
+      residency_(other.residency_),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
     reset();
     device_ = other.device_;
+    residency_ = other.residency_;
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
   }

@@ -27,6 +27,12 @@ class DeviceBackend {
   virtual ~DeviceBackend() = default;
   virtual void* allocate(size_t bytes) = 0;          // zero-filled; throws corvid::Error when out of memory
   virtual void release(void* ptr) noexcept = 0;
+  // Pinned host memory the device's kernels read and write in place (zero-copy, over
+  // the host link): weights kept out of device memory (--moe-offload). The pointer is
+  // valid both in kernels and in copies to and from this device. Zero-filled; throws
+  // corvid::Error when the host cannot pin that much. The CPU has no such memory.
+  virtual void* allocate_host_mapped(size_t bytes);
+  virtual void release_host_mapped(void* ptr) noexcept { (void)ptr; }
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void copy_within(void* dst, const void* src, size_t bytes) = 0;  // both on this device
@@ -58,11 +64,15 @@ const char* device_name(Device device);  // "cpu" / "cuda"
 // or when "cuda" is asked for and is not available.
 Device parse_device(const std::string& name);
 
+// Where a DeviceBuffer's bytes are: the device's own memory, or pinned host memory its
+// kernels read in place (DeviceBackend::allocate_host_mapped).
+enum class Residency { Device, HostMapped };
+
 // Owning device memory. Move-only; frees through its device's backend.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(Device device, size_t bytes);  // zero-filled
+  DeviceBuffer(Device device, size_t bytes, Residency residency = Residency::Device);  // zero-filled
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -72,10 +82,12 @@ class DeviceBuffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   Device device() const { return device_; }
+  Residency residency() const { return residency_; }
 
  private:
   void reset() noexcept;
   Device device_ = Device::CPU;
+  Residency residency_ = Residency::Device;
   void* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -15,16 +15,19 @@ DType dummy_weight_dtype(const std::string& name) {
   fail("--dummy-weights: unknown dtype '", name, "' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
 }
 
-LoadedModel load_dummy_model(const std::string& config_path, DType dtype, Device device, uint64_t seed) {
+LoadedModel load_dummy_model(const std::string& config_path, DType dtype, const WeightPlacement& placement,
+                             uint64_t seed) {
   std::string path = config_path;
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "config.json").string();
   LoadedModel m;
-  m.device = device;
+  m.device = placement.device;
+  m.placement = placement;
   m.files = std::make_unique<ModelFiles>();
   m.files->path = path;
   m.files->config_json = read_json_file(path);
   m.files->config = read_model_config(m.files->config_json, path);
-  m.model = make_dummy_model(m.files->config, m.files->config_json, path, dtype, seed, device);
+  m.model = make_dummy_model(m.files->config, m.files->config_json, path, dtype, seed, placement);
+  report_offload(*m.model, placement);
   m.runner = std::make_unique<Runner>(*m.model);
   return m;
 }

@@ -19,6 +19,7 @@ namespace corvid {
 // that is not a weight dtype dummy weights can be built in.
 DType dummy_weight_dtype(const std::string& name);
 
-LoadedModel load_dummy_model(const std::string& config_path, DType dtype, Device device, uint64_t seed = 1);
+LoadedModel load_dummy_model(const std::string& config_path, DType dtype, const WeightPlacement& placement,
+                             uint64_t seed = 1);
 
 }  // namespace corvid

@@ -1,5 +1,7 @@
 #include "corvid/engine/loaded_model.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -31,9 +33,25 @@ WeightSet upload_weights(const WeightSet& host, Device device, size_t staging_li
   return out;
 }
 
-LoadedModel LoadedModel::load(const std::string& path, Device device) {
+void report_offload(const Model& model, const WeightPlacement& placement) {
+  if (placement.moe_offload_layers == 0) return;
+  const std::vector<int64_t> layers = model.routed_expert_bytes();
+  if (layers.empty()) {
+    std::fprintf(stderr, "corvid: --moe-offload: the model has no MoE layers; every weight is on the GPU\n");
+    return;
+  }
+  const size_t n = placement.moe_offload_layers == WeightPlacement::kAllMoeLayers
+                       ? layers.size()
+                       : std::min(layers.size(), static_cast<size_t>(placement.moe_offload_layers));
+  std::fprintf(stderr, "corvid: --moe-offload: the routed experts of %zu of %zu MoE layers are in pinned host memory "
+               "(%.2f GiB), read in place by the GPU\n",
+               n, layers.size(), static_cast<double>(model.host_mapped_weight_bytes()) / (1 << 30));
+}
+
+LoadedModel LoadedModel::load(const std::string& path, const WeightPlacement& placement) {
   LoadedModel m;
-  m.device = device;
+  m.device = placement.device;
+  m.placement = placement;
   m.files = std::make_unique<ModelFiles>(open_model(path));
   if (m.files->gguf) {
     m.tokenizer = Tokenizer::from_gguf(*m.files->gguf);
@@ -46,7 +64,8 @@ LoadedModel LoadedModel::load(const std::string& path, Device device) {
 
 void LoadedModel::bind_model() {
   runner.reset();
-  model = make_model(*files, device);
+  model = make_model(*files, placement);
+  report_offload(*model, placement);
   runner = std::make_unique<Runner>(*model);
 }
 

@@ -20,15 +20,20 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Runner> runner;
   Device device = Device::CPU;
+  WeightPlacement placement;  // device plus offloaded experts, for bind_model
 
   // Opens a GGUF file or a Hugging Face folder; on CUDA the weights are uploaded
   // (in their stored format) and the model runs there. Throws corvid::Error naming
   // the file and the problem (bad file, unsupported architecture, missing tokenizer…).
-  static LoadedModel load(const std::string& path, Device device = Device::CPU);
+  static LoadedModel load(const std::string& path, const WeightPlacement& placement = {});
 
-  // Builds `model` (and its runner) over files->weights on `device`.
+  // Builds `model` (and its runner) over files->weights as `placement` says.
   void bind_model();
 };
+
+// One line on stderr saying what an expert offload put in host memory (nothing when
+// none was asked for).
+void report_offload(const Model& model, const WeightPlacement& placement);
 
 // A copy of `host` whose tensors live on `device` (each in its own allocation, in
 // ops::device_weight_dtype's layout), staged through at most staging_limit bytes.

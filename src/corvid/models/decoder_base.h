@@ -22,6 +22,8 @@ class DecoderBase : public Model {
   int64_t weight_bytes_per_token() const override { return bytes_per_token_; }
   int64_t parameter_count() const override { return storage_.parameters; }
   int64_t active_parameter_count() const override { return storage_.parameters - inactive_parameters_; }
+  int64_t host_mapped_weight_bytes() const override { return storage_.host_mapped_bytes; }
+  std::vector<int64_t> routed_expert_bytes() const override { return routed_expert_bytes_; }
 
  protected:
   DecoderBase(const ModelConfig& config, Device device) : config_(config), device_(device) {
@@ -35,6 +37,7 @@ class DecoderBase : public Model {
   WeightStorage storage_;          // from WeightLoader::finish()
   int64_t bytes_per_token_ = 0;      // what a decode step reads: active weights only
   int64_t inactive_parameters_ = 0;  // experts a token's router does not pick
+  std::vector<int64_t> routed_expert_bytes_;  // a sparse layer's routed experts, in layer order
 };
 
 }  // namespace corvid

@@ -61,6 +61,12 @@ class Model {
   virtual int64_t parameter_count() const = 0;
   // Parameters one token multiplies by: all but the experts a router leaves out (MoE).
   virtual int64_t active_parameter_count() const { return parameter_count(); }
+  // Bytes of weights in pinned host memory its device reads in place (offloaded
+  // experts, WeightPlacement); 0 when every weight is in the device's own memory.
+  virtual int64_t host_mapped_weight_bytes() const { return 0; }
+  // Bytes of each sparse layer's routed experts in layer order (empty for a dense
+  // model): what --moe-offload N moves to host memory is the first N of them.
+  virtual std::vector<int64_t> routed_expert_bytes() const { return {}; }
 };
 
 }  // namespace corvid

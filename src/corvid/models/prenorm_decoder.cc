@@ -73,6 +73,7 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
   embed_tokens_ = w.get("model.embed_tokens.weight", {c.vocab_size, H}, WeightRole::Embedding);
   head_ = layers::load_output_head(w, embed_tokens_, c.vocab_size, H, eps, c.tie_word_embeddings);
   head_.logit_scale = spec.logit_scale;
+  int sparse_layers = 0;  // MoE layers so far (the offload takes the first N)
   for (int64_t i = 0; i < L; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer layer;
@@ -101,7 +102,7 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
       load_attention(w, p + "self_attn.", H, {spec.qkv_bias, spec.o_bias, false}, a);
       layer.sparse = !spec.sparse.empty() && spec.sparse[static_cast<size_t>(i)];
       if (layer.sparse) {
-        layers::load_moe(w, p + "mlp.", H, spec.moe, layer.moe);
+        layers::load_moe(w, p + "mlp.", H, spec.moe, layer.moe, w.expert_residency(sparse_layers++));
       } else {
         load_gated_mlp(w, p + "mlp.", H, I, spec.mlp_bias, layers::Activation::Silu, layer.mlp);
       }
@@ -118,6 +119,7 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
     if (!l.sparse) continue;
     any_sparse = true;
     inactive_parameters_ += l.moe.inactive_parameters();
+    routed_expert_bytes_.push_back(l.moe.routed_expert_bytes());
   }
   scratch_.dims = {H, q_dim, kv_dim, std::max(I, spec.moe.shared_ffn)};
   if (any_sparse) {

@@ -89,25 +89,26 @@ ModelFiles open_model(const std::string& path) {
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, const FamilySource& source, const WeightSet& weights,
-                                  Device device) {
+                                  const WeightPlacement& placement) {
   const Family& family = source.gguf ? family_for_gguf_arch(config.architecture, source.path)
                                      : family_for_model_type(config.architecture, source.path);
-  check_profile_on(model_profile(config, source), device, source.path);  // before any weight is read
-  WeightLoader loader(weights, device);
+  check_profile_on(model_profile(config, source), placement.device, source.path);  // before any weight is read
+  WeightLoader loader(weights, placement);
   return family.make(config, source, loader);
 }
 
-std::unique_ptr<Model> make_model(const ModelFiles& files, Device device) {
+std::unique_ptr<Model> make_model(const ModelFiles& files, const WeightPlacement& placement) {
   return make_model(files.config, FamilySource{files.gguf ? nullptr : &files.config_json, files.gguf.get(), files.path},
-                    files.weights, device);
+                    files.weights, placement);
 }
 
 std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, const nlohmann::json& config_json,
-                                        const std::string& source, DType dtype, uint64_t seed, Device device) {
+                                        const std::string& source, DType dtype, uint64_t seed,
+                                        const WeightPlacement& placement) {
   const Family& family = family_for_model_type(config.architecture, source);
   const FamilySource src{&config_json, nullptr, source};
-  check_profile_on(model_profile(config, src), device, source);
-  WeightLoader loader(source + " (dummy weights, " + std::string(dtype_name(dtype)) + ")", dtype, seed, device);
+  check_profile_on(model_profile(config, src), placement.device, source);
+  WeightLoader loader(source + " (dummy weights, " + std::string(dtype_name(dtype)) + ")", dtype, seed, placement);
   return family.make(config, src, loader);
 }
 

@@ -67,13 +67,15 @@ ModelProfile model_profile(const ModelConfig& config, const FamilySource& source
 // registry resolving its family.
 ModelFiles open_model(const std::string& path);
 
-// Builds the model of an opened checkpoint on `device` (weights uploaded there).
-std::unique_ptr<Model> make_model(const ModelFiles& files, Device device);
+// Builds the model of an opened checkpoint on placement.device (weights uploaded there,
+// offloaded experts in pinned host memory).
+std::unique_ptr<Model> make_model(const ModelFiles& files, const WeightPlacement& placement);
 // The same over a config and weights given separately (`weights` outlives the model).
 std::unique_ptr<Model> make_model(const ModelConfig& config, const FamilySource& source, const WeightSet& weights,
-                                  Device device);
+                                  const WeightPlacement& placement);
 // Builds the model of a config alone with made-up weights in `dtype` (benchmarks).
 std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, const nlohmann::json& config_json,
-                                        const std::string& source, DType dtype, uint64_t seed, Device device);
+                                        const std::string& source, DType dtype, uint64_t seed,
+                                        const WeightPlacement& placement);
 
 }  // namespace corvid

@@ -86,11 +86,38 @@ void upload_tensor(const Tensor& src, void* dst, Device device, DeviceBuffer& st
   }
 }
 
-WeightLoader::WeightLoader(const WeightSet& files, Device device)
-    : files_(&files), source_(files.source), device_(device), fuse_(fusion_enabled()) {}
+namespace {
 
-WeightLoader::WeightLoader(std::string source, DType dtype, uint64_t seed, Device device)
-    : source_(std::move(source)), device_(device), dummy_dtype_(dtype), seed_(seed), fuse_(fusion_enabled()) {}
+void check_placement(const WeightPlacement& p) {
+  CORVID_CHECK(p.moe_offload_layers >= WeightPlacement::kAllMoeLayers, "--moe-offload ", p.moe_offload_layers,
+               ": expected a number of layers or 'all'");
+  CORVID_CHECK(p.moe_offload_layers == 0 || p.device != Device::CPU,
+               "--moe-offload needs a GPU (--device cuda): on the CPU every expert is in host memory already");
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(const WeightSet& files, const WeightPlacement& placement)
+    : files_(&files), source_(files.source), device_(placement.device), placement_(placement),
+      fuse_(fusion_enabled()) {
+  check_placement(placement);
+}
+
+WeightLoader::WeightLoader(std::string source, DType dtype, uint64_t seed, const WeightPlacement& placement)
+    : source_(std::move(source)), device_(placement.device), placement_(placement), dummy_dtype_(dtype), seed_(seed),
+      fuse_(fusion_enabled()) {
+  check_placement(placement);
+}
+
+Residency WeightLoader::expert_residency(int sparse_layer) const {
+  return device_ != Device::CPU && placement_.offloads(sparse_layer) ? Residency::HostMapped : Residency::Device;
+}
+
+std::shared_ptr<DeviceBuffer> WeightLoader::allocate(size_t bytes, Residency where) {
+  auto buffer = std::make_shared<DeviceBuffer>(device_, aligned(bytes), where);
+  if (where == Residency::HostMapped) storage_.host_mapped_bytes += static_cast<int64_t>(buffer->size());
+  return buffer;
+}
 
 bool WeightLoader::has(const std::string& name) const { return files_ && files_->has(name); }
 
@@ -134,9 +161,9 @@ const Tensor& WeightLoader::host(const std::string& name, const std::vector<int6
   return it->second;
 }
 
-Tensor WeightLoader::place(const Tensor& t) {
+Tensor WeightLoader::place(const Tensor& t, Residency where) {
   if (device_ == Device::CPU) return t;
-  auto buffer = std::make_shared<DeviceBuffer>(device_, aligned(t.nbytes()));
+  auto buffer = allocate(t.nbytes(), where);
   Tensor d = t;
   d.device = device_;
   d.data = buffer->data();
@@ -178,16 +205,21 @@ Tensor WeightLoader::ones(int64_t size) {
   return place(f);
 }
 
-WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) { return fused_parts(parts, fuse_); }
-
-WeightLoader::Fused WeightLoader::stacked(const std::vector<Part>& parts) { return fused_parts(parts, true); }
-
-Tensor WeightLoader::get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols) {
-  const Tensor& t = host(name, {experts, rows, cols}, WeightRole::Projection);
-  return place(Tensor(t.dtype, {experts * rows, cols}, t.data, t.device));
+WeightLoader::Fused WeightLoader::fused(const std::vector<Part>& parts) {
+  return fused_parts(parts, fuse_, Residency::Device);
 }
 
-WeightLoader::Fused WeightLoader::fused_parts(const std::vector<Part>& parts, bool fuse) {
+WeightLoader::Fused WeightLoader::stacked(const std::vector<Part>& parts, Residency where) {
+  return fused_parts(parts, true, where);
+}
+
+Tensor WeightLoader::get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols,
+                               Residency where) {
+  const Tensor& t = host(name, {experts, rows, cols}, WeightRole::Projection);
+  return place(Tensor(t.dtype, {experts * rows, cols}, t.data, t.device), where);
+}
+
+WeightLoader::Fused WeightLoader::fused_parts(const std::vector<Part>& parts, bool fuse, Residency where) {
   CORVID_CHECK(!parts.empty(), source_, ": an empty fused weight");
   std::vector<const Tensor*> hosts;
   for (const Part& p : parts) {
@@ -213,14 +245,14 @@ WeightLoader::Fused WeightLoader::fused_parts(const std::vector<Part>& parts, bo
     return out;
   }
   if (!uniform || !fuse) {
-    for (const Tensor* h : hosts) out.parts.push_back(place(*h));
+    for (const Tensor* h : hosts) out.parts.push_back(place(*h, where));
     return out;
   }
   // One allocation, parts back to back (row layouts rearrange rows independently, so
   // the parts' layouts side by side are the whole's).
   size_t bytes = 0;
   for (const Tensor* h : hosts) bytes += h->nbytes();
-  auto buffer = std::make_shared<DeviceBuffer>(device_, aligned(bytes));
+  auto buffer = allocate(bytes, where);
   char* at = static_cast<char*>(buffer->data());
   for (const Tensor* h : hosts) {
     Tensor d = *h;

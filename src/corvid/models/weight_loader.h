@@ -30,21 +30,41 @@ enum class WeightRole {
   Bias,        // ±0.02 (F32)
 };
 
+// Where a model's weights go: its device, and on a GPU how many of its MoE layers keep
+// their routed experts in pinned host memory that the kernels read in place
+// (--moe-offload: the first N sparse layers; kAllMoeLayers: every one). Only the
+// experts a token's router picks cross the host link, so a model larger than the GPU
+// runs, at the link's speed for those layers.
+struct WeightPlacement {
+  static constexpr int kAllMoeLayers = -1;
+  Device device = Device::CPU;
+  int moe_offload_layers = 0;
+  WeightPlacement(Device d = Device::CPU, int moe_offload = 0) : device(d), moe_offload_layers(moe_offload) {}
+  bool offloads(int sparse_layer) const {
+    return moe_offload_layers == kAllMoeLayers || sparse_layer < moe_offload_layers;
+  }
+};
+
 // What a bound model keeps of its loader: the memory its weight views point into.
 struct WeightStorage {
   std::vector<std::shared_ptr<const void>> owners;
-  int64_t parameters = 0;  // elements of every weight handed out
+  int64_t parameters = 0;         // elements of every weight handed out
+  int64_t host_mapped_bytes = 0;  // of those, bytes in pinned host memory (offloaded experts)
 };
 
 class WeightLoader {
  public:
   // Weights from a checkpoint (host tensors under HF names; `files` outlives the model).
-  WeightLoader(const WeightSet& files, Device device);
+  // An offload on the CPU is an error (its experts are in host memory already).
+  WeightLoader(const WeightSet& files, const WeightPlacement& placement);
   // Made-up weights: matrices in `dtype` (norms and biases F32), deterministic for a seed.
-  WeightLoader(std::string source, DType dtype, uint64_t seed, Device device);
+  WeightLoader(std::string source, DType dtype, uint64_t seed, const WeightPlacement& placement);
 
   const std::string& source() const { return source_; }
   Device device() const { return device_; }
+  // Where the routed experts of the model's sparse layer number `sparse_layer` (0 for
+  // its first MoE layer) go.
+  Residency expert_residency(int sparse_layer) const;
   bool dummy() const { return files_ == nullptr; }
   // Whether families may multiply fused weights as one matrix (fused(); a checkpoint's own
   // fused matrices): off under CORVID_NO_FUSION=1.
@@ -83,10 +103,12 @@ class WeightLoader {
   // Per-expert matrices as one stack (a MoE layer's): fused() whatever the fusion switch,
   // so that on a GPU `whole` is always set; on the CPU it is set when the file holds
   // them back to back, else the parts stay views into the file (no copy).
-  Fused stacked(const std::vector<Part>& parts);
+  // `where`: expert_residency()'s answer for the layer.
+  Fused stacked(const std::vector<Part>& parts, Residency where = Residency::Device);
   // A 3-D tensor [E, rows, cols] (stacked expert matrices as a file holds them) as the
   // 2-D [E * rows, cols] matrix over them.
-  Tensor get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols);
+  Tensor get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols,
+                   Residency where = Residency::Device);
 
   // A tensor the family reads once at load (rope frequency factors), as host floats.
   std::vector<float> read_f32(const std::string& name, int64_t count);
@@ -99,13 +121,15 @@ class WeightLoader {
 
  private:
   const Tensor& host(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
-  Tensor place(const Tensor& host_tensor);
-  Fused fused_parts(const std::vector<Part>& parts, bool fuse);
+  Tensor place(const Tensor& host_tensor, Residency where = Residency::Device);
+  Fused fused_parts(const std::vector<Part>& parts, bool fuse, Residency where);
+  std::shared_ptr<DeviceBuffer> allocate(size_t bytes, Residency where);
   const Tensor& make_dummy(const std::string& name, const std::vector<int64_t>& shape, WeightRole role);
 
   const WeightSet* files_ = nullptr;
   std::string source_;
   Device device_ = Device::CPU;
+  WeightPlacement placement_;
   DType dummy_dtype_ = DType::F32;
   uint64_t seed_ = 0, next_stream_ = 0;
   bool fuse_ = true;

@@ -14,11 +14,11 @@ ops::GatedActivation gated(Activation a) {
 
 // Expert matrices of one projection asked for one a part, as a stack.
 ops::ExpertStack stack_of(WeightLoader& w, const std::string& prefix, const char* proj, int64_t experts, int64_t rows,
-                          int64_t cols) {
+                          int64_t cols, Residency where) {
   std::vector<WeightLoader::Part> parts;
   for (int64_t e = 0; e < experts; ++e)
     parts.push_back({prefix + "experts." + std::to_string(e) + "." + proj + ".weight", {rows, cols}});
-  WeightLoader::Fused f = w.stacked(parts);
+  WeightLoader::Fused f = w.stacked(parts, where);
   ops::ExpertStack s;
   s.rows = s.stride = rows;
   if (f.whole.data) {
@@ -53,7 +53,8 @@ void check_moe_shape(const MoeShape& s, const std::string& source) {
                "and a positive width");
 }
 
-void load_moe(WeightLoader& w, const std::string& p, int64_t hidden, const MoeShape& shape, MoeBlock& m) {
+void load_moe(WeightLoader& w, const std::string& p, int64_t hidden, const MoeShape& shape, MoeBlock& m,
+              Residency at) {
   check_moe_shape(shape, w.source());
   const int64_t E = shape.experts, I = shape.ffn, H = hidden;
   m.shape = shape;
@@ -63,19 +64,19 @@ void load_moe(WeightLoader& w, const std::string& p, int64_t hidden, const MoeSh
   const std::string ex = p + "experts.";
   if (w.dummy() || w.has(ex + "gate_up_proj")) {
     // transformers 5's fused layout: expert e's gate rows, then its up rows.
-    const Tensor gate_up = w.get_stack(ex + "gate_up_proj", E, 2 * I, H);
+    const Tensor gate_up = w.get_stack(ex + "gate_up_proj", E, 2 * I, H, at);
     m.experts.gate = whole_stack(gate_up, I, 2 * I, 0);
     m.experts.up = whole_stack(gate_up, I, 2 * I, I);
-    m.experts.down = whole_stack(w.get_stack(ex + "down_proj", E, H, I), H, H, 0);
+    m.experts.down = whole_stack(w.get_stack(ex + "down_proj", E, H, I, at), H, H, 0);
   } else if (w.has(ex + "gate_proj")) {
     // GGUF's ffn_{gate,up,down}_exps, one stack each.
-    m.experts.gate = whole_stack(w.get_stack(ex + "gate_proj", E, I, H), I, I, 0);
-    m.experts.up = whole_stack(w.get_stack(ex + "up_proj", E, I, H), I, I, 0);
-    m.experts.down = whole_stack(w.get_stack(ex + "down_proj", E, H, I), H, H, 0);
+    m.experts.gate = whole_stack(w.get_stack(ex + "gate_proj", E, I, H, at), I, I, 0);
+    m.experts.up = whole_stack(w.get_stack(ex + "up_proj", E, I, H, at), I, I, 0);
+    m.experts.down = whole_stack(w.get_stack(ex + "down_proj", E, H, I, at), H, H, 0);
   } else {
-    m.experts.gate = stack_of(w, p, "gate_proj", E, I, H);
-    m.experts.up = stack_of(w, p, "up_proj", E, I, H);
-    m.experts.down = stack_of(w, p, "down_proj", E, H, I);
+    m.experts.gate = stack_of(w, p, "gate_proj", E, I, H, at);
+    m.experts.up = stack_of(w, p, "up_proj", E, I, H, at);
+    m.experts.down = stack_of(w, p, "down_proj", E, H, I, at);
   }
   if (shape.shared_ffn > 0) {
     load_gated_mlp(w, p + "shared_expert.", H, shape.shared_ffn, false, shape.act, m.shared);
@@ -109,6 +110,12 @@ int64_t MoeBlock::active_weight_bytes() const {
   int64_t total = static_cast<int64_t>(router.nbytes()) + shared.weight_bytes();
   if (shared_gate.data) total += static_cast<int64_t>(shared_gate.nbytes());
   for (const ops::ExpertStack* s : {&experts.gate, &experts.up, &experts.down}) total += stack_bytes(*s, shape.top_k);
+  return total;
+}
+
+int64_t MoeBlock::routed_expert_bytes() const {
+  int64_t total = 0;
+  for (const ops::ExpertStack* s : {&experts.gate, &experts.up, &experts.down}) total += stack_bytes(*s, shape.experts);
   return total;
 }
 

@@ -35,6 +35,8 @@ struct MoeBlock {
   int64_t active_weight_bytes() const;
   // Parameters of the experts a token's router leaves out (experts - top_k of them).
   int64_t inactive_parameters() const;
+  // Bytes of all its routed experts (what --moe-offload keeps in host memory).
+  int64_t routed_expert_bytes() const;
 };
 
 // Throws naming `source` unless 1 <= top_k <= min(experts, 64), experts <= 1024 (what
@@ -46,7 +48,9 @@ void check_moe_shape(const MoeShape& shape, const std::string& source);
 // experts.down_proj [E, H, I]) or per expert (experts.{e}.{gate,up,down}_proj.weight,
 // stacked), or as GGUF stores them (experts.{gate,up,down}_proj [E, rows, cols]: the
 // names formats/gguf_model.cc gives ffn_*_exps), and shared_expert.* with
-// shared_expert_gate.weight.
-void load_moe(WeightLoader& w, const std::string& prefix, int64_t hidden, const MoeShape& shape, MoeBlock& m);
+// shared_expert_gate.weight. The routed experts go where `experts_at` says (host-mapped:
+// offloaded); the router and the shared expert stay on the device.
+void load_moe(WeightLoader& w, const std::string& prefix, int64_t hidden, const MoeShape& shape, MoeBlock& m,
+              Residency experts_at = Residency::Device);
 
 }  // namespace corvid::layers

@@ -57,6 +57,31 @@ class CudaBackend final : public DeviceBackend {
     CORVID_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, c.stream));
     return p;
   }
+  void* allocate_host_mapped(size_t bytes) override {
+    Context& c = context();
+    CORVID_CHECK(!c.capturing, "CUDA: allocation while recording a step");
+    void* p = nullptr;
+    // Write-combined: the host only writes it (the upload); the GPU's reads over the
+    // link then need no snoop of the host's caches.
+    const cudaError_t err =
+        cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable | cudaHostAllocWriteCombined);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      fail("CUDA: cannot pin ", bytes, " bytes of host memory for offloaded weights: ", cudaGetErrorString(err));
+    }
+    void* dev = nullptr;
+    CORVID_CUDA_CHECK(cudaHostGetDevicePointer(&dev, p, 0));
+    if (dev != p) {  // no unified addressing: one pointer could not serve kernels and copies
+      cudaFreeHost(p);
+      fail("CUDA: pinned host memory has another address on the GPU (no unified addressing)");
+    }
+    count_op();  // the memset writes what kernels read
+    CORVID_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, c.stream));
+    return p;
+  }
+  void release_host_mapped(void* ptr) noexcept override {
+    if (cudaStreamSynchronize(context().stream) != cudaSuccess || cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
+  }
   void release(void* ptr) noexcept override {
     // cudaFree waits for the device, so kernels still reading ptr finish first. Errors
     // (e.g. the driver already shut down at process exit) cannot be reported from here.
@@ -64,16 +89,16 @@ class CudaBackend final : public DeviceBackend {
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
     count_op();  // it writes device memory: int8 activations made before may no longer describe it
-    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context().stream));
+    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, context().stream));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
     Context& c = context();
-    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream));
+    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, c.stream));
     CORVID_CUDA_CHECK(cudaStreamSynchronize(c.stream));
   }
   void copy_within(void* dst, const void* src, size_t bytes) override {
     count_op();  // it writes device memory: int8 activations made before may no longer describe it
-    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream));
+    CORVID_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, context().stream));
   }
   void synchronize() override { CORVID_CUDA_CHECK(cudaStreamSynchronize(context().stream)); }
 
