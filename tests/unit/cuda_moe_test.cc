@@ -234,11 +234,13 @@ TEST(CudaMoeExperts, GemvStepsEqualAFloat64Sum) {
         // rare act value whose int8 rounding flips between the F32 and float64 act (one
         // quantum of one value, ~1e-4 of the scale); a wrong expert, row or minimum term is
         // off by the output's own size. Against the unrounded sum it must differ (the path ran).
-        // Fast decodes Q4_K in f16 arithmetic (as the prompt GEMMs): rounding those weights
-        // to f16 is within 2e-3; Exact decodes every format in F32.
+        // Without int8 (Q4_K's GGUF layout, or CORVID_NO_DP4A=1) Fast decodes the affine
+        // formats Q4_1R/Q4_K/Q4_KR in f16 arithmetic (as the prompt GEMMs): rounding those
+        // weights to f16 is within 2e-3; Exact decodes every format in F32.
         const bool int8 = mode == ops::QuantizedMatmul::Fast && std::getenv("CORVID_NO_DP4A") == nullptr &&
                           (t == DType::Q4_0R || t == DType::Q4_1R || t == DType::Q8_0R || t == DType::Q4_KR);
-        const bool affine_f16 = mode == ops::QuantizedMatmul::Fast && t == DType::Q4_K;
+        const bool affine_f16 = mode == ops::QuantizedMatmul::Fast && !int8 &&
+                                (t == DType::Q4_1R || t == DType::Q4_K || t == DType::Q4_KR);
         const double err = worst_error(g, x, r, k, got, int8 ? Rounding::Int8 : Rounding::None, true);
         ASSERT_LE(err, int8 ? 3e-4 : affine_f16 ? 2e-3 : 1e-5) << dtype_name(t) << " n=" << n;
         if (int8) {

@@ -1,5 +1,6 @@
 // The CUDA context and DeviceBackend: device memory through cudaMalloc (never
-// managed memory), copies on the backend's stream, scratch and upload caches.
+// managed memory), pinned mapped host memory for offloaded weights, copies on the
+// backend's stream, scratch and upload caches.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
