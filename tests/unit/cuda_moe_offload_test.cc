@@ -48,7 +48,7 @@ fs::path write_config() {
 
 int64_t first_layers_bytes(const Model& m, int layers) {
   const std::vector<int64_t> bytes = m.routed_expert_bytes();
-  const size_t n = layers < 0 ? bytes.size() : std::min(bytes.size(), static_cast<size_t>(layers));
+  const size_t n = WeightPlacement(Device::CUDA, layers).offloaded_layers(bytes.size());
   return std::accumulate(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n), int64_t{0});
 }
 

@@ -1,5 +1,4 @@
 // corvid inspect: what a model file holds and what it needs to run.
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -68,12 +67,11 @@ void run_inspect(const InspectArgs& a) {
                 human_bytes(static_cast<double>(model->weight_bytes_per_token())).c_str());
   // --moe-offload N: the first N sparse layers' experts live in host memory, so the
   // device budget below holds the rest.
-  const int offload = moe_offload_layers(a.moe_offload);
+  const WeightPlacement offload(Device::CUDA, moe_offload_layers(a.moe_offload));
   int64_t offloaded = 0;
-  if (offload != 0) {
+  if (offload.moe_offload_layers != 0) {
     const std::vector<int64_t> experts = model->routed_expert_bytes();
-    const size_t n = offload == WeightPlacement::kAllMoeLayers ? experts.size()
-                                                                : std::min(experts.size(), static_cast<size_t>(offload));
+    const size_t n = offload.offloaded_layers(experts.size());
     for (size_t i = 0; i < n; ++i) offloaded += experts[i];
     std::printf("offloaded:      routed experts of %zu of %zu MoE layers in host memory (%s); %s on the device\n", n,
                 experts.size(), human_bytes(static_cast<double>(offloaded)).c_str(),

@@ -82,7 +82,6 @@ class DeviceBuffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   Device device() const { return device_; }
-  Residency residency() const { return residency_; }
 
  private:
   void reset() noexcept;

@@ -20,7 +20,6 @@ LoadedModel load_dummy_model(const std::string& config_path, DType dtype, const 
   std::string path = config_path;
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "config.json").string();
   LoadedModel m;
-  m.device = placement.device;
   m.placement = placement;
   m.files = std::make_unique<ModelFiles>();
   m.files->path = path;

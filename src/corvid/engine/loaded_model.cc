@@ -1,6 +1,5 @@
 #include "corvid/engine/loaded_model.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
@@ -40,9 +39,7 @@ void report_offload(const Model& model, const WeightPlacement& placement) {
     std::fprintf(stderr, "corvid: --moe-offload: the model has no MoE layers; every weight is on the GPU\n");
     return;
   }
-  const size_t n = placement.moe_offload_layers == WeightPlacement::kAllMoeLayers
-                       ? layers.size()
-                       : std::min(layers.size(), static_cast<size_t>(placement.moe_offload_layers));
+  const size_t n = placement.offloaded_layers(layers.size());
   std::fprintf(stderr, "corvid: --moe-offload: the routed experts of %zu of %zu MoE layers are in pinned host memory "
                "(%.2f GiB), read in place by the GPU\n",
                n, layers.size(), static_cast<double>(model.host_mapped_weight_bytes()) / (1 << 30));
@@ -50,7 +47,6 @@ void report_offload(const Model& model, const WeightPlacement& placement) {
 
 LoadedModel LoadedModel::load(const std::string& path, const WeightPlacement& placement) {
   LoadedModel m;
-  m.device = placement.device;
   m.placement = placement;
   m.files = std::make_unique<ModelFiles>(open_model(path));
   if (m.files->gguf) {

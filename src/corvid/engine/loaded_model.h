@@ -19,8 +19,7 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Model> model;
   std::unique_ptr<Runner> runner;
-  Device device = Device::CPU;
-  WeightPlacement placement;  // device plus offloaded experts, for bind_model
+  WeightPlacement placement;  // the device, and experts offloaded to host memory
 
   // Opens a GGUF file or a Hugging Face folder; on CUDA the weights are uploaded
   // (in their stored format) and the model runs there. Throws corvid::Error naming

@@ -10,6 +10,8 @@
 // tensor present but unused is a load error rather than a silently wrong model.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -42,6 +44,11 @@ struct WeightPlacement {
   WeightPlacement(Device d = Device::CPU, int moe_offload = 0) : device(d), moe_offload_layers(moe_offload) {}
   bool offloads(int sparse_layer) const {
     return moe_offload_layers == kAllMoeLayers || sparse_layer < moe_offload_layers;
+  }
+  // How many of a model's `moe_layers` MoE layers the offload takes.
+  size_t offloaded_layers(size_t moe_layers) const {
+    return moe_offload_layers == kAllMoeLayers ? moe_layers
+                                               : std::min(moe_layers, static_cast<size_t>(moe_offload_layers));
   }
 };
 
