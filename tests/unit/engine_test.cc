@@ -190,6 +190,7 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
     if (e.finish) break;
   }
   EXPECT_EQ(result.finish, FinishReason::Stop);
+  EXPECT_EQ(result.stop_string, stop);  // which one matched (Anthropic's stop_sequence)
   EXPECT_EQ(result.text, full.substr(0, full.find(stop)));
   EXPECT_LT(result.token_ids.size(), 40u);
 
@@ -197,7 +198,9 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
   // text is released when the request ends by length.
   GenerationRequest tail = base;
   tail.stop = {full.substr(full.size() - 1) + "\x01"};
-  EXPECT_EQ(engine.submit(tail).wait().text, full);
+  const RequestResult whole = engine.submit(tail).wait();
+  EXPECT_EQ(whole.text, full);
+  EXPECT_EQ(whole.stop_string, "");
 }
 
 TEST(Engine, CancelFreesBlocksWithinAStep) {

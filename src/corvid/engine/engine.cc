@@ -458,9 +458,14 @@ void Engine::on_token(Active& active, int32_t token, const float* raw_logits) {
   }
   if (active.detokenizer) active.held += active.detokenizer->push(token);
   size_t stop_at = std::string::npos;
-  for (const std::string& s : r.stop) stop_at = std::min(stop_at, active.held.find(s));
+  const std::string* matched = nullptr;
+  for (const std::string& s : r.stop) {
+    const size_t at = active.held.find(s);
+    if (at < stop_at) stop_at = at, matched = &s;
+  }
   if (stop_at != std::string::npos) {
     event.text = active.held.substr(0, stop_at);  // the stop string and anything after it are dropped
+    event.stop_string = *matched;
     active.held.clear();
     finish(active, FinishReason::Stop, std::move(event));
     return;

@@ -42,6 +42,7 @@ void accumulate(RequestResult& result, const RequestEvent& event) {
   if (event.finish) {
     result.finish = *event.finish;
     result.error = event.error;
+    result.stop_string = event.stop_string;
     result.prompt_tokens = event.prompt_tokens;
     result.completion_tokens = event.completion_tokens;
     result.cached_tokens = event.cached_tokens;

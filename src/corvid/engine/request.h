@@ -37,6 +37,7 @@ struct RequestEvent {
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // per new token, when asked (most likely first)
   std::optional<FinishReason> finish;
   std::string error;               // the message when finish is Error
+  std::string stop_string;         // the stop string that ended it (finish Stop), "" for a stop token
   // Usage, filled on the finishing event.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
@@ -89,6 +90,7 @@ struct RequestResult {
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   FinishReason finish = FinishReason::Error;
   std::string error;
+  std::string stop_string;
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   int64_t events = 0;
 };
