@@ -27,9 +27,10 @@ using tcp = net::ip::tcp;
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void start(Handler handler, HttpLimits limits = {}) {
+  void start(Handler handler, HttpLimits limits = {}, RefusalBody refusal_body = {}) {
     server_ = std::make_unique<HttpServer>(io_, "127.0.0.1", 0, std::move(handler), limits,
-                                           [this](int status) { refused_[status == 413 ? 0 : 1]++; });
+                                           [this](int status) { refused_[status == 413 ? 0 : 1]++; },
+                                           std::move(refusal_body));
     server_->start();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
   }
@@ -119,6 +120,31 @@ TEST_F(HttpServerTest, OversizedBodyGets413WithoutBeingRead) {
   // Both refusals reached the counter (the metrics' requests by status).
   EXPECT_EQ(refused_[0].load(), 2);
   EXPECT_EQ(refused_[1].load(), 0);
+}
+
+TEST_F(HttpServerTest, RefusalsTakeTheBodyOfTheirRoute) {
+  // Each API answers in its own error shape, also where the HTTP layer answers alone.
+  HttpLimits limits;
+  limits.max_body_bytes = 1000;
+  start([](std::shared_ptr<Exchange> ex) { ex->respond(200, "{}"); }, limits,
+        [](int status, const std::string& message, const std::string& target) {
+          return "{\"status\": " + std::to_string(status) + ", \"target\": \"" + target + "\", \"message\": \"" +
+                 message + "\"}";
+        });
+  tcp::socket s = connect();
+  send(s, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{");
+  const std::string got = read_until(s, "\"}");
+  EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got;
+  EXPECT_NE(got.find("{\"status\": 413, \"target\": \"/v1/messages\", \"message\": \"the request body is larger than "
+                     "the limit of 1000 bytes\"}"),
+            std::string::npos)
+      << got;
+  tcp::socket t = connect();
+  send(t, "THIS IS NOT HTTP\r\n\r\n");
+  const std::string unreadable = read_until(t, "\"}");
+  EXPECT_EQ(unreadable.rfind("HTTP/1.1 400", 0), 0u) << unreadable;
+  EXPECT_NE(unreadable.find("{\"status\": 400, \"target\": \"\", \"message\": \"malformed HTTP request\"}"), std::string::npos)
+      << unreadable;
 }
 
 TEST_F(HttpServerTest, RefusedBodySentInFullStillGetsThe413) {

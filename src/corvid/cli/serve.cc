@@ -1,4 +1,4 @@
-// corvid serve: the OpenAI-compatible HTTP server over the serving engine.
+// corvid serve: the OpenAI-compatible and Anthropic Messages HTTP server over the serving engine.
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -127,7 +127,10 @@ void run_serve(const ServeArgs& a) {
   limits.max_body_bytes = static_cast<uint64_t>(a.max_body_mb) << 20;
   server::HttpServer http(io, a.host, static_cast<uint16_t>(a.port),
                           [&api](std::shared_ptr<server::Exchange> exchange) { api.handle(exchange); }, limits,
-                          [&api](int status) { api.count_refused(status); });
+                          [&api](int status) { api.count_refused(status); },
+                          [&api](int status, const std::string& message, const std::string& target) {
+                            return api.refusal_body(status, message, target);
+                          });
 
   std::mutex mutex;
   std::condition_variable stop_requested;
@@ -179,7 +182,7 @@ void run_serve(const ServeArgs& a) {
 
 void register_serve(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over OpenAI-compatible and Anthropic Messages HTTP APIs");
   add_common_options(*cmd, args->common);
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "port to listen on (0: any free port)")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 
+#include "corvid/server/anthropic_api.h"
 #include "corvid/server/openai_reply.h"
 #include "corvid/template/jinja.h"
 
@@ -47,9 +48,9 @@ ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTempl
   created_ = unix_time();
 }
 
-std::string ApiServer::new_id(const char* prefix) {
+std::string ApiServer::new_id(const char* prefix, char separator) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s-%016llx%08llx", prefix, static_cast<unsigned long long>(id_salt_),
+  std::snprintf(buf, sizeof buf, "%s%c%016llx%08llx", prefix, separator, static_cast<unsigned long long>(id_salt_),
                 static_cast<unsigned long long>(next_id_++));
   return buf;
 }
@@ -59,9 +60,20 @@ void ApiServer::respond(Exchange& exchange, int status, const Json& body) {
   exchange.respond(status, to_text(body));
 }
 
+Json ApiServer::error_json(const Exchange& exchange, int status, const std::string& message, const std::string& param,
+                           const std::string& code) const {
+  const auto target = exchange.request().target();
+  if (is_anthropic_path(std::string_view(target.data(), target.size()))) return anthropic_error_body(status, message);
+  return error_body(status, message, param, code);
+}
+
 void ApiServer::respond_error(Exchange& exchange, int status, const std::string& message, const std::string& param,
                               const std::string& code) {
-  respond(exchange, status, error_body(status, message, param, code));
+  respond(exchange, status, error_json(exchange, status, message, param, code));
+}
+
+std::string ApiServer::refusal_body(int status, const std::string& message, const std::string& target) const {
+  return to_text(is_anthropic_path(target) ? anthropic_error_body(status, message) : error_body(status, message));
 }
 
 void ApiServer::handle(const std::shared_ptr<Exchange>& exchange) {
@@ -98,19 +110,16 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
     if (!get) throw ApiError(405, "use GET for /health");
     return respond(*exchange, 200, Json{{"status", "ok"}});
   }
-  if (!config_.api_key.empty()) {
-    const auto auth = request.find(boost::beast::http::field::authorization);
-    if (auth == request.end()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "", "invalid_api_key");
-    if (!same_secret(std::string(auth->value()), "Bearer " + config_.api_key))
-      throw ApiError(401, "incorrect API key provided", "", "invalid_api_key");
-  }
+  check_key(request);
 
   struct Route {
     const char* path;
     bool post;
   };
-  static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true}, {"/tokenize", true},
-                                 {"/detokenize", true},          {"/apply-template", true}, {"/v1/models", false},
+  static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true},
+                                 {"/v1/messages", true},         {"/v1/messages/count_tokens", true},
+                                 {"/tokenize", true},            {"/detokenize", true},
+                                 {"/apply-template", true},      {"/v1/models", false},
                                  {"/metrics", false}};
   if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
     const std::string name = path.substr(std::string("/v1/models/").size());
@@ -139,6 +148,8 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
       else if (path == "/detokenize") then = detokenize(exchange, body);
       else if (path == "/apply-template") then = apply_template(exchange, body);
       else if (path == "/v1/chat/completions") then = chat_completions(exchange, body);
+      else if (path == "/v1/messages") then = messages(exchange, body);
+      else if (path == "/v1/messages/count_tokens") then = count_tokens(exchange, body);
       else then = completions(exchange, body);
     } catch (...) {
       then = [error = std::current_exception()] { std::rethrow_exception(error); };
@@ -147,6 +158,19 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
       if (!exchange->done()) guarded(*exchange, then);
     });
   });
+}
+
+// Either header carries the key: OpenAI clients send Authorization, Anthropic's x-api-key
+// (or Authorization with an auth token).
+void ApiServer::check_key(const HttpRequest& request) const {
+  if (config_.api_key.empty()) return;
+  const auto auth = request.find(boost::beast::http::field::authorization);
+  const auto x_api_key = request.find("x-api-key");
+  if (auth == request.end() && x_api_key == request.end())
+    throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'", "", "invalid_api_key");
+  const bool good = (auth != request.end() && same_secret(std::string(auth->value()), "Bearer " + config_.api_key)) ||
+                    (x_api_key != request.end() && same_secret(std::string(x_api_key->value()), config_.api_key));
+  if (!good) throw ApiError(401, "incorrect API key provided", "", "invalid_api_key");
 }
 
 void ApiServer::check_model(const std::string& requested) const {
@@ -167,26 +191,34 @@ std::string ApiServer::render(const ChatRequest& request) const {
   return chat_template_->render(request);
 }
 
-ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
-  ChatParams p = parse_chat_request(body);
-  check_model(p.common.model);
-  const std::string prompt = render(p.chat);
+ApiServer::PreparedChat ApiServer::prepare_chat(const ChatRequest& chat, bool parse_tools,
+                                                GenerationRequest& request) const {
+  const std::string prompt = render(chat);
   std::string source;
   {
     std::lock_guard<std::mutex> lock(template_mutex_);
-    source = chat_template_->source(p.chat);
+    source = chat_template_->source(chat);
   }
-  const nlohmann::json tools = p.parse_tools ? nlohmann::json(p.chat.tools) : nlohmann::json::array();
-  const chat::OutputParserOptions options = chat::detect_output_options(source, prompt, tools);
-
-  GenerationRequest request = std::move(p.common.generation);
-  request.prompt = tokenizer_.encode(prompt, /*add_special_tokens=*/false);  // the template wrote BOS itself
-  request.max_tokens = p.common.max_tokens.value_or(default_max_tokens(request.prompt.size()));
+  const nlohmann::json tools = parse_tools ? nlohmann::json(chat.tools) : nlohmann::json::array();
+  PreparedChat out;
+  out.options = chat::detect_output_options(source, prompt, tools);
+  out.prompt = tokenizer_.encode(prompt, /*add_special_tokens=*/false);  // the template wrote BOS itself
   // ignore_eos (benchmarks' fixed output lengths) also passes the end-of-turn tokens.
   if (!request.ignore_eos) request.stop_token_ids = config_.chat_stop_ids;
   // The parser's markers may be special tokens: keep them in the text when it has any to find.
   request.skip_special_tokens =
-      options.reasoning == chat::ReasoningFormat::kNone && options.tools_format == chat::ToolFormat::kNone;
+      out.options.reasoning == chat::ReasoningFormat::kNone && out.options.tools_format == chat::ToolFormat::kNone;
+  return out;
+}
+
+ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  ChatParams p = parse_chat_request(body);
+  check_model(p.common.model);
+  GenerationRequest request = std::move(p.common.generation);
+  PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, request);
+  const chat::OutputParserOptions& options = prepared.options;
+  request.prompt = std::move(prepared.prompt);
+  request.max_tokens = p.common.max_tokens.value_or(default_max_tokens(request.prompt.size()));
   const ReplyMeta meta{new_id("chatcmpl"), config_.model_name, unix_time()};
   std::vector<std::shared_ptr<ChatReply>> replies;
   for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<ChatReply>(meta.with_index(i), options, &tokenizer_));
@@ -212,16 +244,12 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
   // the answer is complete when all have finished.
   const size_t n = replies.size();
   struct State {
-    Clock::time_point start;
-    std::vector<Clock::time_point> last_token;
-    std::vector<bool> any_token;
+    std::vector<Latency> latency;
     std::vector<int64_t> ids;
     size_t finished = 0;
   };
   auto state = std::make_shared<State>();
-  state->start = exchange->arrived();
-  state->last_token.resize(n);
-  state->any_token.assign(n, false);
+  state->latency.assign(n, Latency{exchange->arrived(), {}, false});
   const bool stream = params.stream, include_usage = params.include_usage;
   Exchange* raw = exchange.get();
 
@@ -239,18 +267,7 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
     auto on_event = [this, exchange, state, replies, i, stream, include_usage, total_usage](const RequestEvent& event) {
       if (exchange->done()) return;  // the client went away (or another choice failed)
       Reply& reply = *replies[i];
-      const Clock::time_point now = Clock::now();
-      if (!event.token_ids.empty()) {
-        if (!state->any_token[i]) {
-          metrics_.observe_ttft(seconds_between(state->start, now));
-        } else {
-          const double each = seconds_between(state->last_token[i], now) / static_cast<double>(event.token_ids.size());
-          for (size_t t = 0; t < event.token_ids.size(); ++t) metrics_.observe_inter_token(each);
-        }
-        state->any_token[i] = true;
-        state->last_token[i] = now;
-      }
-      if (event.finish) metrics_.observe_e2e(seconds_between(state->start, now));
+      observe(state->latency[i], event);
       if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
         for (int64_t id : state->ids) engine_.cancel(id);  // the other choices are of no use now
         const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
@@ -308,6 +325,85 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
         if (include_usage) chunk["usage"] = nullptr;
         raw->send(sse(chunk));
       }
+  }
+}
+
+void ApiServer::observe(Latency& latency, const RequestEvent& event) {
+  const Clock::time_point now = Clock::now();
+  if (!event.token_ids.empty()) {
+    if (!latency.any_token) {
+      metrics_.observe_ttft(seconds_between(latency.start, now));
+    } else {
+      const double each = seconds_between(latency.last_token, now) / static_cast<double>(event.token_ids.size());
+      for (size_t t = 0; t < event.token_ids.size(); ++t) metrics_.observe_inter_token(each);
+    }
+    latency.any_token = true;
+    latency.last_token = now;
+  }
+  if (event.finish) metrics_.observe_e2e(seconds_between(latency.start, now));
+}
+
+ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  MessageParams p = parse_message_request(body);
+  check_model(p.model);
+  GenerationRequest request = std::move(p.generation);
+  PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, request);
+  request.prompt = std::move(prepared.prompt);
+  request.max_tokens = p.max_tokens;
+  auto reply = std::make_shared<MessageReply>(new_id("msg", '_'), config_.model_name, std::move(prepared.options),
+                                              p.omit_thinking, static_cast<int64_t>(request.prompt.size()));
+  return [this, exchange, request = std::move(request), stream = p.stream, reply] {
+    generate_message(exchange, request, stream, reply);
+  };
+}
+
+ApiServer::Action ApiServer::count_tokens(const std::shared_ptr<Exchange>& exchange, const Json& body) {
+  const MessageParams p = parse_count_tokens_request(body);
+  check_model(p.model);
+  GenerationRequest unused;
+  const PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, unused);
+  return respond_later(exchange, Json{{"input_tokens", prepared.prompt.size()}});
+}
+
+void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
+                                 const std::shared_ptr<MessageReply>& reply) {
+  auto latency = std::make_shared<Latency>(Latency{exchange->arrived(), {}, false});
+  // On the strand, in order: the engine thread posts each event.
+  auto on_event = [this, exchange, latency, reply, stream](const RequestEvent& event) {
+    if (exchange->done()) return;  // the client went away
+    observe(*latency, event);
+    if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
+      const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
+      const std::string message = event.finish == FinishReason::Cancelled
+                                      ? "the request was cancelled (the server is shutting down)"
+                                      : "generation failed: " + event.error;
+      if (!stream) return respond_error(*exchange, status, message);
+      // Anthropic's mid-stream error: an error event, and no message_stop.
+      exchange->send(anthropic_sse(anthropic_error_body(status, message)));
+      return exchange->end_stream();
+    }
+    if (!stream) {
+      reply->add(event);
+      if (reply->finished()) respond(*exchange, 200, reply->response());
+      return;
+    }
+    std::string out;
+    for (const Json& e : reply->events(event)) out += anthropic_sse(e);
+    exchange->send(std::move(out));
+    if (reply->finished()) exchange->end_stream();
+  };
+  request.on_event = [exchange, on_event](const RequestEvent& event) {
+    exchange->post([on_event, event] { on_event(event); });
+  };
+  const int64_t id = engine_.submit(std::move(request)).id();
+  // On the strand, as the submit: no disconnect is missed.
+  exchange->on_cancel([this, id] { engine_.cancel(id); });
+  if (stream) {
+    metrics_.count_response(200);
+    exchange->begin_stream();
+    std::string out;
+    for (const Json& e : reply->start()) out += anthropic_sse(e);
+    exchange->send(std::move(out));
   }
 }
 

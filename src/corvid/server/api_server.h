@@ -1,5 +1,6 @@
-// The OpenAI-compatible API over the engine: routes each HTTP exchange to its
-// endpoint, checks the API key, and drives generations from engine events.
+// The OpenAI-compatible and Anthropic Messages APIs over the engine: routes each HTTP
+// exchange to its endpoint, checks the API key, and drives generations from engine
+// events. Errors take the shape of the route's API, whatever raised them.
 //
 // Engine events arrive on the engine thread; the callback only posts them to the
 // exchange's connection strand, where the reply is built and written (the engine
@@ -20,6 +21,8 @@
 
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/engine.h"
+#include "corvid/chat/output_parser.h"
+#include "corvid/server/anthropic_reply.h"
 #include "corvid/server/http.h"
 #include "corvid/server/metrics.h"
 #include "corvid/server/openai_api.h"
@@ -45,10 +48,13 @@ class ApiServer {
   const Metrics& metrics() const { return metrics_; }
   // A response the HTTP layer sent on its own (http.h RefusalCounter): counted by status.
   void count_refused(int status) { metrics_.count_response(status); }
+  // The body of such a response, in the shape of the API its target belongs to (http.h RefusalBody).
+  std::string refusal_body(int status, const std::string& message, const std::string& target) const;
 
  private:
   // What an endpoint decided on the worker pool, to run on the exchange's strand.
   using Action = std::function<void()>;
+  using Clock = std::chrono::steady_clock;
 
   void route(const std::shared_ptr<Exchange>& exchange);
   // Runs f, answering any exception with its error response. On the strand.
@@ -59,6 +65,8 @@ class ApiServer {
   Action tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action detokenize(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action messages(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action count_tokens(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
   Json model_json() const;
@@ -70,13 +78,35 @@ class ApiServer {
   void generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request, const CommonParams& params,
                 const std::vector<std::shared_ptr<Reply>>& replies);
 
+  // Answers an Anthropic message from its one engine request's events.
+  void generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
+                        const std::shared_ptr<MessageReply>& reply);
+
+  // Per sequence: time to first token and between tokens, end to end (metrics).
+  struct Latency {
+    Clock::time_point start, last_token;
+    bool any_token = false;
+  };
+  void observe(Latency& latency, const RequestEvent& event);
+
+  // A chat request rendered with the template and tokenized, with the output parser's
+  // options for it and the engine's chat settings (end-of-turn stops, special tokens).
+  struct PreparedChat {
+    std::vector<int32_t> prompt;
+    chat::OutputParserOptions options;
+  };
+  PreparedChat prepare_chat(const ChatRequest& chat, bool parse_tools, GenerationRequest& request) const;
+
+  void check_key(const HttpRequest& request) const;
   void check_model(const std::string& requested) const;
   int64_t default_max_tokens(size_t prompt_tokens) const;
   std::string render(const ChatRequest& request) const;
-  std::string new_id(const char* prefix);
+  std::string new_id(const char* prefix, char separator = '-');
   void respond(Exchange& exchange, int status, const Json& body);
   void respond_error(Exchange& exchange, int status, const std::string& message, const std::string& param = "",
                      const std::string& code = "");
+  Json error_json(const Exchange& exchange, int status, const std::string& message, const std::string& param = "",
+                  const std::string& code = "") const;
 
   Engine& engine_;
   const Tokenizer& tokenizer_;

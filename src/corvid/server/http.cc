@@ -48,8 +48,12 @@ std::string status_reason(int status) {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<const Handler> handler, HttpLimits limits,
-             std::shared_ptr<const RefusalCounter> refused)
-      : stream_(std::move(socket)), handler_(std::move(handler)), limits_(limits), refused_(std::move(refused)) {}
+             std::shared_ptr<const RefusalCounter> refused, std::shared_ptr<const RefusalBody> refusal_body)
+      : stream_(std::move(socket)),
+        handler_(std::move(handler)),
+        limits_(limits),
+        refused_(std::move(refused)),
+        refusal_body_(std::move(refusal_body)) {}
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
@@ -112,20 +116,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
         ec == net::error::connection_reset || ec == beast::error::timeout) {
       return close();
     }
-    send_final(400, "{\"error\": {\"message\": \"malformed HTTP request\", \"type\": \"invalid_request_error\", "
-                    "\"param\": null, \"code\": null}}");
+    send_final(400, "malformed HTTP request");
   }
 
   void reject_too_large() {
-    send_final(413, "{\"error\": {\"message\": \"the request body is larger than the limit of " +
-                        std::to_string(limits_.max_body_bytes) +
-                        " bytes\", \"type\": \"invalid_request_error\", \"param\": null, \"code\": null}}");
+    send_final(413, "the request body is larger than the limit of " + std::to_string(limits_.max_body_bytes) + " bytes");
   }
 
   // An answer outside any exchange, after which the connection closes (its stream
-  // may be in an unknown state).
-  void send_final(int status, const std::string& body) {
+  // may be in an unknown state). `message` is plain text without quotes or backslashes.
+  void send_final(int status, const std::string& message) {
     if (*refused_) (*refused_)(status);
+    std::string target;
+    // Set once the request line is read, even when a header then fails (a body over the
+    // limit fails the header read).
+    if (parser_) target = std::string(parser_->get().target());
+    const std::string body =
+        *refusal_body_ ? (*refusal_body_)(status, message, target)
+                       : "{\"error\": {\"message\": \"" + message +
+                             "\", \"type\": \"invalid_request_error\", \"param\": null, \"code\": null}}";
     keep_alive_ = false;
     write("HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) +
           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -239,6 +248,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<const Handler> handler_;
   HttpLimits limits_;
   std::shared_ptr<const RefusalCounter> refused_;
+  std::shared_ptr<const RefusalBody> refusal_body_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<std::string> writes_;
@@ -290,12 +300,13 @@ void Exchange::client_gone() {
 }
 
 HttpServer::HttpServer(net::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits,
-                       RefusalCounter refused)
+                       RefusalCounter refused, RefusalBody refusal_body)
     : io_(io),
       acceptor_(net::make_strand(io)),
       handler_(std::make_shared<const Handler>(std::move(handler))),
       limits_(limits),
-      refused_(std::make_shared<const RefusalCounter>(std::move(refused))) {
+      refused_(std::make_shared<const RefusalCounter>(std::move(refused))),
+      refusal_body_(std::make_shared<const RefusalBody>(std::move(refusal_body))) {
   beast::error_code ec;
   tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
@@ -326,7 +337,7 @@ void HttpServer::accept() {
     if (!ec) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks are small: send each at once
-      std::make_shared<Connection>(std::move(socket), handler_, limits_, refused_)->start();
+      std::make_shared<Connection>(std::move(socket), handler_, limits_, refused_, refusal_body_)->start();
     }
     accept();
   });

@@ -1,4 +1,4 @@
-// A small asynchronous HTTP/1.1 server on Boost.Beast/Asio for the OpenAI API.
+// A small asynchronous HTTP/1.1 server on Boost.Beast/Asio for the OpenAI and Anthropic APIs.
 //
 // An io_context runs on a few threads; each connection lives on its own strand, so
 // its handlers never run concurrently and an idle connection (or a stream waiting
@@ -74,12 +74,16 @@ struct HttpLimits {
 // exchange (413 for a body over the limit, 400 for bytes that are not HTTP), so that
 // metrics count every response; from the connection's strand, any thread.
 using RefusalCounter = std::function<void(int status)>;
+// The body of such a response (a JSON error) for the request target it answers ("" when
+// the request was unreadable), so that each API's routes get its own error shape. Unset:
+// OpenAI's shape.
+using RefusalBody = std::function<std::string(int status, const std::string& message, const std::string& target)>;
 
 class HttpServer {
  public:
   // Binds and listens at once (throws corvid::Error when the address cannot be used).
   HttpServer(boost::asio::io_context& io, const std::string& host, uint16_t port, Handler handler, HttpLimits limits,
-             RefusalCounter refused = {});
+             RefusalCounter refused = {}, RefusalBody refusal_body = {});
   void start();  // begins accepting
   void stop();   // stops accepting (open connections finish what they do); safe from any thread
   uint16_t port() const { return port_; }
@@ -92,6 +96,7 @@ class HttpServer {
   std::shared_ptr<const Handler> handler_;
   HttpLimits limits_;
   std::shared_ptr<const RefusalCounter> refused_;
+  std::shared_ptr<const RefusalBody> refusal_body_;
   uint16_t port_ = 0;
 };
 

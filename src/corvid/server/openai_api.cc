@@ -1,6 +1,5 @@
 #include "corvid/server/openai_api.h"
 
-#include <cmath>
 #include <limits>
 
 namespace corvid::server {
@@ -9,83 +8,7 @@ namespace {
 
 constexpr int kMaxTopLogprobs = 20;
 constexpr int kMaxChoices = 16;  // n: each choice is a sequence of its own
-// Bounds on the lists a request carries (README "Request limits"); the body size limit
-// (--max-body-mb) bounds their bytes, these their counts, so no field makes a request
-// cost work out of proportion to what it asks for.
-constexpr size_t kMaxStopStrings = 16;     // OpenAI allows 4; vLLM and llama-server more
-constexpr size_t kMaxStopBytes = 4096;     // all stop strings together (each is matched per token)
-constexpr size_t kMaxMessages = 10000;
-constexpr size_t kMaxTools = 512;          // OpenAI: 128; agents with many MCP servers pass more
 constexpr size_t kMaxPromptTokens = size_t{1} << 20;
-
-
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
-
-[[noreturn]] void too_many(const char* field, size_t count, size_t limit, const char* what) {
-  bad(field, std::string("'") + field + "' has " + std::to_string(count) + " " + what + "; at most " +
-                 std::to_string(limit) + " are allowed");
-}
-
-// The value of `key`, or nullptr when absent or null (OpenAI clients send null for unset).
-const Json* field(const Json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<double> number(const Json& body, const char* key, double lo, double hi) {
-  const Json* v = field(body, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) bad(key, std::string("'") + key + "' must be a number");
-  const double x = v->get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) {
-    std::ostringstream m;
-    m << "'" << key << "' must be in [" << lo << ", " << hi << "], got " << x;
-    bad(key, m.str());
-  }
-  return x;
-}
-
-std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, int64_t hi) {
-  const Json* v = field(body, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number_integer()) bad(key, std::string("'") + key + "' must be an integer");
-  const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi) ? hi + 1 : v->get<int64_t>();
-  if (x < lo || x > hi) bad(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v->dump());
-  return x;
-}
-
-std::optional<bool> boolean(const Json& body, const char* key) {
-  const Json* v = field(body, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) bad(key, std::string("'") + key + "' must be true or false");
-  return v->get<bool>();
-}
-
-std::vector<std::string> stop_strings(const Json& body) {
-  const Json* v = field(body, "stop");
-  if (!v) return {};
-  if (v->is_string()) {
-    if (v->get<std::string>().empty()) return {};
-    if (v->get_ref<const std::string&>().size() > kMaxStopBytes)
-      bad("stop", "'stop' has " + std::to_string(v->get_ref<const std::string&>().size()) + " bytes; at most " +
-                      std::to_string(kMaxStopBytes) + " are allowed");
-    return {v->get<std::string>()};
-  }
-  if (!v->is_array()) bad("stop", "'stop' must be a string or a list of strings");
-  if (v->size() > kMaxStopStrings) too_many("stop", v->size(), kMaxStopStrings, "strings");
-  std::vector<std::string> out;
-  size_t bytes = 0;
-  for (const Json& s : *v) {
-    if (!s.is_string()) bad("stop", "'stop' must be a string or a list of strings");
-    bytes += s.get_ref<const std::string&>().size();
-    if (!s.get<std::string>().empty()) out.push_back(s.get<std::string>());
-  }
-  if (bytes > kMaxStopBytes)
-    bad("stop", "'stop' strings have " + std::to_string(bytes) + " bytes in all; at most " +
-                    std::to_string(kMaxStopBytes) + " are allowed");
-  return out;
-}
 
 CommonParams parse_common(const Json& body, bool chat) {
   CommonParams p;
@@ -112,7 +35,7 @@ CommonParams parse_common(const Json& body, bool chat) {
   if (!p.max_tokens) p.max_tokens = integer(body, "max_tokens", 1, kHuge);
   p.n = static_cast<int>(integer(body, "n", 1, kMaxChoices).value_or(1));
   if (integer(body, "best_of", 1, 128).value_or(1) != 1) bad("best_of", "best_of > 1 is not supported");
-  p.generation.stop = stop_strings(body);
+  if (const Json* stop = field(body, "stop")) p.generation.stop = stop_strings(*stop, "stop", /*one_allowed=*/true);
   p.generation.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   // Not applied yet: refused rather than silently ignored (an empty object is no bias).
   if (const Json* bias = field(body, "logit_bias")) {
@@ -143,7 +66,7 @@ std::string join_text_parts(const Json& parts, size_t index) {
   std::string text;
   for (const Json& part : parts) {
     if (part.is_string()) {  // not OpenAI's shape, but unambiguous
-      text += (text.empty() ? "" : "\n") + part.get<std::string>();
+      append_text(text, part.get<std::string>());
       continue;
     }
     const std::string param = "messages[" + std::to_string(index) + "].content";
@@ -152,7 +75,7 @@ std::string join_text_parts(const Json& parts, size_t index) {
     const std::string type = part["type"].get<std::string>();
     if (type != "text") bad(param, "content parts of type '" + type + "' are not supported (text only)");
     if (!part.contains("text") || !part["text"].is_string()) bad(param, "a text content part needs a 'text' string");
-    text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
+    append_text(text, part["text"].get<std::string>());
   }
   return text;
 }

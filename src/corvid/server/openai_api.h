@@ -8,31 +8,14 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "corvid/chat/chat_template.h"
-#include "corvid/core/error.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/request_fields.h"
 
 namespace corvid::server {
 
-using Json = nlohmann::ordered_json;
-
-// An error for the client, in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
-class ApiError : public Error {
- public:
-  ApiError(int status, const std::string& message, std::string param = "", std::string code = "")
-      : Error(message), status_(status), param_(std::move(param)), code_(std::move(code)) {}
-  int status() const { return status_; }
-  const std::string& param() const { return param_; }
-  const std::string& code() const { return code_; }
-
- private:
-  int status_;
-  std::string param_, code_;
-};
-
-// OpenAI's error type word for a status ("invalid_request_error", "authentication_error", ...).
+// OpenAI's error shape, {"error": {"message", "type", "param", "code"}}, and its type
+// word for a status ("invalid_request_error", "authentication_error", ...).
 const char* error_type(int status);
 Json error_body(int status, const std::string& message, const std::string& param = "", const std::string& code = "");
 

@@ -1,0 +1,45 @@
+// The Anthropic Messages request side: bodies of /v1/messages and
+// /v1/messages/count_tokens turned into the chat template's messages (system, tool
+// calls, tool results and reasoning in the OpenAI form the templates take) and the
+// engine's parameters. Every field outside what corvid does is a 400 naming it, and
+// so is what it cannot honour yet (images, forced tool choice).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "corvid/chat/chat_template.h"
+#include "corvid/engine/request.h"
+#include "corvid/server/request_fields.h"
+
+namespace corvid::server {
+
+struct MessageParams {
+  std::string model;             // as the client named it ("" when absent)
+  GenerationRequest generation;  // sampling and stop strings; prompt left empty
+  int64_t max_tokens = 0;        // required on /v1/messages
+  bool stream = false;
+  ChatRequest chat;              // messages, tools, thinking switch, prefill
+  bool parse_tools = false;      // tools given and tool_choice is not "none"
+  bool omit_thinking = false;    // thinking.display "omitted": blocks come back without their text
+  // thinking.budget_tokens: checked and reported, not enforced (README: the engine has
+  // no reasoning budget; max_tokens bounds reasoning and answer together).
+  std::optional<int64_t> thinking_budget;
+};
+
+// POST /v1/messages.
+MessageParams parse_message_request(const Json& body);
+// POST /v1/messages/count_tokens: the same conversation fields, no generation ones.
+MessageParams parse_count_tokens_request(const Json& body);
+
+// Anthropic's error shape, {"type": "error", "error": {"type", "message"}}, and its
+// type word for a status ("invalid_request_error", "request_too_large", ...).
+const char* anthropic_error_type(int status);
+Json anthropic_error_body(int status, const std::string& message);
+
+// The routes that answer in Anthropic's shapes (/v1/messages and below).
+bool is_anthropic_path(std::string_view path);
+
+}  // namespace corvid::server
