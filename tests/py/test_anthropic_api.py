@@ -2,6 +2,7 @@
 import asyncio
 import json
 import signal
+import time
 
 import anthropic
 import httpx
@@ -9,7 +10,7 @@ import openai
 import pytest
 
 from conftest import ROOT
-from test_server import API_KEY, QUESTION, Server, http, server  # noqa: F401 (server: the module's fixture)
+from test_server import API_KEY, QUESTION, Server, http, metrics, server  # noqa: F401 (server: the module's fixture)
 
 QWQ_TEMPLATE = ROOT / "tests" / "data" / "chat-templates" / "Qwen-QwQ-32B.jinja"
 GREEDY = {"temperature": 0}  # sampling fields go in extra_body: this SDK's create() no longer lists them
@@ -302,6 +303,25 @@ def test_queue_full_429_and_draining():
         assert refused, outcomes
         assert all(isinstance(e, anthropic.RateLimitError) and e.type == "rate_limit_error" for e in refused), refused
 
+        deadline = time.time() + 10  # the flood's streams are gone: their requests are being cancelled
+        while time.time() < deadline and (metrics(s)["corvid_num_requests_running"] or metrics(s)["corvid_num_requests_waiting"]):
+            time.sleep(0.05)
+        # A stream waiting behind another sequence gets a ping every 10 s of silence.
+        blocker = {"prompt": "Once upon a time", "max_tokens": 8000, "ignore_eos": True, "stream": True}
+        with httpx.stream("POST", s.url + "/v1/completions", json=blocker, timeout=60) as busy:
+            busy_lines = busy.iter_lines()  # held: a dropped generator closes the connection
+            assert next(busy_lines).startswith("data: ")
+            body = {"max_tokens": 8, "messages": story, "stream": True}
+            with httpx.stream("POST", s.url + "/v1/messages", json=body, timeout=60) as waiting:
+                names, started = [], time.time()
+                for line in waiting.iter_lines():
+                    if line.startswith("event: "):
+                        names.append(line[len("event: "):])
+                    if names.count("ping") == 2 or "content_block_start" in names:
+                        break
+        assert names == ["message_start", "ping", "ping"], names
+        assert time.time() - started >= 9
+
         # SIGTERM with a stream in flight: it ends with Anthropic's error event, and a
         # request on a connection still open meanwhile gets 503 overloaded_error.
         other = anthropic.Anthropic(base_url=s.url, api_key="none", max_retries=0, timeout=30)
@@ -315,7 +335,7 @@ def test_queue_full_429_and_draining():
         assert e.value.type == "overloaded_error" and "shutting down" in e.value.api_message
         with pytest.raises(anthropic.APIStatusError) as e:
             other.messages.count_tokens(model="SmolLM2-135M-Instruct.Q4_1", messages=story)
-        assert isinstance(e.value, anthropic.ServiceUnavailableError) or isinstance(e.value, anthropic.APIConnectionError)
+        assert isinstance(e.value, anthropic.ServiceUnavailableError) and e.value.type == "overloaded_error"
         assert s.proc.wait(timeout=20) == 0
     finally:
         s.stop()

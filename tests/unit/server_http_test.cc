@@ -99,6 +99,27 @@ TEST_F(HttpServerTest, StreamsChunkedEventsFromOtherThreads) {
   EXPECT_NE(got.find("9\r\ndata: 0\n\n\r\n9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"), std::string::npos) << got;
 }
 
+TEST_F(HttpServerTest, EveryTicksOnTheStrandUntilTheExchangeEnds) {
+  std::atomic<int> ticks_after_end{0};
+  start([&](std::shared_ptr<Exchange> ex) {
+    ex->begin_stream();
+    auto ticks = std::make_shared<int>(0);
+    ex->every(std::chrono::milliseconds(5), [ticks, &ticks_after_end](Exchange& e) {
+      if (e.done()) ++ticks_after_end;
+      e.send("tick " + std::to_string(++*ticks) + "\n");
+      if (*ticks == 3) e.end_stream();
+    });
+  });
+  tcp::socket s = connect();
+  send(s, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string got = read_until(s, "0\r\n\r\n");
+  EXPECT_NE(got.find("tick 1\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tick 3\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("tick 4"), std::string::npos) << got;
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the timer stops once the exchange is done
+  EXPECT_EQ(ticks_after_end.load(), 0);
+}
+
 TEST_F(HttpServerTest, OversizedBodyGets413WithoutBeingRead) {
   std::atomic<int> handled{0};
   HttpLimits limits;

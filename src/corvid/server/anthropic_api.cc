@@ -245,14 +245,18 @@ MessageParams parse_conversation(const Json& body) {
     const Json* content = field(m, "content");
     if (!content || !(content->is_string() || content->is_array()))
       bad(at + ".content", at + ".content must be a string or a list of content blocks");
+    if (role != "user" && role != "assistant")
+      bad(at + ".role", "unknown role '" + role + "' (user or assistant; the system prompt is the 'system' field)");
+    // An empty turn would vanish from the prompt, or render as a turn the model never saw.
+    const bool empty = content->is_string() ? content->get_ref<const std::string&>().empty() : content->empty();
+    if (empty && !(role == "assistant" && i + 1 == messages->size()))
+      bad(at + ".content", at + ".content must not be empty (only a final assistant message may be)");
     if (role == "user") {
       c.user(*content, at + ".content");
       last_is_text_assistant = false;
-    } else if (role == "assistant") {
-      last_is_text_assistant = c.assistant(*content, at + ".content");
-      last_empty = content->empty() || (content->is_string() && content->get<std::string>().empty());
     } else {
-      bad(at + ".role", "unknown role '" + role + "' (user or assistant; the system prompt is the 'system' field)");
+      last_is_text_assistant = c.assistant(*content, at + ".content");
+      last_empty = empty;
     }
   }
   const Json& last = messages->back();

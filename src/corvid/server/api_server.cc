@@ -368,8 +368,9 @@ ApiServer::Action ApiServer::count_tokens(const std::shared_ptr<Exchange>& excha
 void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
                                  const std::shared_ptr<MessageReply>& reply) {
   auto latency = std::make_shared<Latency>(Latency{exchange->arrived(), {}, false});
+  auto last_sent = std::make_shared<Clock::time_point>(Clock::now());
   // On the strand, in order: the engine thread posts each event.
-  auto on_event = [this, exchange, latency, reply, stream](const RequestEvent& event) {
+  auto on_event = [this, exchange, latency, last_sent, reply, stream](const RequestEvent& event) {
     if (exchange->done()) return;  // the client went away
     observe(*latency, event);
     if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
@@ -389,6 +390,7 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
     }
     std::string out;
     for (const Json& e : reply->events(event)) out += anthropic_sse(e);
+    if (!out.empty()) *last_sent = Clock::now();
     exchange->send(std::move(out));
     if (reply->finished()) exchange->end_stream();
   };
@@ -404,6 +406,14 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
     std::string out;
     for (const Json& e : reply->start()) out += anthropic_sse(e);
     exchange->send(std::move(out));
+    // A ping when nothing was sent for a while (a long prompt, a full batch), so that
+    // proxies and clients with read timeouts keep the stream.
+    constexpr std::chrono::seconds kQuiet{10};
+    exchange->every(std::chrono::milliseconds(1000), [last_sent, kQuiet](Exchange& ex) {
+      if (Clock::now() - *last_sent < kQuiet) return;
+      ex.send(anthropic_sse(Json{{"type", "ping"}}));
+      *last_sent = Clock::now();
+    });
   }
 }
 

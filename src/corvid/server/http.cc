@@ -6,6 +6,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -59,6 +60,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
   }
   void post(std::function<void()> fn) { net::post(stream_.get_executor(), std::move(fn)); }
+  net::any_io_executor executor() { return stream_.get_executor(); }
 
   void write(std::string bytes) {
     if (closed_) return;
@@ -292,6 +294,33 @@ void Exchange::end_stream() {
 }
 
 void Exchange::post(std::function<void()> fn) { connection_->post(std::move(fn)); }
+
+namespace {
+// A timer on the connection's strand that calls back until its exchange is done. It
+// holds the exchange weakly: the pending wait keeps the ticker, not the exchange, alive.
+struct Ticker : std::enable_shared_from_this<Ticker> {
+  Ticker(net::any_io_executor executor, std::chrono::milliseconds p, std::function<void(Exchange&)> f,
+         std::weak_ptr<Exchange> e)
+      : timer(std::move(executor)), period(p), fn(std::move(f)), exchange(std::move(e)) {}
+  void arm() {
+    timer.expires_after(period);
+    timer.async_wait([self = shared_from_this()](beast::error_code ec) {
+      const std::shared_ptr<Exchange> ex = self->exchange.lock();
+      if (ec || !ex || ex->done()) return;
+      self->fn(*ex);
+      self->arm();
+    });
+  }
+  net::steady_timer timer;
+  std::chrono::milliseconds period;
+  std::function<void(Exchange&)> fn;
+  std::weak_ptr<Exchange> exchange;
+};
+}  // namespace
+
+void Exchange::every(std::chrono::milliseconds period, std::function<void(Exchange&)> fn) {
+  std::make_shared<Ticker>(connection_->executor(), period, std::move(fn), weak_from_this())->arm();
+}
 
 void Exchange::client_gone() {
   if (done_) return;

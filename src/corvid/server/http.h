@@ -49,6 +49,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void on_cancel(std::function<void()> fn) { on_cancel_ = std::move(fn); }
   // Runs `fn` on the connection's strand; callable from any thread.
   void post(std::function<void()> fn);
+  // Runs `fn` on the strand every `period` until the exchange is done (stream keep-alives).
+  void every(std::chrono::milliseconds period, std::function<void(Exchange&)> fn);
   // True once answered (or the client went away): nothing more will be sent.
   bool done() const { return done_; }
 
