@@ -147,7 +147,10 @@ TEST_F(HttpServerTest, RefusalsTakeTheBodyOfTheirRoute) {
   // Each API answers in its own error shape, also where the HTTP layer answers alone.
   HttpLimits limits;
   limits.max_body_bytes = 1000;
-  start([](std::shared_ptr<Exchange> ex) { ex->respond(200, "{}"); }, limits,
+  start([](std::shared_ptr<Exchange> ex) {
+          if (ex->request().target() == "/boom") throw std::runtime_error("boom");
+          ex->respond(200, "{}");
+        }, limits,
         [](int status, const std::string& message, const std::string& target) {
           return "{\"status\": " + std::to_string(status) + ", \"target\": \"" + target + "\", \"message\": \"" +
                  message + "\"}";
@@ -166,6 +169,11 @@ TEST_F(HttpServerTest, RefusalsTakeTheBodyOfTheirRoute) {
   EXPECT_EQ(unreadable.rfind("HTTP/1.1 400", 0), 0u) << unreadable;
   EXPECT_NE(unreadable.find("{\"status\": 400, \"target\": \"\", \"message\": \"malformed HTTP request\"}"), std::string::npos)
       << unreadable;
+  tcp::socket u = connect();
+  send(u, "GET /boom HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string failed = read_until(u, "\"}");
+  EXPECT_EQ(failed.rfind("HTTP/1.1 500", 0), 0u) << failed;
+  EXPECT_NE(failed.find("{\"status\": 500, \"target\": \"/boom\", \"message\": \"internal error\"}"), std::string::npos) << failed;
 }
 
 TEST_F(HttpServerTest, RefusedBodySentInFullStillGetsThe413) {

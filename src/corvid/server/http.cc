@@ -108,7 +108,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     try {
       (*handler_)(exchange);
     } catch (...) {  // the handler answers its own errors; this is the last guard
-      if (!exchange->done()) exchange->respond(500, std::string("{\"error\": {\"message\": \"internal error\"}}"));
+      const auto target = exchange->request().target();
+      if (!exchange->done()) exchange->respond(500, error_text(500, "internal error", std::string(target.data(), target.size())));
     }
   }
 
@@ -125,18 +126,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     send_final(413, "the request body is larger than the limit of " + std::to_string(limits_.max_body_bytes) + " bytes");
   }
 
+  // The JSON error body for `target`'s API. `message` is plain text without quotes or backslashes.
+  std::string error_text(int status, const std::string& message, const std::string& target) const {
+    if (*refusal_body_) return (*refusal_body_)(status, message, target);
+    return "{\"error\": {\"message\": \"" + message + "\", \"type\": \"" +
+           (status >= 500 ? "server_error" : "invalid_request_error") + "\", \"param\": null, \"code\": null}}";
+  }
+
   // An answer outside any exchange, after which the connection closes (its stream
-  // may be in an unknown state). `message` is plain text without quotes or backslashes.
+  // may be in an unknown state).
   void send_final(int status, const std::string& message) {
     if (*refused_) (*refused_)(status);
     std::string target;
     // Set once the request line is read, even when a header then fails (a body over the
     // limit fails the header read).
     if (parser_) target = std::string(parser_->get().target());
-    const std::string body =
-        *refusal_body_ ? (*refusal_body_)(status, message, target)
-                       : "{\"error\": {\"message\": \"" + message +
-                             "\", \"type\": \"invalid_request_error\", \"param\": null, \"code\": null}}";
+    const std::string body = error_text(status, message, target);
     keep_alive_ = false;
     write("HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) +
           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
