@@ -217,6 +217,8 @@ def test_sampling_fields_and_metadata(client):
     # A seedless sampled reply cannot be compared; top_k 1 is greedy whatever the temperature.
     greedy = text_of(create(client))
     assert text_of(create(client, metadata={"user_id": "u-1"}, extra_body={"temperature": 1, "top_k": 1, "top_p": 0.9})) == greedy
+    # SmolLM2's template has no thinking switch and never reasons: "disabled" holds (enabled is a 400).
+    assert text_of(create(client, thinking={"type": "disabled"})) == greedy
 
 
 def test_prefill_continues_the_assistant_turn(client):
@@ -255,6 +257,7 @@ def test_error_statuses(server, client):  # noqa: F811
         ({"tools": WEATHER, "tool_choice": {"type": "any"}}, "structured output"),
         ({"tools": WEATHER, "tool_choice": {"type": "tool", "name": "get_weather"}}, "structured output"),
         ({"extra_body": {"temperature": 2}}, "temperature"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking cannot be enabled"),  # SmolLM2's template
         ({"max_tokens": 100000}, "max_model_len"),
     ]
     for extra, says in cases:

@@ -157,6 +157,33 @@ TEST(AnthropicApi, ThinkingSwitch) {
             "thinking.display");
 }
 
+TEST(AnthropicApi, ThinkingSwitchTheTemplateCannotHonourIsRefused) {
+  const MessageParams on = parse_message_request(request(R"({"thinking": {"type": "enabled", "budget_tokens": 9}})"));
+  const MessageParams off = parse_message_request(request(R"({"thinking": {"type": "disabled"}})"));
+  const MessageParams adaptive = parse_message_request(request(R"({"thinking": {"type": "adaptive"}})"));
+  for (const MessageParams* p : {&on, &off, &adaptive}) {
+    check_thinking_switch(*p, /*template_has_switch=*/true, /*template_reasons=*/true);  // Qwen3's kind
+    check_thinking_switch(*p, true, false);
+  }
+  check_thinking_switch(off, false, false);      // SmolLM2's: never thinks, so "disabled" holds
+  check_thinking_switch(on, false, true);        // always reasons (DeepSeek-R1's kind): "enabled" holds
+  check_thinking_switch(adaptive, false, false);
+  check_thinking_switch(adaptive, false, true);
+  try {
+    check_thinking_switch(on, false, false);
+    ADD_FAILURE() << "enabled on a template that cannot think";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "thinking");
+    EXPECT_TRUE(contains(e.what(), "cannot be enabled")) << e.what();
+  }
+  try {
+    check_thinking_switch(off, false, true);
+    ADD_FAILURE() << "disabled on a template that always reasons";
+  } catch (const ApiError& e) {
+    EXPECT_TRUE(contains(e.what(), "cannot be disabled")) << e.what();
+  }
+}
+
 TEST(AnthropicApi, FinalAssistantTextIsContinued) {
   MessageParams p = parse_message_request(request(R"({"messages": [{"role": "user", "content": "Count"},
                                                                      {"role": "assistant", "content": "1, 2,"}]})"));

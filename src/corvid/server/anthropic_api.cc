@@ -312,6 +312,17 @@ MessageParams parse_count_tokens_request(const Json& body) {
   return parse_conversation(body);
 }
 
+void check_thinking_switch(const MessageParams& params, bool template_has_switch, bool template_reasons) {
+  const auto it = params.chat.kwargs.find("enable_thinking");
+  if (it == params.chat.kwargs.end() || template_has_switch) return;
+  if (it->get<bool>() && !template_reasons)
+    bad("thinking", "this model's chat template has no thinking switch (enable_thinking) and does not reason: "
+                    "thinking cannot be enabled");
+  if (!it->get<bool>() && template_reasons)
+    bad("thinking", "this model's chat template reasons and has no thinking switch (enable_thinking): "
+                    "thinking cannot be disabled");
+}
+
 const char* anthropic_error_type(int status) {
   switch (status) {
     case 401: return "authentication_error";

@@ -34,6 +34,11 @@ MessageParams parse_message_request(const Json& body);
 // POST /v1/messages/count_tokens: the same conversation fields, no generation ones.
 MessageParams parse_count_tokens_request(const Json& body);
 
+// Refuses a thinking switch the template cannot honour: `enabled` on a template that has
+// neither enable_thinking nor reasoning of its own, `disabled` on one that reasons
+// without an enable_thinking to turn it off. (adaptive is always the template's way.)
+void check_thinking_switch(const MessageParams& params, bool template_has_switch, bool template_reasons);
+
 // Anthropic's error shape, {"type": "error", "error": {"type", "message"}}, and its
 // type word for a status ("invalid_request_error", "request_too_large", ...).
 const char* anthropic_error_type(int status);

@@ -202,6 +202,7 @@ ApiServer::PreparedChat ApiServer::prepare_chat(const ChatRequest& chat, bool pa
   const nlohmann::json tools = parse_tools ? nlohmann::json(chat.tools) : nlohmann::json::array();
   PreparedChat out;
   out.options = chat::detect_output_options(source, prompt, tools);
+  out.thinking_switch = source.find("enable_thinking") != std::string::npos;
   out.prompt = tokenizer_.encode(prompt, /*add_special_tokens=*/false);  // the template wrote BOS itself
   // ignore_eos (benchmarks' fixed output lengths) also passes the end-of-turn tokens.
   if (!request.ignore_eos) request.stop_token_ids = config_.chat_stop_ids;
@@ -348,6 +349,7 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
   check_model(p.model);
   GenerationRequest request = std::move(p.generation);
   PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, request);
+  check_thinking_switch(p, prepared.thinking_switch, prepared.options.reasoning != chat::ReasoningFormat::kNone);
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.max_tokens;
   auto reply = std::make_shared<MessageReply>(new_id("msg", '_'), config_.model_name, std::move(prepared.options),
@@ -362,6 +364,7 @@ ApiServer::Action ApiServer::count_tokens(const std::shared_ptr<Exchange>& excha
   check_model(p.model);
   GenerationRequest unused;
   const PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, unused);
+  check_thinking_switch(p, prepared.thinking_switch, prepared.options.reasoning != chat::ReasoningFormat::kNone);
   return respond_later(exchange, Json{{"input_tokens", prepared.prompt.size()}});
 }
 

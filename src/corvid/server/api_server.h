@@ -94,6 +94,7 @@ class ApiServer {
   struct PreparedChat {
     std::vector<int32_t> prompt;
     chat::OutputParserOptions options;
+    bool thinking_switch = false;  // the template reads enable_thinking
   };
   PreparedChat prepare_chat(const ChatRequest& chat, bool parse_tools, GenerationRequest& request) const;
 
