@@ -195,6 +195,26 @@ def test_thinking_on_and_off(qwq):
     assert on_tokens.input_tokens < off_tokens.input_tokens  # "</think>" is in the prompt only when off
 
 
+def test_thinking_budget_closes_the_reasoning(qwq):
+    # Without a budget SmolLM2 reasons until max_tokens here; with one the server makes the
+    # engine write "</think>" once the reasoning reaches it, and the answer follows.
+    c = anthropic.Anthropic(base_url=qwq.url, api_key="none", max_retries=0, timeout=60)
+    args = dict(model="qwq", max_tokens=48, messages=[{"role": "user", "content": "Name a fruit."}], extra_body=GREEDY)
+    free = c.messages.create(thinking={"type": "enabled", "budget_tokens": 1024}, **{**args, "max_tokens": 16})
+    assert [b.type for b in free.content] == ["thinking"] and free.stop_reason == "max_tokens"
+    for stream in (False, True):
+        if stream:
+            with c.messages.stream(thinking={"type": "enabled", "budget_tokens": 8}, **args) as s:
+                r = s.get_final_message()
+        else:
+            r = c.messages.create(thinking={"type": "enabled", "budget_tokens": 8}, **args)
+        assert [b.type for b in r.content] == ["thinking", "text"], r.content
+        thought = http(qwq, "POST", "/tokenize", key=None, json={"content": r.content[0].thinking}).json()["tokens"]
+        assert 6 <= len(thought) <= 8 + 4, (len(thought), r.content[0].thinking)  # a token or two may pass the budget
+        assert free.content[0].thinking.startswith(r.content[0].thinking)  # the same greedy reasoning, cut
+        assert r.content[1].text
+
+
 def test_stop_sequences(client):
     full = text_of(create(client))
     assert "capital" in full

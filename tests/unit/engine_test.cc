@@ -203,6 +203,25 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
   EXPECT_EQ(whole.stop_string, "");
 }
 
+TEST(Engine, ForcedTokensReplaceTheSampledOnes) {
+  LoadedModel m = tiny_llama();
+  Engine engine(*m.runner, m.tokenizer.get(), small_config(128));
+  const GenerationRequest base = greedy_request({12, 40, 77, 3, 9}, 24);
+  const std::vector<int32_t> free_run = engine.submit(base).wait().token_ids;
+  RequestHandle h = engine.submit(base);
+  engine.force_tokens(h.id(), {5, 6, 7});
+  const RequestResult forced = h.wait();
+  ASSERT_EQ(forced.token_ids.size(), free_run.size());  // they count as output (ignore_eos: max_tokens each)
+  // Some tokens may come before the engine sees them; then the three, in order.
+  const int32_t three[] = {5, 6, 7};
+  const auto at = std::search(forced.token_ids.begin(), forced.token_ids.end(), std::begin(three), std::end(three));
+  ASSERT_NE(at, forced.token_ids.end());
+  const auto k = static_cast<size_t>(at - forced.token_ids.begin());
+  EXPECT_TRUE(std::equal(free_run.begin(), free_run.begin() + static_cast<std::ptrdiff_t>(k), forced.token_ids.begin()));
+  EXPECT_THROW(engine.force_tokens(h.id(), {-1}), Error);
+  engine.force_tokens(12345, {1});  // unknown: ignored
+}
+
 TEST(Engine, CancelFreesBlocksWithinAStep) {
   LoadedModel m = tiny_llama();
   Engine engine(*m.runner, m.tokenizer.get(), small_config(64));

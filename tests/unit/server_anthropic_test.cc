@@ -161,10 +161,9 @@ TEST(AnthropicApi, ThinkingSwitchTheTemplateCannotHonourIsRefused) {
   const MessageParams on = parse_message_request(request(R"({"thinking": {"type": "enabled", "budget_tokens": 9}})"));
   const MessageParams off = parse_message_request(request(R"({"thinking": {"type": "disabled"}})"));
   const MessageParams adaptive = parse_message_request(request(R"({"thinking": {"type": "adaptive"}})"));
-  for (const MessageParams* p : {&on, &off, &adaptive}) {
-    check_thinking_switch(*p, /*template_has_switch=*/true, /*template_reasons=*/true);  // Qwen3's kind
-    check_thinking_switch(*p, true, false);
-  }
+  for (const MessageParams* p : {&on, &off, &adaptive}) check_thinking_switch(*p, /*template_has_switch=*/true, /*template_reasons=*/true);  // Qwen3's kind
+  check_thinking_switch(off, true, false);
+  check_thinking_switch(adaptive, true, false);
   check_thinking_switch(off, false, false);      // SmolLM2's: never thinks, so "disabled" holds
   check_thinking_switch(on, false, true);        // always reasons (DeepSeek-R1's kind): "enabled" holds
   check_thinking_switch(adaptive, false, false);
@@ -181,6 +180,12 @@ TEST(AnthropicApi, ThinkingSwitchTheTemplateCannotHonourIsRefused) {
     ADD_FAILURE() << "disabled on a template that always reasons";
   } catch (const ApiError& e) {
     EXPECT_TRUE(contains(e.what(), "cannot be disabled")) << e.what();
+  }
+  try {  // a switch but no reasoning format corvid reads: nothing to close at the budget
+    check_thinking_switch(on, true, false);
+    ADD_FAILURE() << "a budget where the reasoning cannot be told apart";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "thinking.budget_tokens");
   }
 }
 
@@ -484,6 +489,26 @@ TEST(AnthropicReply, ToolCallEndsWithToolUse) {
   EXPECT_EQ(streamed["content"][1]["id"].get<std::string>().rfind("toolu_", 0), 0u);
   streamed["content"][1]["id"] = call["id"];  // each reply draws its own ids
   EXPECT_EQ(streamed, r.whole);
+}
+
+TEST(AnthropicReply, ReasoningIsOpenUntilAnotherBlockBegins) {
+  chat::OutputParserOptions o;
+  o.reasoning = chat::ReasoningFormat::kThinkTags;
+  MessageReply writes_the_tag("msg_1", "m", o, false, 10);
+  EXPECT_FALSE(writes_the_tag.reasoning_open());
+  writes_the_tag.add(text_event("<think>Hmm"));
+  EXPECT_TRUE(writes_the_tag.reasoning_open());
+  writes_the_tag.add(text_event(" well.</think>Paris"));
+  EXPECT_FALSE(writes_the_tag.reasoning_open());
+  o.starts_in_reasoning = true;  // the prompt opened <think>
+  MessageReply opened("msg_2", "m", o, false, 10);
+  EXPECT_TRUE(opened.reasoning_open());
+  opened.add(text_event("Hmm"));
+  EXPECT_TRUE(opened.reasoning_open());
+  opened.add(finish_event(FinishReason::Length));
+  EXPECT_FALSE(opened.reasoning_open());
+  EXPECT_EQ(reasoning_close_marker(chat::ReasoningFormat::kThinkTags), "\n</think>\n\n");
+  EXPECT_EQ(reasoning_close_marker(chat::ReasoningFormat::kNone), "");
 }
 
 TEST(AnthropicReply, MaxTokens) {

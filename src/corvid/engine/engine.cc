@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <numeric>
 #include <optional>
 
@@ -55,6 +56,7 @@ struct Engine::Active {
   std::string held;  // decoded text not yet returned: it may be the start of a stop string
   std::vector<int32_t> stop_ids;
   std::shared_ptr<EventQueue> queue;
+  std::deque<int32_t> forced;  // force_tokens(): the next tokens, instead of sampled ones
   int64_t generated = 0;
   bool done = false;
 };
@@ -176,6 +178,16 @@ void Engine::cancel(int64_t request_id) {
   wake_.notify_all();
 }
 
+void Engine::force_tokens(int64_t request_id, std::vector<int32_t> tokens) {
+  const int64_t vocab = runner_.config().vocab_size;
+  for (int32_t id : tokens) CORVID_CHECK(id >= 0 && id < vocab, "forced token id ", id, " is outside the vocabulary");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forces_.emplace_back(request_id, std::move(tokens));
+  }
+  wake_.notify_all();
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   EngineStats s = stats_;
@@ -234,10 +246,12 @@ void Engine::finish(Active& active, FinishReason reason, RequestEvent event, con
 void Engine::admit_new_requests() {
   std::vector<std::unique_ptr<Active>> arrived;
   std::vector<int64_t> cancelled;
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> forced;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     arrived.swap(inbox_);
     cancelled.swap(cancels_);
+    forced.swap(forces_);
     stats_.waiting += static_cast<int64_t>(arrived.size());  // keeps submit's queue bound exact until published
   }
   for (auto& active : arrived) {
@@ -245,6 +259,10 @@ void Engine::admit_new_requests() {
     scheduler_->add(&active->seq);
     const int64_t id = active->id;
     active_.emplace(id, std::move(active));
+  }
+  for (auto& [id, tokens] : forced) {
+    auto it = active_.find(id);
+    if (it != active_.end()) it->second->forced.insert(it->second->forced.end(), tokens.begin(), tokens.end());
   }
   for (int64_t id : cancelled) {
     auto it = active_.find(id);
@@ -414,9 +432,14 @@ void Engine::sample_on_device(const Tensor& logits) {
   }
 }
 
-void Engine::on_token(Active& active, int32_t token, const float* raw_logits) {
+void Engine::on_token(Active& active, int32_t sampled, const float* raw_logits) {
   const GenerationRequest& r = active.request;
   const int64_t vocab = runner_.config().vocab_size;
+  int32_t token = sampled;
+  if (!active.forced.empty()) {
+    token = active.forced.front();
+    active.forced.pop_front();
+  }
   Sequence& seq = active.seq;
   seq.tokens.push_back(token);
   ++active.generated;

@@ -4,7 +4,7 @@
 // continuous batching steps (Runner::forward_batch) while any request is in
 // flight and sleeps otherwise.
 //
-// Any thread may submit() and cancel(). Each request samples with its own Sampler
+// Any thread may submit(), cancel() and force_tokens(). Each request samples with its own Sampler
 // (its parameters, seeded RNG and penalties; with the model on a GPU the step's
 // logits stay there and one ops::sample_tokens call samples every row, so only
 // token ids, and the rows of requests that want logprobs, cross to the host),
@@ -28,6 +28,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -76,6 +77,11 @@ class Engine {
   // Ends a request at the next step boundary: its blocks are released and it gets a
   // "cancelled" event. Unknown or finished ids are ignored.
   void cancel(int64_t request_id);
+  // Makes a request's next generated tokens these, whatever the model samples (how a
+  // reasoning budget closes the reasoning). They take effect from the first token the
+  // engine thread produces after it sees them, count as output and pass the stop checks.
+  // Unknown or finished ids are ignored; an id outside the vocabulary throws.
+  void force_tokens(int64_t request_id, std::vector<int32_t> tokens);
   // Finishes nothing new: cancels everything in flight and stops the thread (idempotent).
   void shutdown();
 
@@ -123,6 +129,7 @@ class Engine {
   std::condition_variable wake_;
   std::vector<std::unique_ptr<Active>> inbox_;
   std::vector<int64_t> cancels_;
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> forces_;
   bool stopping_ = false;
   int64_t next_id_ = 1;
   EngineStats stats_;  // the snapshot stats() returns

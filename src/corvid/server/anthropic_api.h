@@ -24,8 +24,7 @@ struct MessageParams {
   ChatRequest chat;              // messages, tools, thinking switch, prefill
   bool parse_tools = false;      // tools given and tool_choice is not "none"
   bool omit_thinking = false;    // thinking.display "omitted": blocks come back without their text
-  // thinking.budget_tokens: checked and reported, not enforced (README: the engine has
-  // no reasoning budget; max_tokens bounds reasoning and answer together).
+  // thinking.budget_tokens: open reasoning is closed after about this many tokens.
   std::optional<int64_t> thinking_budget;
 };
 
@@ -36,7 +35,8 @@ MessageParams parse_count_tokens_request(const Json& body);
 
 // Refuses a thinking switch the template cannot honour: `enabled` on a template that has
 // neither enable_thinking nor reasoning of its own, `disabled` on one that reasons
-// without an enable_thinking to turn it off. (adaptive is always the template's way.)
+// without an enable_thinking to turn it off, a budget where corvid cannot tell the
+// reasoning apart. (adaptive is always the template's way.)
 void check_thinking_switch(const MessageParams& params, bool template_has_switch, bool template_reasons);
 
 // Anthropic's error shape, {"type": "error", "error": {"type", "message"}}, and its

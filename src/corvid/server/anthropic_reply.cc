@@ -11,6 +11,17 @@ std::string tool_use_id(const std::string& call_id) {
 
 }  // namespace
 
+std::string reasoning_close_marker(chat::ReasoningFormat format) {
+  switch (format) {
+    case chat::ReasoningFormat::kThinkTags: return "\n</think>\n\n";
+    case chat::ReasoningFormat::kGemma4: return "<channel|>";
+    case chat::ReasoningFormat::kMistral: return "[/THINK]";
+    case chat::ReasoningFormat::kHarmony: return "<|end|><|start|>assistant<|channel|>final<|message|>";
+    case chat::ReasoningFormat::kNone: break;
+  }
+  return "";
+}
+
 std::string anthropic_sse(const Json& event) {
   return "event: " + event["type"].get<std::string>() + "\ndata: " +
          event.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
@@ -20,9 +31,16 @@ MessageReply::MessageReply(std::string id, std::string model, chat::OutputParser
                            int64_t prompt_tokens)
     : id_(std::move(id)),
       model_(std::move(model)),
+      starts_in_reasoning_(options.starts_in_reasoning),
       parser_(std::move(options)),
       omit_thinking_(omit_thinking),
       prompt_tokens_(prompt_tokens) {}
+
+bool MessageReply::reasoning_open() const {
+  if (finished_) return false;
+  if (blocks_.empty()) return starts_in_reasoning_;
+  return blocks_.size() == 1 && blocks_.back()["type"] == "thinking";
+}
 
 std::vector<Json> MessageReply::start() const {
   Json message = {{"id", id_},

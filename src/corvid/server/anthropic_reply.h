@@ -33,6 +33,9 @@ class MessageReply {
   Json response() const;
 
   bool finished() const { return finished_; }
+  // Whether the model is still reasoning (the thinking budget counts these tokens): the
+  // prompt opened reasoning or a thinking block began, and no other block has yet.
+  bool reasoning_open() const;
 
  private:
   void apply(const chat::OutputEvent& e, std::vector<Json>& out);
@@ -44,6 +47,7 @@ class MessageReply {
   Json usage() const;
 
   std::string id_, model_;
+  bool starts_in_reasoning_;  // before parser_, which takes the options
   chat::OutputParser parser_;
   bool omit_thinking_;
   Json blocks_ = Json::array();
@@ -58,5 +62,9 @@ class MessageReply {
 
 // One event in Anthropic's SSE grammar: "event: TYPE\ndata: JSON\n\n".
 std::string anthropic_sse(const Json& event);
+
+// The text that ends reasoning in a format, as its templates write it ("" for kNone):
+// what a thinking budget makes the model "write" once the budget is spent.
+std::string reasoning_close_marker(chat::ReasoningFormat format);
 
 }  // namespace corvid::server

@@ -352,10 +352,14 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
   check_thinking_switch(p, prepared.thinking_switch, prepared.options.reasoning != chat::ReasoningFormat::kNone);
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.max_tokens;
+  std::optional<ThinkingBudget> budget;
+  if (p.thinking_budget)
+    budget = ThinkingBudget{*p.thinking_budget,
+                            tokenizer_.encode(reasoning_close_marker(prepared.options.reasoning), /*add_special_tokens=*/false)};
   auto reply = std::make_shared<MessageReply>(new_id("msg", '_'), config_.model_name, std::move(prepared.options),
                                               p.omit_thinking, static_cast<int64_t>(request.prompt.size()));
-  return [this, exchange, request = std::move(request), stream = p.stream, reply] {
-    generate_message(exchange, request, stream, reply);
+  return [this, exchange, request = std::move(request), stream = p.stream, reply, budget] {
+    generate_message(exchange, request, stream, reply, budget);
   };
 }
 
@@ -369,13 +373,20 @@ ApiServer::Action ApiServer::count_tokens(const std::shared_ptr<Exchange>& excha
 }
 
 void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                                 const std::shared_ptr<MessageReply>& reply) {
-  auto latency = std::make_shared<Latency>(Latency{exchange->arrived(), {}, false});
-  auto last_sent = std::make_shared<Clock::time_point>(Clock::now());
+                                 const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget) {
+  struct State {
+    Latency latency;
+    Clock::time_point last_sent = Clock::now();
+    int64_t id = 0;
+    int64_t reasoning_tokens = 0;
+    bool budget_spent = false;
+  };
+  auto state = std::make_shared<State>();
+  state->latency = Latency{exchange->arrived(), {}, false};
   // On the strand, in order: the engine thread posts each event.
-  auto on_event = [this, exchange, latency, last_sent, reply, stream](const RequestEvent& event) {
+  auto on_event = [this, exchange, state, reply, stream, budget](const RequestEvent& event) {
     if (exchange->done()) return;  // the client went away
-    observe(*latency, event);
+    observe(state->latency, event);
     if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
       const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
       const std::string message = event.finish == FinishReason::Cancelled
@@ -386,14 +397,28 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
       exchange->send(anthropic_sse(anthropic_error_body(status, message)));
       return exchange->end_stream();
     }
-    if (!stream) {
+    std::vector<Json> events;
+    if (stream) {
+      events = reply->events(event);
+    } else {
       reply->add(event);
+    }
+    // The budget spent, the engine "writes" the close of the reasoning next (tokens made
+    // before it sees that still come: the reasoning may run a step or two over).
+    if (budget && !state->budget_spent && reply->reasoning_open()) {
+      state->reasoning_tokens += static_cast<int64_t>(event.token_ids.size());
+      if (state->reasoning_tokens >= budget->tokens) {
+        engine_.force_tokens(state->id, budget->close);
+        state->budget_spent = true;
+      }
+    }
+    if (!stream) {
       if (reply->finished()) respond(*exchange, 200, reply->response());
       return;
     }
     std::string out;
-    for (const Json& e : reply->events(event)) out += anthropic_sse(e);
-    if (!out.empty()) *last_sent = Clock::now();
+    for (const Json& e : events) out += anthropic_sse(e);
+    if (!out.empty()) state->last_sent = Clock::now();
     exchange->send(std::move(out));
     if (reply->finished()) exchange->end_stream();
   };
@@ -401,6 +426,7 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
     exchange->post([on_event, event] { on_event(event); });
   };
   const int64_t id = engine_.submit(std::move(request)).id();
+  state->id = id;  // before any event: they come to this strand after this function
   // On the strand, as the submit: no disconnect is missed.
   exchange->on_cancel([this, id] { engine_.cancel(id); });
   if (stream) {
@@ -412,10 +438,10 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
     // A ping when nothing was sent for a while (a long prompt, a full batch), so that
     // proxies and clients with read timeouts keep the stream.
     constexpr std::chrono::seconds kQuiet{10};
-    exchange->every(std::chrono::milliseconds(1000), [last_sent, kQuiet](Exchange& ex) {
-      if (Clock::now() - *last_sent < kQuiet) return;
+    exchange->every(std::chrono::milliseconds(1000), [state, kQuiet](Exchange& ex) {
+      if (Clock::now() - state->last_sent < kQuiet) return;
       ex.send(anthropic_sse(Json{{"type", "ping"}}));
-      *last_sent = Clock::now();
+      state->last_sent = Clock::now();
     });
   }
 }

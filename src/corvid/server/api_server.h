@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,9 +79,15 @@ class ApiServer {
   void generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request, const CommonParams& params,
                 const std::vector<std::shared_ptr<Reply>>& replies);
 
+  // thinking.budget_tokens: after this many tokens of open reasoning, the engine is made
+  // to write `close` (the format's end-of-reasoning marker).
+  struct ThinkingBudget {
+    int64_t tokens = 0;
+    std::vector<int32_t> close;
+  };
   // Answers an Anthropic message from its one engine request's events.
   void generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                        const std::shared_ptr<MessageReply>& reply);
+                        const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget);
 
   // Per sequence: time to first token and between tokens, end to end (metrics).
   struct Latency {
