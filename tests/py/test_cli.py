@@ -84,10 +84,13 @@ def test_inspect_counts_offloaded_experts_as_host_memory():
     for r in (base, one, every):
         assert r.returncode == 0, r.stderr
     assert "offloaded:" not in base.stdout
-    assert "routed experts of 1 of 2 MoE layers in host memory (192.00 KiB)" in one.stdout
-    assert "routed experts of 2 of 2 MoE layers in host memory (384.00 KiB)" in every.stdout
+    # The device keeps a staging copy of one layer's experts (plus 3 x 256 bytes of alignment) for prompts.
+    staging = "one layer's staging copy on the device (192.75 KiB)"
+    assert "routed experts of 1 of 2 MoE layers in host memory (192.00 KiB), " + staging in one.stdout
+    assert "routed experts of 2 of 2 MoE layers in host memory (384.00 KiB), " + staging in every.stdout
     fits = [int(re.search(r"fits in [\d.]+ GiB: (\d+) tokens", r.stdout).group(1)) for r in (base, one, every)]
-    assert fits[0] < fits[1] < fits[2], fits  # the device budget no longer holds the offloaded experts
+    # One layer offloaded frees nothing (its staging copy is as large); two free one layer's experts.
+    assert fits[1] <= fits[0] < fits[2], fits
     r = run_corvid("inspect", model, "--moe-offload", "some")
     assert r.returncode != 0 and "expected a number of layers or 'all'" in r.stderr
 

@@ -1,7 +1,8 @@
 // --moe-offload: routed experts in pinned host memory, read in place by the GPU. The
 // kernels are the ones the resident experts run, over the same bytes, so an offloaded
 // model's logits must equal the resident model's bit for bit: prompts (the grouped GEMM
-// in Fast numerics), eager and recorded decode steps (the GEMVs, int8 for the block
+// in Fast numerics, over the layer's stacks copied to the staging buffer: 24 tokens x
+// top-2 are more pairs than the 8 experts; a wrong offset in that copy changes bits), eager and recorded decode steps (the GEMVs, int8 for the block
 // formats), in both numerics modes. Runs only in -DCORVID_CUDA=ON builds; skips
 // without a GPU.
 #include <gtest/gtest.h>

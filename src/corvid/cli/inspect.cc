@@ -1,9 +1,11 @@
 // corvid inspect: what a model file holds and what it needs to run.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <vector>
 
 #include "corvid/cli/common.h"
+#include "corvid/ops/moe.h"
 
 namespace corvid::cli {
 
@@ -68,13 +70,22 @@ void run_inspect(const InspectArgs& a) {
   // --moe-offload N: the first N sparse layers' experts live in host memory, so the
   // device budget below holds the rest.
   const WeightPlacement offload(Device::CUDA, moe_offload_layers(a.moe_offload));
+  // The device keeps one staging copy of the largest offloaded layer for prompts
+  // (ops::Experts::staging), so an offload frees its layers' experts less that buffer.
   int64_t offloaded = 0;
   if (offload.moe_offload_layers != 0) {
     const std::vector<int64_t> experts = model->routed_expert_bytes();
     const size_t n = offload.offloaded_layers(experts.size());
-    for (size_t i = 0; i < n; ++i) offloaded += experts[i];
-    std::printf("offloaded:      routed experts of %zu of %zu MoE layers in host memory (%s); %s on the device\n", n,
-                experts.size(), human_bytes(static_cast<double>(offloaded)).c_str(),
+    int64_t staging = 0;
+    for (size_t i = 0; i < n; ++i) {
+      offloaded += experts[i];
+      staging = std::max(staging, ops::expert_staging_bytes(experts[i]));
+    }
+    offloaded -= staging;
+    std::printf("offloaded:      routed experts of %zu of %zu MoE layers in host memory (%s), one layer's staging "
+                "copy on the device (%s); %s on the device\n",
+                n, experts.size(), human_bytes(static_cast<double>(offloaded + staging)).c_str(),
+                human_bytes(static_cast<double>(staging)).c_str(),
                 human_bytes(static_cast<double>(bytes - offloaded)).c_str());
   }
   const std::vector<LayerState>& spec = model->state_spec();

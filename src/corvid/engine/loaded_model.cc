@@ -1,5 +1,6 @@
 #include "corvid/engine/loaded_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "corvid/core/error.h"
 #include "corvid/formats/gguf.h"
 #include "corvid/models/registry.h"
+#include "corvid/ops/moe.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid {
@@ -40,9 +42,13 @@ void report_offload(const Model& model, const WeightPlacement& placement) {
     return;
   }
   const size_t n = placement.offloaded_layers(layers.size());
+  int64_t staging = 0;
+  for (size_t i = 0; i < n; ++i) staging = std::max(staging, ops::expert_staging_bytes(layers[i]));
   std::fprintf(stderr, "corvid: --moe-offload: the routed experts of %zu of %zu MoE layers are in pinned host memory "
-               "(%.2f GiB), read in place by the GPU\n",
-               n, layers.size(), static_cast<double>(model.host_mapped_weight_bytes()) / (1 << 30));
+               "(%.2f GiB): decode reads the routed ones in place, prompts copy a layer at a time to a %.2f GiB "
+               "staging buffer on the GPU\n",
+               n, layers.size(), static_cast<double>(model.host_mapped_weight_bytes()) / (1 << 30),
+               static_cast<double>(staging) / (1 << 30));
 }
 
 LoadedModel LoadedModel::load(const std::string& path, const WeightPlacement& placement) {

@@ -110,6 +110,11 @@ PreNormDecoder::PreNormDecoder(const ModelConfig& config, const PreNormSpec& spe
     state_.push_back(a.state());
     layers_.push_back(std::move(layer));
   }
+  std::vector<layers::MoeBlock*> offloaded;
+  int sparse_index = 0;
+  for (Layer& l : layers_)
+    if (l.sparse && w.expert_residency(sparse_index++) == Residency::HostMapped) offloaded.push_back(&l.moe);
+  layers::share_expert_staging(w, offloaded);
   storage_ = w.finish();
   bytes_per_token_ = layers::weight_bytes({&head_.norm, &head_.lm_head});
   bool any_sparse = false;

@@ -268,6 +268,15 @@ WeightLoader::Fused WeightLoader::fused_parts(const std::vector<Part>& parts, bo
   return out;
 }
 
+Tensor WeightLoader::device_scratch(int64_t bytes) {
+  if (device_ == Device::CPU || bytes <= 0) return Tensor();
+  const int64_t words = (bytes + 3) / 4;
+  auto buffer = allocate(static_cast<size_t>(words) * 4, Residency::Device);
+  Tensor t(DType::I32, {words}, buffer->data(), device_);
+  storage_.owners.push_back(std::move(buffer));
+  return t;
+}
+
 std::vector<float> WeightLoader::read_f32(const std::string& name, int64_t count) {
   const Tensor& t = host(name, {count}, WeightRole::Norm);
   std::vector<float> out(static_cast<size_t>(count));

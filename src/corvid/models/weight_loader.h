@@ -117,6 +117,11 @@ class WeightLoader {
   Tensor get_stack(const std::string& name, int64_t experts, int64_t rows, int64_t cols,
                    Residency where = Residency::Device);
 
+  // `bytes` of device memory for the model's own use (not a weight: counts in no
+  // parameter total), kept as long as the weights: an I32 tensor of at least `bytes`
+  // (raw storage). On the CPU an empty tensor.
+  Tensor device_scratch(int64_t bytes);
+
   // A tensor the family reads once at load (rope frequency factors), as host floats.
   std::vector<float> read_f32(const std::string& name, int64_t count);
   // Names the checkpoint may hold that the model knowingly does without.

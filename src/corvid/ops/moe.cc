@@ -108,6 +108,13 @@ void moe_experts(const Tensor& x, const Experts& e, const Tensor& ids, const Ten
                    " x and the scratch rows must be 16-byte aligned");
     CORVID_CHECK(H % 8 == 0 && I % 8 == 0, "ops::moe_experts: on ", device_name(device), " the hidden size (", H,
                  ") and expert width (", I, ") must be multiples of 8");
+    if (e.staging.data) {
+      const int64_t need = expert_staging_bytes(e.gate.data.nbytes() + e.down.data.nbytes() +
+                                                (e.up.data.data == e.gate.data.data ? 0 : e.up.data.nbytes()));
+      CORVID_CHECK(e.staging.device == device && static_cast<int64_t>(e.staging.nbytes()) >= need,
+                   "ops::moe_experts: the staging buffer holds ", e.staging.nbytes(), " bytes on ",
+                   device_name(e.staging.device), ", the stacks need ", need, " on ", device_name(device));
+    }
   }
   if (n == 0) return;
   CORVID_DISPATCH(device, moe_experts, x, e, ids, weights, act, s, out);

@@ -39,7 +39,20 @@ struct ExpertStack {
 struct Experts {
   int64_t count = 0, ffn = 0;  // E, I
   ExpertStack gate, up, down;
+  // Set only when the stacks live in pinned host memory (--moe-offload): a device
+  // buffer of at least expert_staging_bytes(routed bytes). A GPU step whose (token,
+  // slot) pairs are at least the experts in number touches most of them, and its grouped
+  // GEMM reads each expert's rows once per tile of tokens, in small pieces that cross
+  // the host link slowly; such a step first copies the layer's stacks here with the copy
+  // engine (one transfer at the link's rate) and multiplies from the copy. Decode steps
+  // read the routed experts in place. One buffer serves every offloaded layer: layers
+  // run one after another on one stream.
+  Tensor staging;
 };
+
+// Device bytes a layer's staging copy needs for `routed_bytes` of routed expert stacks
+// (each of the at most three stacks starts 256-byte aligned).
+inline int64_t expert_staging_bytes(int64_t routed_bytes) { return routed_bytes + 3 * 256; }
 
 // Whether the MoE ops below run on `device` (the CPU and, in CUDA builds, the GPU).
 bool moe_supported(Device device);

@@ -1,5 +1,7 @@
 #include "corvid/models/layers/moe.h"
 
+#include <algorithm>
+
 #include "corvid/core/device.h"
 #include "corvid/core/error.h"
 #include "corvid/ops/ops.h"
@@ -104,6 +106,14 @@ void MoeBlock::forward(const Tensor& h, Scratch& s, const Tensor& out) const {
     ops::matmul(h, shared_gate, gate);
     ops::sigmoid_gate_add(routed, gate, shared_out, out);
   }
+}
+
+void share_expert_staging(WeightLoader& w, const std::vector<MoeBlock*>& offloaded) {
+  int64_t bytes = 0;
+  for (const MoeBlock* m : offloaded) bytes = std::max(bytes, ops::expert_staging_bytes(m->routed_expert_bytes()));
+  const Tensor staging = w.device_scratch(bytes);
+  if (!staging.data) return;
+  for (MoeBlock* m : offloaded) m->experts.staging = staging;
 }
 
 int64_t MoeBlock::active_weight_bytes() const {

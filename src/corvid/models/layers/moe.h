@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "corvid/models/layers/mlp.h"
 #include "corvid/models/layers/scratch.h"
@@ -52,5 +53,11 @@ void check_moe_shape(const MoeShape& shape, const std::string& source);
 // offloaded); the router and the shared expert stay on the device.
 void load_moe(WeightLoader& w, const std::string& prefix, int64_t hidden, const MoeShape& shape, MoeBlock& m,
               Residency experts_at = Residency::Device);
+
+// Gives every block in `offloaded` (MoE layers whose routed experts load_moe put in
+// host memory) one shared device staging buffer (ops::Experts::staging), sized for the
+// largest of them, so prompt-sized GPU steps copy a layer's experts over once instead
+// of reading them across the link piece by piece. Nothing on the CPU or when empty.
+void share_expert_staging(WeightLoader& w, const std::vector<MoeBlock*>& offloaded);
 
 }  // namespace corvid::layers

@@ -154,6 +154,31 @@ ExpertWeights weights_of(const ExpertStack& s) {
           row_bytes};
 }
 
+// The experts with their stacks copied into ex.staging (one copy-engine transfer per
+// distinct stack on `stream`; gate and up may share one). Stream order makes the
+// kernels that follow read the copy, and a later layer's copy wait for this layer's
+// GEMMs.
+Experts staged(const Experts& ex, cudaStream_t stream) {
+  Experts out = ex;
+  char* at = static_cast<char*>(ex.staging.data);
+  auto copy = [&](ExpertStack& s, const ExpertStack& from) {
+    s.data.data = at;
+    s.data.device = ex.staging.device;
+    CORVID_CUDA_CHECK(cudaMemcpyAsync(at, from.data.data, from.data.nbytes(), cudaMemcpyDefault, stream));
+    at += (from.data.nbytes() + 255) / 256 * 256;
+  };
+  copy(out.gate, ex.gate);
+  if (ex.up.data.data == ex.gate.data.data) {
+    out.up.data.data = out.gate.data.data;
+    out.up.data.device = out.gate.data.device;
+  } else {
+    copy(out.up, ex.up);
+  }
+  copy(out.down, ex.down);
+  out.staging = Tensor();
+  return out;
+}
+
 }  // namespace
 
 void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids) {
@@ -163,12 +188,22 @@ void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, cons
              static_cast<int>(weights.cols()), norm_topk, weights.ptr<float>(), ids.ptr<int32_t>());
 }
 
-void moe_experts(const Tensor& x, const Experts& ex, const Tensor& ids, const Tensor& weights, GatedActivation act,
-                 const MoeScratch& s, const Tensor& out) {
+void moe_experts(const Tensor& x, const Experts& resident, const Tensor& ids, const Tensor& weights,
+                 GatedActivation act, const MoeScratch& s, const Tensor& out) {
   Context& ctx = context();
-  const int64_t n = x.rows(), H = x.cols(), k = ids.cols(), I = ex.ffn, pairs = n * k;
+  const int64_t n = x.rows(), H = x.cols(), k = ids.cols(), I = resident.ffn, pairs = n * k;
   CORVID_CHECK(pairs <= INT32_MAX / kExpertTileRows, "CUDA moe_experts: too many (token, slot) pairs");
-  const auto experts = static_cast<int>(ex.count);
+  const auto experts = static_cast<int>(resident.count);
+  // Tensor cores for prompt-sized steps in Fast numerics; the GEMVs (F32 throughout)
+  // for decode steps and for Exact numerics.
+  const bool grouped = quantized_matmul() == QuantizedMatmul::Fast && n > kGemvMaxCols && H % 32 == 0 &&
+                       I % 32 == 0 && aligned16(x.data);
+  std::optional<OpTimer> part;
+  // Offloaded experts: a grouped step over at least as many pairs as experts multiplies
+  // from a device copy (Experts::staging).
+  const bool stage = grouped && resident.staging.data && pairs >= resident.count;
+  if (stage) part.emplace("moe_experts.stage");
+  const Experts ex = stage ? staged(resident, ctx.stream) : resident;
   ExpertMatmul gate_up;
   gate_up.dtype = ex.gate.dtype();
   gate_up.w0 = weights_of(ex.gate);
@@ -187,11 +222,6 @@ void moe_experts(const Tensor& x, const Experts& ex, const Tensor& ids, const Te
   down.experts = experts;
 
   const int32_t* id = ids.ptr<int32_t>();
-  // Tensor cores for prompt-sized steps in Fast numerics; the GEMVs (F32 throughout)
-  // for decode steps and for Exact numerics.
-  const bool grouped = quantized_matmul() == QuantizedMatmul::Fast && n > kGemvMaxCols && H % 32 == 0 &&
-                       I % 32 == 0 && aligned16(x.data);
-  std::optional<OpTimer> part;
   if (grouped) {
     const int64_t max_tiles = moe_plan_size(pairs, ex.count) / (kExpertTileRows + 1);
     int32_t* tile_expert = s.plan.ptr<int32_t>();
