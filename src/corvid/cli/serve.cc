@@ -1,4 +1,5 @@
-// corvid serve: the OpenAI-compatible and Anthropic Messages HTTP server over the serving engine.
+// corvid serve: the OpenAI-compatible (chat, completions, Responses) and Anthropic Messages HTTP server over the
+// serving engine.
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -45,6 +46,7 @@ struct ServeArgs {
   std::string tokenizer_path;           // tokenizer (and chat template) from elsewhere than -m
   int io_threads = 2;
   int64_t max_body_mb = 8;
+  int64_t responses_store_mb = 64;  // the Responses API's store of finished responses
 };
 
 // The KV pool's budget: --kv-cache-gb when given; on a GPU otherwise what is left of
@@ -120,6 +122,7 @@ void run_serve(const ServeArgs& a) {
   api_config.model_name = model_name(a);
   api_config.api_key = a.api_key;
   api_config.chat_stop_ids = stop_token_ids(m, chat_template ? &*chat_template : nullptr);
+  api_config.responses_store_bytes = static_cast<size_t>(a.responses_store_mb) << 20;
   server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config);
 
   boost::asio::io_context io(a.io_threads);
@@ -182,7 +185,7 @@ void run_serve(const ServeArgs& a) {
 
 void register_serve(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over OpenAI-compatible and Anthropic Messages HTTP APIs");
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over OpenAI-compatible (chat, completions, Responses) and Anthropic Messages HTTP APIs");
   add_common_options(*cmd, args->common);
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "port to listen on (0: any free port)")->capture_default_str();
@@ -214,6 +217,11 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body-mb", args->max_body_mb, "largest request body, MiB (larger get 413)")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--responses-store-mb", args->responses_store_mb,
+                  "memory for stored Responses (store: true, previous_response_id), MiB; the least recently used "
+                  "are evicted beyond it (0: keep none)")
+      ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   cmd->callback([args] { run_serve(*args); });
 }

@@ -42,7 +42,11 @@ int status_of(RequestRejected::Reason reason) {
 std::string to_text(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config)
-    : engine_(engine), tokenizer_(tokenizer), chat_template_(chat_template), config_(std::move(config)) {
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      chat_template_(chat_template),
+      config_(std::move(config)),
+      store_(config_.responses_store_bytes) {
   id_salt_ = std::random_device{}();
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
   created_ = unix_time();
@@ -118,14 +122,15 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   };
   static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true},
                                  {"/v1/messages", true},         {"/v1/messages/count_tokens", true},
-                                 {"/tokenize", true},            {"/detokenize", true},
-                                 {"/apply-template", true},      {"/v1/models", false},
-                                 {"/metrics", false}};
+                                 {"/v1/responses", true},        {"/tokenize", true},
+                                 {"/detokenize", true},          {"/apply-template", true},
+                                 {"/v1/models", false},          {"/metrics", false}};
   if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
     const std::string name = path.substr(std::string("/v1/models/").size());
     if (name != config_.model_name) throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
     return respond(*exchange, 200, model_json());
   }
+  if (path.rfind("/v1/responses/", 0) == 0) return stored_response(*exchange, path.substr(std::string("/v1/responses/").size()));
   const Route* found = nullptr;
   for (const Route& r : routes)
     if (path == r.path) found = &r;
@@ -150,6 +155,7 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
       else if (path == "/v1/chat/completions") then = chat_completions(exchange, body);
       else if (path == "/v1/messages") then = messages(exchange, body);
       else if (path == "/v1/messages/count_tokens") then = count_tokens(exchange, body);
+      else if (path == "/v1/responses") then = responses(exchange, body);
       else then = completions(exchange, body);
     } catch (...) {
       then = [error = std::current_exception()] { std::rethrow_exception(error); };
@@ -183,6 +189,12 @@ int64_t ApiServer::default_max_tokens(size_t prompt_tokens) const {
   // As many as fit: the context length and the KV cache both bound a sequence.
   const int64_t limit = std::min(engine_.max_model_len(), engine_.max_tokens_per_sequence());
   return std::max<int64_t>(1, limit - static_cast<int64_t>(prompt_tokens));
+}
+
+bool ApiServer::template_reads(const ChatRequest& chat, const char* variable) const {
+  if (!chat_template_) return false;
+  std::lock_guard<std::mutex> lock(template_mutex_);
+  return chat_template_->source(chat).find(variable) != std::string::npos;
 }
 
 std::string ApiServer::render(const ChatRequest& request) const {
@@ -353,9 +365,7 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.max_tokens;
   std::optional<ThinkingBudget> budget;
-  if (p.thinking_budget)
-    budget = ThinkingBudget{*p.thinking_budget,
-                            tokenizer_.encode(reasoning_close_marker(prepared.options.reasoning), /*add_special_tokens=*/false)};
+  if (p.thinking_budget) budget = thinking_budget(*p.thinking_budget, prepared.options.reasoning);
   auto reply = std::make_shared<MessageReply>(new_id("msg", '_'), config_.model_name, std::move(prepared.options),
                                               p.omit_thinking, static_cast<int64_t>(request.prompt.size()));
   return [this, exchange, request = std::move(request), stream = p.stream, reply, budget] {
@@ -372,19 +382,34 @@ ApiServer::Action ApiServer::count_tokens(const std::shared_ptr<Exchange>& excha
   return respond_later(exchange, Json{{"input_tokens", prepared.prompt.size()}});
 }
 
+ApiServer::ThinkingBudget ApiServer::thinking_budget(int64_t tokens, chat::ReasoningFormat format) const {
+  return ThinkingBudget{tokens, tokenizer_.encode(reasoning_close_marker(format), /*add_special_tokens=*/false)};
+}
+
+void ApiServer::spend_budget(std::optional<ThinkingBudget>& budget, int64_t request_id, bool reasoning_open,
+                             const RequestEvent& event) {
+  if (!budget || budget->spent || !reasoning_open) return;
+  // The budget spent, the engine "writes" the close of the reasoning next (tokens made
+  // before it sees that still come: the reasoning may run a step or two over).
+  budget->used += static_cast<int64_t>(event.token_ids.size());
+  if (budget->used < budget->tokens) return;
+  engine_.force_tokens(request_id, budget->close);
+  budget->spent = true;
+}
+
 void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
                                  const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget) {
   struct State {
     Latency latency;
     Clock::time_point last_sent = Clock::now();
     int64_t id = 0;
-    int64_t reasoning_tokens = 0;
-    bool budget_spent = false;
+    std::optional<ThinkingBudget> budget;
   };
   auto state = std::make_shared<State>();
   state->latency = Latency{exchange->arrived(), {}, false};
+  state->budget = std::move(budget);
   // On the strand, in order: the engine thread posts each event.
-  auto on_event = [this, exchange, state, reply, stream, budget](const RequestEvent& event) {
+  auto on_event = [this, exchange, state, reply, stream](const RequestEvent& event) {
     if (exchange->done()) return;  // the client went away
     observe(state->latency, event);
     if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
@@ -403,15 +428,7 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
     } else {
       reply->add(event);
     }
-    // The budget spent, the engine "writes" the close of the reasoning next (tokens made
-    // before it sees that still come: the reasoning may run a step or two over).
-    if (budget && !state->budget_spent && reply->reasoning_open()) {
-      state->reasoning_tokens += static_cast<int64_t>(event.token_ids.size());
-      if (state->reasoning_tokens >= budget->tokens) {
-        engine_.force_tokens(state->id, budget->close);
-        state->budget_spent = true;
-      }
-    }
+    spend_budget(state->budget, state->id, reply->reasoning_open(), event);
     if (!stream) {
       if (reply->finished()) respond(*exchange, 200, reply->response());
       return;

@@ -1,4 +1,4 @@
-// The OpenAI-compatible and Anthropic Messages APIs over the engine: routes each HTTP
+// The OpenAI-compatible (chat, completions, Responses) and Anthropic Messages APIs over the engine: routes each HTTP
 // exchange to its endpoint, checks the API key, and drives generations from engine
 // events. Errors take the shape of the route's API, whatever raised them.
 //
@@ -27,6 +27,8 @@
 #include "corvid/server/http.h"
 #include "corvid/server/metrics.h"
 #include "corvid/server/openai_api.h"
+#include "corvid/server/response_store.h"
+#include "corvid/server/responses_reply.h"
 
 namespace corvid::server {
 
@@ -34,6 +36,7 @@ struct ApiConfig {
   std::string model_name;              // what /v1/models lists and requests may name
   std::string api_key;                 // empty: no authentication
   std::vector<int32_t> chat_stop_ids;  // end-of-turn tokens that end a chat reply (besides EOS)
+  size_t responses_store_bytes = size_t{64} << 20;  // the Responses API's store (--responses-store-mb)
 };
 
 class ApiServer {
@@ -68,6 +71,10 @@ class ApiServer {
   Action apply_template(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action messages(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action count_tokens(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  Action responses(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (`rest`: the
+  // path after /v1/responses/). On the strand: the store's lock is held only briefly.
+  void stored_response(Exchange& exchange, const std::string& rest);
   Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
   Json model_json() const;
@@ -79,15 +86,28 @@ class ApiServer {
   void generate(const std::shared_ptr<Exchange>& exchange, const GenerationRequest& request, const CommonParams& params,
                 const std::vector<std::shared_ptr<Reply>>& replies);
 
-  // thinking.budget_tokens: after this many tokens of open reasoning, the engine is made
-  // to write `close` (the format's end-of-reasoning marker).
+  // A reasoning budget (Anthropic's thinking.budget_tokens, Responses' reasoning.effort):
+  // after this many tokens of open reasoning, the engine is made to write `close` (the
+  // format's end-of-reasoning marker). `used` and `spent` are counted on the strand.
   struct ThinkingBudget {
     int64_t tokens = 0;
     std::vector<int32_t> close;
+    int64_t used = 0;
+    bool spent = false;
   };
+  ThinkingBudget thinking_budget(int64_t tokens, chat::ReasoningFormat format) const;
+  // Counts an event's tokens while `reasoning_open` (the reply still reasoning once the
+  // event is read) and, once the budget is spent, makes the engine close the reasoning.
+  void spend_budget(std::optional<ThinkingBudget>& budget, int64_t request_id, bool reasoning_open,
+                    const RequestEvent& event);
   // Answers an Anthropic message from its one engine request's events.
   void generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
                         const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget);
+  // Answers a Responses request; a stored one (store_input set: the items the model read)
+  // is kept before the client hears it finished, so that it can be chained at once.
+  void generate_response(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
+                         const std::shared_ptr<ResponseReply>& reply, std::optional<ThinkingBudget> budget,
+                         std::shared_ptr<const Json> store_input);
 
   // Per sequence: time to first token and between tokens, end to end (metrics).
   struct Latency {
@@ -104,6 +124,9 @@ class ApiServer {
     bool thinking_switch = false;  // the template reads enable_thinking
   };
   PreparedChat prepare_chat(const ChatRequest& chat, bool parse_tools, GenerationRequest& request) const;
+  // Whether the template that would render `chat` mentions `variable` (before rendering:
+  // which variables to set depends on it).
+  bool template_reads(const ChatRequest& chat, const char* variable) const;
 
   void check_key(const HttpRequest& request) const;
   void check_model(const std::string& requested) const;
@@ -122,6 +145,7 @@ class ApiServer {
   mutable std::mutex template_mutex_;  // rendering is not promised to be reentrant
   ApiConfig config_;
   Metrics metrics_;
+  ResponseStore store_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{0};
   uint64_t id_salt_ = 0;
