@@ -210,6 +210,23 @@ def test_error_statuses(server, client):
     assert http(server, "GET", "/health").status_code == 200  # still alive
 
 
+def test_unsupported_fields_are_refused_not_ignored(server, client):
+    # What the official client sends for structured output or forced tool calls gets a
+    # 400 naming the field until corvid can keep to it; an unknown field likewise.
+    schema = {"type": "json_schema", "json_schema": {"name": "city", "schema": {"type": "object"}}}
+    for kwargs, param in ((dict(response_format=schema), "response_format"),
+                          (dict(response_format={"type": "json_object"}), "response_format"),
+                          (dict(tools=TOOLS, tool_choice="required"), "tool_choice"),
+                          (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}}),
+                           "tool_choice"),
+                          (dict(extra_body={"guided_regex": "[a-z]+"}), "guided_regex")):
+        with pytest.raises(openai.BadRequestError) as e:
+            chat(client, **kwargs)
+        assert e.value.body["param"] == param, kwargs
+    r = chat(client, response_format={"type": "text"}, user="someone", metadata={"k": "v"}, store=False)
+    assert r.choices[0].message.content
+
+
 def test_disconnect_mid_stream_frees_the_sequence(server):
     body = {"messages": QUESTION, "max_tokens": 4000, "ignore_eos": True, "stream": True, "temperature": 0}
     with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=60,

@@ -106,6 +106,58 @@ TEST(ServerApi, BadParametersAreNamed) {
   EXPECT_EQ(error_from([] { parse_body("[1, 2]"); }).status(), 400);
 }
 
+// A field corvid does not act on is a 400 naming it, never dropped; OpenAI's bookkeeping
+// fields (which change no reply) are checked for type and accepted.
+TEST(ServerApi, UnsupportedFieldsAreRefusedByName) {
+  auto chat_error = [](const Json& extra) {
+    Json b = body(R"({"messages": [{"role": "user", "content": "x"}]})");
+    for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
+    return error_from([&] { parse_chat_request(b); });
+  };
+  auto chat_ok = [](const Json& extra) {
+    Json b = body(R"({"messages": [{"role": "user", "content": "x"}]})");
+    for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
+    return parse_chat_request(b);
+  };
+  const ApiError unknown = chat_error(body(R"({"frobnicate": 1})"));
+  EXPECT_EQ(unknown.status(), 400);
+  EXPECT_EQ(unknown.param(), "frobnicate");
+  EXPECT_NE(std::string(unknown.what()).find("unknown field 'frobnicate'"), std::string::npos);
+  EXPECT_EQ(chat_error(body(R"({"guided_json": {}})")).param(), "guided_json");
+  EXPECT_EQ(chat_error(body(R"({"stream_options": {"continuous_usage_stats": true}})")).param(),
+            "stream_options.continuous_usage_stats");
+  // Constraints corvid cannot keep yet.
+  for (const char* format : {R"({"response_format": {"type": "json_object"}})",
+                             R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
+                             R"({"response_format": {"type": "yaml"}})", R"({"response_format": "json"})"}) {
+    const ApiError e = chat_error(body(format));
+    EXPECT_EQ(e.param(), "response_format") << format;
+  }
+  EXPECT_NE(std::string(chat_error(body(R"({"response_format": {"type": "json_schema"}})")).what()).find("not supported yet"),
+            std::string::npos);
+  const char* tools = R"({"tools": [{"type": "function", "function": {"name": "f"}}]})";
+  Json required = body(tools), named = body(tools), serial = body(tools);
+  required["tool_choice"] = "required";
+  named["tool_choice"] = body(R"({"type": "function", "function": {"name": "f"}})");
+  serial["parallel_tool_calls"] = false;
+  EXPECT_EQ(chat_error(required).param(), "tool_choice");
+  EXPECT_EQ(chat_error(named).param(), "tool_choice");
+  EXPECT_EQ(chat_error(serial).param(), "parallel_tool_calls");
+  serial["parallel_tool_calls"] = true;
+  EXPECT_TRUE(chat_ok(serial).parse_tools);
+  // Accepted: a text response_format and the bookkeeping fields.
+  const ChatParams ok = chat_ok(body(R"({"response_format": {"type": "text"}, "user": "u", "metadata": {"k": "v"},
+      "store": false, "service_tier": "auto", "prompt_cache_key": "p", "safety_identifier": "s"})"));
+  EXPECT_EQ(ok.chat.messages.size(), 1u);
+  EXPECT_EQ(chat_error(body(R"({"metadata": "v"})")).param(), "metadata");
+  EXPECT_EQ(chat_error(body(R"({"user": 3})")).param(), "user");
+
+  auto completion_error = [](const char* text) { return error_from([&] { parse_completion_request(body(text)); }); };
+  EXPECT_EQ(completion_error(R"({"prompt": "a", "messages": []})").param(), "messages");
+  EXPECT_EQ(completion_error(R"({"prompt": "a", "suffix": "b"})").param(), "suffix");
+  EXPECT_EQ(parse_completion_request(body(R"({"prompt": "a", "suffix": "", "user": "u"})")).prompt_text, "a");
+}
+
 // Every list a request carries has a bound (README "Request limits"): at the bound it is
 // accepted, one past it is a 400 naming the field.
 TEST(ServerApi, ListFieldsAreBounded) {

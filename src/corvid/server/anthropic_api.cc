@@ -8,19 +8,6 @@ namespace corvid::server {
 
 namespace {
 
-// A field corvid does not know is refused, not dropped: a client relying on it would
-// otherwise get an answer that quietly ignores what it asked for.
-void only_fields(const Json& object, std::initializer_list<const char*> known, const std::string& where) {
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || it.key() == k;
-    if (!ok) {
-      const std::string name = where.empty() ? it.key() : where + "." + it.key();
-      bad(name, "unknown field '" + name + "' (corvid does not support it)");
-    }
-  }
-}
-
 std::string type_of(const Json& block, const std::string& where) {
   if (!block.is_object()) bad(where, where + " must be an object");
   const Json* type = field(block, "type");

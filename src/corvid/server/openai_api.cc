@@ -57,9 +57,34 @@ CommonParams parse_common(const Json& body, bool chat) {
   p.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) bad("stream_options", "'stream_options' must be an object");
+    only_fields(*options, {"include_usage"}, "stream_options");
     p.include_usage = boolean(*options, "include_usage").value_or(false);
   }
+  if (const Json* user = field(body, "user"); user && !user->is_string()) bad("user", "'user' must be a string");
   return p;
+}
+
+// Fields that change nothing in the reply (OpenAI's bookkeeping): checked for type, then dropped.
+void check_bookkeeping(const Json& body) {
+  for (const char* key : {"service_tier", "prompt_cache_key", "safety_identifier"})
+    if (const Json* v = field(body, key); v && !v->is_string()) bad(key, std::string("'") + key + "' must be a string");
+  if (const Json* m = field(body, "metadata"); m && !m->is_object()) bad("metadata", "'metadata' must be an object");
+  boolean(body, "store");
+}
+
+// Output constraints corvid cannot honour yet: refused rather than answered unconstrained.
+void check_response_format(const Json& body) {
+  const Json* format = field(body, "response_format");
+  if (!format) return;
+  if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+    bad("response_format", "'response_format' must be an object with a 'type'");
+  const std::string type = (*format)["type"].get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object" || type == "json_schema")
+    bad("response_format", "'response_format' of type '" + type +
+                               "' is not supported yet: corvid has no constrained decoding, so the reply could not "
+                               "be held to it");
+  bad("response_format", "unknown 'response_format' type '" + type + "' (text, json_object or json_schema)");
 }
 
 std::string join_text_parts(const Json& parts, size_t index) {
@@ -153,6 +178,13 @@ Json normalize_messages(const Json& messages) {
 }
 
 ChatParams parse_chat_request(const Json& body) {
+  only_fields(body, {"model", "messages", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                     "frequency_penalty", "repetition_penalty", "seed", "max_tokens", "max_completion_tokens", "n",
+                     "best_of", "stop", "ignore_eos", "logit_bias", "logprobs", "top_logprobs", "stream",
+                     "stream_options", "user", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
+                     "response_format", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"});
+  check_bookkeeping(body);
+  check_response_format(body);
   ChatParams p;
   p.common = parse_common(body, /*chat=*/true);
   if (!body.contains("messages")) bad("messages", "'messages' is required");
@@ -168,15 +200,25 @@ ChatParams parse_chat_request(const Json& body) {
     if (!tools->empty()) p.chat.tools = *tools;
   }
   p.parse_tools = !p.chat.tools.is_null();
+  // required and a named tool oblige the model to call: without constrained decoding
+  // corvid could not keep that promise, so they are refused rather than run as auto.
   if (const Json* choice = field(body, "tool_choice")) {
     if (choice->is_string()) {
       const std::string c = choice->get<std::string>();
       if (c != "none" && c != "auto" && c != "required") bad("tool_choice", "'tool_choice' must be none, auto, required or a named tool");
+      if (c == "required")
+        bad("tool_choice", "'tool_choice' required is not supported yet: corvid has no constrained decoding to force a "
+                           "call (use auto)");
       if (c == "none") p.parse_tools = false;
-    } else if (!choice->is_object()) {
+    } else if (choice->is_object()) {
+      bad("tool_choice", "a named 'tool_choice' is not supported yet: corvid has no constrained decoding to force a "
+                         "call (use auto)");
+    } else {
       bad("tool_choice", "'tool_choice' must be a string or an object");
     }
   }
+  if (boolean(body, "parallel_tool_calls") == false)
+    bad("parallel_tool_calls", "'parallel_tool_calls' false is not supported: a reply may hold several calls");
   if (const Json* kwargs = field(body, "chat_template_kwargs")) {  // vLLM's extension (enable_thinking, ...)
     if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     p.chat.kwargs = *kwargs;
@@ -185,9 +227,14 @@ ChatParams parse_chat_request(const Json& body) {
 }
 
 CompletionParams parse_completion_request(const Json& body) {
+  only_fields(body, {"model", "prompt", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                     "frequency_penalty", "repetition_penalty", "seed", "max_tokens", "n", "best_of", "stop",
+                     "ignore_eos", "logit_bias", "logprobs", "stream", "stream_options", "user", "echo", "suffix"});
   CompletionParams p;
   p.common = parse_common(body, /*chat=*/false);
   if (boolean(body, "echo").value_or(false)) bad("echo", "echo is not supported");
+  if (const std::optional<std::string> suffix = string_field(body, "suffix"); suffix && !suffix->empty())
+    bad("suffix", "'suffix' (fill in the middle) is not supported");
   const Json* prompt = field(body, "prompt");
   if (!prompt) bad("prompt", "'prompt' is required");
   const Json* single = prompt;

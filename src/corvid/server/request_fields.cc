@@ -12,6 +12,17 @@ void too_many(const char* field, size_t count, size_t limit, const char* what) {
                  std::to_string(limit) + " are allowed");
 }
 
+void only_fields(const Json& object, std::initializer_list<const char*> known, const std::string& where) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok) {
+      const std::string name = where.empty() ? it.key() : where + "." + it.key();
+      bad(name, "unknown field '" + name + "' (corvid does not support it)");
+    }
+  }
+}
+
 const Json* field(const Json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;

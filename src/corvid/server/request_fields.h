@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ std::optional<double> number(const Json& body, const char* key, double lo, doubl
 std::optional<int64_t> integer(const Json& body, const char* key, int64_t lo, int64_t hi, const std::string& where = "");
 std::optional<bool> boolean(const Json& body, const char* key, const std::string& where = "");
 std::optional<std::string> string_field(const Json& body, const char* key, const std::string& where = "");
+
+// A 400 for the first key of `object` not in `known` ("unknown field 'where.key'"): a
+// field corvid does not know is refused, not dropped, since a client relying on it would
+// otherwise get an answer that quietly ignores what it asked for.
+void only_fields(const Json& object, std::initializer_list<const char*> known, const std::string& where = "");
 
 // Stop strings from `value` (a string, when one_allowed, or a list of strings) under the
 // bounds above; empty strings are dropped. `param` names the field in errors.
