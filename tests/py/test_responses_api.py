@@ -81,11 +81,13 @@ def test_create_equals_the_chat_reply(server, client):  # noqa: F811
     assert r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens
     assert r.usage.output_tokens_details.reasoning_tokens == 0
     # The request's settings come back, and a list of items is the same conversation.
-    assert r.temperature == 0 and r.max_output_tokens == 24 and r.tools == [] and r.tool_choice == "auto"
+    assert r.temperature == 0 and r.top_p == 1 and r.max_output_tokens == 24 and r.tools == [] and r.tool_choice == "auto"
     assert r.store is True and r.previous_response_id is None and r.instructions is None
     items = create(client, input=[{"role": "user", "content": [{"type": "input_text", "text": QUESTION[0]["content"]}]}])
     assert items.output_text == r.output_text and items.id != r.id
     assert items.usage.input_tokens_details.cached_tokens >= 16  # the calls before left the prompt's blocks cached
+    sampled = create(client, temperature=0.7, top_p=0.9, user="u-1", safety_identifier="s-1", prompt_cache_key="k")
+    assert sampled.temperature == 0.7 and sampled.top_p == 0.9 and sampled.user == "u-1"
     # instructions are the system message.
     system = "You answer in one word."
     told = create(client, instructions=system, max_output_tokens=2)

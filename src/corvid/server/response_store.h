@@ -42,9 +42,9 @@ class ResponseStore {
   size_t size() const;
   size_t max_bytes() const { return max_bytes_; }
 
-  // What an entry counts against the budget: its JSON text and the id, plus a fixed
-  // allowance for the bookkeeping (a close bound on what the parsed JSON holds in memory
-  // is its text's size times a small factor; the text keeps the arithmetic predictable).
+  // What an entry counts against the budget: the size of its JSON text and of the id, plus
+  // a fixed allowance for the bookkeeping. Parsed JSON takes a small multiple of its text
+  // in memory; the text is the measure because it is exact and the same on every build.
   static size_t cost(const std::string& id, const StoredResponse& entry);
 
  private:

@@ -337,8 +337,10 @@ ResponseParams parse_response_request(const Json& body) {
   parse_tool_choice(body, p);
   p.max_output_tokens = integer(body, "max_output_tokens", 1, kHuge);
   SamplingParams& s = p.generation.sampling;
-  s.temperature = static_cast<float>(number(body, "temperature", 0, 2).value_or(1.0));
-  s.top_p = static_cast<float>(number(body, "top_p", 0, 1).value_or(1.0));
+  p.temperature = number(body, "temperature", 0, 2).value_or(1.0);
+  p.top_p = number(body, "top_p", 0, 1).value_or(1.0);
+  s.temperature = static_cast<float>(p.temperature);
+  s.top_p = static_cast<float>(p.top_p);
   if (s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
   p.stream = boolean(body, "stream").value_or(false);
   if (const Json* options = field(body, "stream_options")) {

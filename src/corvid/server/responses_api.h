@@ -31,6 +31,7 @@ struct ResponseParams {
   std::string tool_choice = "auto";   // auto or none (the others are refused)
   std::optional<std::string> effort;  // reasoning.effort
   std::optional<std::string> summary;  // reasoning.summary (only "auto": nothing is summarised)
+  double temperature = 1.0, top_p = 1.0;  // as given, for the echo (the sampler takes floats)
   Json metadata = Json::object();
   std::optional<std::string> user, safety_identifier, prompt_cache_key;  // echoed, otherwise unused
 };
