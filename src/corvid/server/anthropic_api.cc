@@ -8,19 +8,6 @@ namespace corvid::server {
 
 namespace {
 
-std::string type_of(const Json& block, const std::string& where) {
-  if (!block.is_object()) bad(where, where + " must be an object");
-  const Json* type = field(block, "type");
-  if (!type || !type->is_string()) bad(where + ".type", where + " needs a 'type' string");
-  return type->get<std::string>();
-}
-
-const std::string& required_string(const Json& object, const char* key, const std::string& where) {
-  const Json* v = field(object, key);
-  if (!v || !v->is_string()) bad(where + "." + key, where + " needs a '" + key + "' string");
-  return v->get_ref<const std::string&>();
-}
-
 [[noreturn]] void unsupported_block(const std::string& type, const std::string& where) {
   if (type == "image")
     bad(where, "image content is not supported yet: corvid serves text-only models (" + where + ")");

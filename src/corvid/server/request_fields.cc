@@ -23,6 +23,19 @@ void only_fields(const Json& object, std::initializer_list<const char*> known, c
   }
 }
 
+std::string type_of(const Json& object, const std::string& where) {
+  if (!object.is_object()) bad(where, where + " must be an object");
+  const Json* type = field(object, "type");
+  if (!type || !type->is_string()) bad(where + ".type", where + " needs a 'type' string");
+  return type->get<std::string>();
+}
+
+const std::string& required_string(const Json& object, const char* key, const std::string& where) {
+  const Json* v = field(object, key);
+  if (!v || !v->is_string()) bad(where + "." + key, where + " needs a '" + key + "' string");
+  return v->get_ref<const std::string&>();
+}
+
 const Json* field(const Json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;

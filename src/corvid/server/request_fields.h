@@ -58,6 +58,12 @@ std::optional<std::string> string_field(const Json& body, const char* key, const
 // otherwise get an answer that quietly ignores what it asked for.
 void only_fields(const Json& object, std::initializer_list<const char*> known, const std::string& where = "");
 
+// The "type" string of a tagged object (a content block, an item, a tool choice); a 400
+// naming `where` when the object or its type is missing.
+std::string type_of(const Json& object, const std::string& where);
+// A string field that must be there: a 400 naming "where.key" otherwise.
+const std::string& required_string(const Json& object, const char* key, const std::string& where);
+
 // Stop strings from `value` (a string, when one_allowed, or a list of strings) under the
 // bounds above; empty strings are dropped. `param` names the field in errors.
 std::vector<std::string> stop_strings(const Json& value, const char* param, bool one_allowed);

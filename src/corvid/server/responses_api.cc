@@ -1,6 +1,5 @@
 #include "corvid/server/responses_api.h"
 
-#include <initializer_list>
 #include <map>
 
 namespace corvid::server {
@@ -8,33 +7,6 @@ namespace corvid::server {
 namespace {
 
 constexpr int64_t kHuge = int64_t{1} << 40;
-
-// A field corvid does not know is refused, not dropped: a client relying on it would
-// otherwise get an answer that quietly ignores what it asked for. (The same rule as
-// Anthropic's parser; to become request_fields' shared only_fields.)
-void known_fields(const Json& object, std::initializer_list<const char*> known, const std::string& where = "") {
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || it.key() == k;
-    if (!ok) {
-      const std::string name = where.empty() ? it.key() : where + "." + it.key();
-      bad(name, "unknown field '" + name + "' (corvid does not support it)");
-    }
-  }
-}
-
-std::string type_of(const Json& object, const std::string& where) {
-  if (!object.is_object()) bad(where, where + " must be an object");
-  const Json* type = field(object, "type");
-  if (!type || !type->is_string()) bad(where + ".type", where + " needs a 'type' string");
-  return type->get<std::string>();
-}
-
-const std::string& required_string(const Json& object, const char* key, const std::string& where) {
-  const Json* v = field(object, key);
-  if (!v || !v->is_string()) bad(where + "." + key, where + " needs a '" + key + "' string");
-  return v->get_ref<const std::string&>();
-}
 
 // The item status a client may echo back from an earlier reply.
 void check_status(const Json& item, const std::string& where) {
@@ -60,7 +32,7 @@ Json message_content(const Json& content, const std::string& role, const std::st
     const Json& part = content[i];
     const std::string type = type_of(part, at);
     if (type == "input_text" || (type == "output_text" && role == "assistant")) {
-      known_fields(part, {"type", "text", "annotations", "logprobs"}, at);
+      only_fields(part, {"type", "text", "annotations", "logprobs"}, at);
       if (const Json* a = field(part, "annotations"); a && !(a->is_array() && a->empty()))
         bad(at + ".annotations", "annotations are not supported");
       out.push_back({{"type", type}, {"text", required_string(part, "text", at)}});
@@ -74,7 +46,7 @@ Json message_content(const Json& content, const std::string& role, const std::st
 }
 
 Json message_item(const Json& m, const std::string& where) {
-  known_fields(m, {"type", "role", "content", "id", "status", "phase"}, where);
+  only_fields(m, {"type", "role", "content", "id", "status", "phase"}, where);
   const std::string& role = required_string(m, "role", where);
   if (role != "user" && role != "assistant" && role != "system" && role != "developer")
     bad(where + ".role", "unknown role '" + role + "' (user, assistant, system or developer)");
@@ -87,7 +59,7 @@ Json message_item(const Json& m, const std::string& where) {
 }
 
 Json function_call_item(const Json& c, const std::string& where) {
-  known_fields(c, {"type", "id", "call_id", "name", "arguments", "status"}, where);
+  only_fields(c, {"type", "id", "call_id", "name", "arguments", "status"}, where);
   check_status(c, where);
   Json item = {{"type", "function_call"},
                {"call_id", required_string(c, "call_id", where)},
@@ -99,7 +71,7 @@ Json function_call_item(const Json& c, const std::string& where) {
 
 // A tool's output: a string, or input_text parts (joined as the templates take text).
 Json function_call_output_item(const Json& o, const std::string& where) {
-  known_fields(o, {"type", "id", "call_id", "output", "status"}, where);
+  only_fields(o, {"type", "id", "call_id", "output", "status"}, where);
   check_status(o, where);
   const Json* output = field(o, "output");
   if (!output) bad(where + ".output", where + " needs an 'output'");
@@ -111,7 +83,7 @@ Json function_call_output_item(const Json& o, const std::string& where) {
       const std::string at = where + ".output[" + std::to_string(i) + "]";
       const std::string type = type_of((*output)[i], at);
       if (type != "input_text") unsupported_part(type, at);
-      known_fields((*output)[i], {"type", "text"}, at);
+      only_fields((*output)[i], {"type", "text"}, at);
       append_text(text, required_string((*output)[i], "text", at));
     }
   } else {
@@ -132,7 +104,7 @@ Json reasoning_parts(const Json& r, const char* key, const char* part_type, cons
   for (size_t i = 0; i < parts->size(); ++i) {
     const std::string p = at + "[" + std::to_string(i) + "]";
     if (type_of((*parts)[i], p) != part_type) bad(p + ".type", "'" + p + ".type' must be " + part_type);
-    known_fields((*parts)[i], {"type", "text"}, p);
+    only_fields((*parts)[i], {"type", "text"}, p);
     out.push_back({{"type", part_type}, {"text", required_string((*parts)[i], "text", p)}});
   }
   return out;
@@ -140,7 +112,7 @@ Json reasoning_parts(const Json& r, const char* key, const char* part_type, cons
 
 // encrypted_content is another server's sealed reasoning: nothing a template could show.
 Json reasoning_item(const Json& r, const std::string& where) {
-  known_fields(r, {"type", "id", "summary", "content", "encrypted_content", "status"}, where);
+  only_fields(r, {"type", "id", "summary", "content", "encrypted_content", "status"}, where);
   check_status(r, where);
   if (!field(r, "summary")) bad(where + ".summary", where + " needs a 'summary' list");
   Json item = {{"type", "reasoning"},
@@ -162,7 +134,7 @@ Json convert_tools(const Json& tools) {
     const std::string type = type_of(t, at);
     if (type != "function")
       bad(at + ".type", "tools of type '" + type + "' are not supported: only function tools (the client runs them)");
-    known_fields(t, {"type", "name", "description", "parameters", "strict"}, at);
+    only_fields(t, {"type", "name", "description", "parameters", "strict"}, at);
     if (boolean(t, "strict", at).value_or(false))
       bad(at + ".strict", "strict function arguments need structured output, which corvid does not have yet (send "
                           "strict: false)");
@@ -205,7 +177,7 @@ void parse_reasoning(const Json& body, ResponseParams& p) {
   const Json* r = field(body, "reasoning");
   if (!r) return;
   if (!r->is_object()) bad("reasoning", "'reasoning' must be an object");
-  known_fields(*r, {"effort", "summary", "generate_summary"}, "reasoning");
+  only_fields(*r, {"effort", "summary", "generate_summary"}, "reasoning");
   if ((p.effort = string_field(*r, "effort", "reasoning"))) {
     static const char* const kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
     bool ok = false;
@@ -230,7 +202,7 @@ void parse_text(const Json& body) {
   const Json* text = field(body, "text");
   if (!text) return;
   if (!text->is_object()) bad("text", "'text' must be an object");
-  known_fields(*text, {"format"}, "text");
+  only_fields(*text, {"format"}, "text");
   const Json* format = field(*text, "format");
   if (!format) return;
   const std::string type = type_of(*format, "text.format");
@@ -239,7 +211,7 @@ void parse_text(const Json& body) {
                            "' is not supported yet: corvid has no structured output, so the reply could not be held "
                            "to it");
   if (type != "text") bad("text.format.type", "'text.format.type' must be text, json_object or json_schema");
-  known_fields(*format, {"type"}, "text.format");
+  only_fields(*format, {"type"}, "text.format");
 }
 
 }  // namespace
@@ -319,7 +291,7 @@ Json items_to_messages(const Json& items, const std::optional<std::string>& inst
 }
 
 ResponseParams parse_response_request(const Json& body) {
-  known_fields(body, {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
+  only_fields(body, {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
                      "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "reasoning", "metadata",
                      "user", "safety_identifier", "prompt_cache_key", "text", "store", "previous_response_id",
                      "include", "truncation", "service_tier", "background"});
@@ -346,7 +318,7 @@ ResponseParams parse_response_request(const Json& body) {
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) bad("stream_options", "'stream_options' must be an object");
     // Obfuscation pads deltas against length side channels on OpenAI's network: corvid never adds it.
-    known_fields(*options, {"include_obfuscation"}, "stream_options");
+    only_fields(*options, {"include_obfuscation"}, "stream_options");
     boolean(*options, "include_obfuscation", "stream_options");
   }
   parse_reasoning(body, p);
