@@ -288,18 +288,19 @@ MessageParams parse_count_tokens_request(const Json& body) {
 
 void check_thinking_switch(const MessageParams& params, bool template_has_switch, bool template_reasons) {
   const auto it = params.chat.kwargs.find("enable_thinking");
-  if (it != params.chat.kwargs.end() && !template_has_switch) {
-    if (it->get<bool>() && !template_reasons)
+  const std::optional<bool> enable = it == params.chat.kwargs.end() ? std::nullopt : std::optional<bool>(it->get<bool>());
+  switch (thinking_problem(enable, params.thinking_budget.has_value(), template_has_switch, template_reasons)) {
+    case ThinkingProblem::kCannotEnable:
       bad("thinking", "this model's chat template has no thinking switch (enable_thinking) and does not reason: "
                       "thinking cannot be enabled");
-    if (!it->get<bool>() && template_reasons)
+    case ThinkingProblem::kCannotDisable:
       bad("thinking", "this model's chat template reasons and has no thinking switch (enable_thinking): "
                       "thinking cannot be disabled");
+    case ThinkingProblem::kBudgetUnreadable:
+      bad("thinking.budget_tokens", "this model's chat template reasons in no format corvid reads: budget_tokens "
+                                    "cannot be enforced");
+    case ThinkingProblem::kNone: break;
   }
-  // The budget closes reasoning with the format's marker: a format corvid reads.
-  if (params.thinking_budget && !template_reasons)
-    bad("thinking.budget_tokens", "this model's chat template reasons in no format corvid reads: budget_tokens "
-                                  "cannot be enforced");
 }
 
 const char* anthropic_error_type(int status) {

@@ -36,6 +36,16 @@ const std::string& required_string(const Json& object, const char* key, const st
   return v->get_ref<const std::string&>();
 }
 
+ThinkingProblem thinking_problem(std::optional<bool> enable_thinking, bool budget, bool template_has_switch,
+                                 bool template_reasons) {
+  if (enable_thinking && !template_has_switch) {
+    if (*enable_thinking && !template_reasons) return ThinkingProblem::kCannotEnable;
+    if (!*enable_thinking && template_reasons) return ThinkingProblem::kCannotDisable;
+  }
+  if (budget && !template_reasons) return ThinkingProblem::kBudgetUnreadable;
+  return ThinkingProblem::kNone;
+}
+
 const Json* field(const Json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;

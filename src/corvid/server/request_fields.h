@@ -64,6 +64,15 @@ std::string type_of(const Json& object, const std::string& where);
 // A string field that must be there: a 400 naming "where.key" otherwise.
 const std::string& required_string(const Json& object, const char* key, const std::string& where);
 
+// What a chat template cannot honour of a request's thinking switch (the enable_thinking
+// it sets, if any) and reasoning budget, as both chat APIs check it: turning reasoning on
+// where the template has no enable_thinking and never reasons, off where it reasons with
+// no enable_thinking to stop it, or a budget where corvid cannot read the reasoning (the
+// budget closes it with the format's marker). Each API words its 400.
+enum class ThinkingProblem { kNone, kCannotEnable, kCannotDisable, kBudgetUnreadable };
+ThinkingProblem thinking_problem(std::optional<bool> enable_thinking, bool budget, bool template_has_switch,
+                                 bool template_reasons);
+
 // Stop strings from `value` (a string, when one_allowed, or a list of strings) under the
 // bounds above; empty strings are dropped. `param` names the field in errors.
 std::vector<std::string> stop_strings(const Json& value, const char* param, bool one_allowed);

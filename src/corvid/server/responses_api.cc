@@ -369,17 +369,19 @@ std::optional<int64_t> apply_effort(const std::optional<std::string>& effort, bo
 
 void check_effort(const ChatRequest& chat, bool budget, bool template_has_switch, bool template_reasons) {
   const auto it = chat.kwargs.find("enable_thinking");
-  if (it != chat.kwargs.end() && !template_has_switch) {
-    if (it->get<bool>() && !template_reasons)
+  const std::optional<bool> enable = it == chat.kwargs.end() ? std::nullopt : std::optional<bool>(it->get<bool>());
+  switch (thinking_problem(enable, budget, template_has_switch, template_reasons)) {
+    case ThinkingProblem::kCannotEnable:
       bad("reasoning.effort", "this model's chat template has no thinking switch (enable_thinking) and does not "
                               "reason: reasoning cannot be turned on");
-    if (!it->get<bool>() && template_reasons)
+    case ThinkingProblem::kCannotDisable:
       bad("reasoning.effort", "this model's chat template reasons and has no thinking switch (enable_thinking): "
                               "effort 'none' cannot turn reasoning off");
+    case ThinkingProblem::kBudgetUnreadable:
+      bad("reasoning.effort", "this model's chat template reasons in no format corvid reads: the effort's reasoning "
+                              "budget cannot be enforced");
+    case ThinkingProblem::kNone: break;
   }
-  if (budget && !template_reasons)
-    bad("reasoning.effort", "this model's chat template reasons in no format corvid reads: the effort's reasoning "
-                            "budget cannot be enforced");
 }
 
 }  // namespace corvid::server
