@@ -1,5 +1,6 @@
 """corvid serve's OpenAI Responses API against the official openai client, on SmolLM2 (CPU)."""
 import json
+import signal
 
 import httpx
 import openai
@@ -309,3 +310,24 @@ def test_refusals(client):
     with pytest.raises(openai.NotFoundError) as e:
         create(client, model="gpt-9")
     assert "gpt-9" in e.value.message
+
+
+def test_shutdown_midstream_fails_the_response():
+    # SIGTERM with a stream in flight: it ends with response.failed (the server is going away).
+    s = Server()
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=30)
+        events = []
+        for event in c.responses.create(model="SmolLM2-135M-Instruct.Q4_1", input="Write a very long story.",
+                                        max_output_tokens=3000, stream=True):
+            events.append(event)
+            if event.type == "response.output_text.delta" and len(events) == 6:
+                s.proc.send_signal(signal.SIGTERM)
+        last = events[-1]
+        assert last.type == "response.failed", [e.type for e in events[-3:]]
+        assert last.response.status == "failed" and last.response.error.code == "server_error"
+        assert "shutting down" in last.response.error.message
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        assert s.proc.wait(timeout=20) == 0
+    finally:
+        s.stop()
