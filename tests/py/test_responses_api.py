@@ -144,6 +144,11 @@ def test_previous_response_id_chains_the_conversation(server, client):  # noqa: 
     assert [i.role for i in items.data] == ["user", "assistant", "user", "assistant", "user"]
     asc = client.responses.input_items.list(third.id, order="asc", limit=2)
     assert [i.content[0].text for i in asc.data] == ["My name is Ada.", first.output_text] and asc.has_more
+    rest = client.responses.input_items.list(third.id, order="asc", after=asc.data[-1].id)
+    assert [i.content[0].text for i in rest.data] == texts[::-1][2:] and not rest.has_more
+    assert rest.first_id == rest.data[0].id and rest.last_id == rest.data[-1].id
+    with pytest.raises(openai.BadRequestError):
+        client.responses.input_items.list(third.id, order="sideways")
     # A chained turn streams too, and equals the non-streamed one.
     with client.responses.stream(model="smollm2", input="What is my name?", previous_response_id=first.id,
                                  max_output_tokens=8, temperature=0) as stream:
