@@ -6,6 +6,7 @@
 
 #include "corvid/server/anthropic_api.h"
 #include "corvid/server/openai_reply.h"
+#include "corvid/server/web_chat.h"
 #include "corvid/template/jinja.h"
 
 namespace corvid::server {
@@ -113,6 +114,18 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   if (path == "/health") {
     if (!get) throw ApiError(405, "use GET for /health");
     return respond(*exchange, 200, Json{{"status", "ok"}});
+  }
+  // The chat page holds no data and asks for the key itself, so it needs none. Its
+  // policy lets it run only its own inline script and talk only to this server.
+  if (path == "/" || path == "/index.html") {
+    if (!get) throw ApiError(405, "use GET for " + path);
+    metrics_.count_response(200);
+    return exchange->respond(200, std::string(web_chat_page()), "text/html; charset=utf-8",
+                             "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; "
+                             "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; "
+                             "form-action 'none'; frame-ancestors 'none'\r\n"
+                             "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                             "Cache-Control: no-cache\r\n");
   }
   check_key(request);
 

@@ -267,12 +267,17 @@ Exchange::Exchange(std::shared_ptr<Connection> connection, HttpRequest request)
     : connection_(std::move(connection)), request_(std::move(request)) {}
 
 void Exchange::respond(int status, std::string body, const std::string& content_type) {
+  respond(status, std::move(body), content_type, "");
+}
+
+void Exchange::respond(int status, std::string body, const std::string& content_type,
+                       const std::string& extra_headers) {
   if (done_) return;
   done_ = true;
   const bool keep_alive = request_.keep_alive() && status != 413;
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) +
                      "\r\nContent-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
-                     (keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+                     "\r\n" + extra_headers + (keep_alive ? "\r\n" : "Connection: close\r\n\r\n");
   connection_->write(head + body);
   connection_->exchange_done(keep_alive);
 }

@@ -40,6 +40,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::chrono::steady_clock::time_point arrived() const { return arrived_; }
   // The whole answer; ends the exchange.
   void respond(int status, std::string body, const std::string& content_type = "application/json");
+  // The same with more header lines (each "Name: value\r\n").
+  void respond(int status, std::string body, const std::string& content_type, const std::string& extra_headers);
   // A streamed answer: 200 with text/event-stream, then any number of send() calls,
   // then end_stream().
   void begin_stream();
