@@ -84,73 +84,20 @@ ApiServer::Action ApiServer::responses(const std::shared_ptr<Exchange>& exchange
     assign_ids(items, id, first_new);
     store_input = std::make_shared<const Json>(std::move(items));
   }
-  return [this, exchange, request = std::move(request), stream = p.stream, reply, budget, store_input] {
-    generate_response(exchange, request, stream, reply, budget, store_input);
+  return [this, exchange, request = std::move(request), stream = p.stream, reply, budget, store_input, id] {
+    SseHooks hooks;
+    // "event: TYPE\ndata: …" is Anthropic's grammar too: response.failed ends the stream.
+    hooks.failure = [reply](int, const std::string& message) { return reply->failed(message); };
+    // Stored before the client hears it finished, so that it can be chained at once.
+    if (store_input)
+      hooks.finished = [this, reply, store_input, id] {
+        auto entry = std::make_shared<StoredResponse>();
+        entry->response = reply->response();
+        entry->input_items = *store_input;
+        store_.put(id, std::move(entry));
+      };
+    drive_reply(exchange, request, stream, reply, budget, std::move(hooks));
   };
-}
-
-void ApiServer::generate_response(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                                  const std::shared_ptr<ResponseReply>& reply, std::optional<ThinkingBudget> budget,
-                                  std::shared_ptr<const Json> store_input) {
-  struct State {
-    Latency latency;
-    int64_t id = 0;
-    std::optional<ThinkingBudget> budget;
-  };
-  auto state = std::make_shared<State>();
-  state->latency = Latency{exchange->arrived(), {}, false};
-  state->budget = std::move(budget);
-  // On the strand, in order: the engine thread posts each event.
-  auto on_event = [this, exchange, state, reply, stream, store_input](const RequestEvent& event) {
-    if (exchange->done()) return;  // the client went away
-    observe(state->latency, event);
-    if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
-      const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
-      const std::string message = event.finish == FinishReason::Cancelled
-                                      ? "the request was cancelled (the server is shutting down)"
-                                      : "generation failed: " + event.error;
-      if (!stream) return respond_error(*exchange, status, message);
-      std::string out;
-      for (const Json& e : reply->failed(message)) out += anthropic_sse(e);  // "event: TYPE\ndata: …": the same grammar
-      exchange->send(std::move(out));
-      return exchange->end_stream();
-    }
-    std::vector<Json> events;
-    if (stream) {
-      events = reply->events(event);
-    } else {
-      reply->add(event);
-    }
-    spend_budget(state->budget, state->id, reply->reasoning_open(), event);
-    if (reply->finished() && store_input) {
-      auto entry = std::make_shared<StoredResponse>();
-      entry->response = reply->response();
-      entry->input_items = *store_input;
-      const std::string id = entry->response["id"].get<std::string>();
-      store_.put(id, std::move(entry));
-    }
-    if (!stream) {
-      if (reply->finished()) respond(*exchange, 200, reply->response());
-      return;
-    }
-    std::string out;
-    for (const Json& e : events) out += anthropic_sse(e);
-    exchange->send(std::move(out));
-    if (reply->finished()) exchange->end_stream();
-  };
-  request.on_event = [exchange, on_event](const RequestEvent& event) {
-    exchange->post([on_event, event] { on_event(event); });
-  };
-  const int64_t id = engine_.submit(std::move(request)).id();
-  state->id = id;  // before any event: they come to this strand after this function
-  exchange->on_cancel([this, id] { engine_.cancel(id); });
-  if (stream) {
-    metrics_.count_response(200);
-    exchange->begin_stream();
-    std::string out;
-    for (const Json& e : reply->start()) out += anthropic_sse(e);
-    exchange->send(std::move(out));
-  }
 }
 
 void ApiServer::stored_response(Exchange& exchange, const std::string& rest) {

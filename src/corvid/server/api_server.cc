@@ -382,7 +382,12 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
   auto reply = std::make_shared<MessageReply>(new_id("msg", '_'), config_.model_name, std::move(prepared.options),
                                               p.omit_thinking, static_cast<int64_t>(request.prompt.size()));
   return [this, exchange, request = std::move(request), stream = p.stream, reply, budget] {
-    generate_message(exchange, request, stream, reply, budget);
+    // Anthropic's mid-stream error: an error event, and no message_stop.
+    SseHooks hooks{[](int status, const std::string& message) {
+                     return std::vector<Json>{anthropic_error_body(status, message)};
+                   },
+                   nullptr, /*pings=*/true};
+    drive_reply(exchange, request, stream, reply, budget, std::move(hooks));
   };
 }
 
@@ -410,17 +415,21 @@ void ApiServer::spend_budget(std::optional<ThinkingBudget>& budget, int64_t requ
   budget->spent = true;
 }
 
-void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                                 const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget) {
+template <class Reply>
+void ApiServer::drive_reply(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
+                            const std::shared_ptr<Reply>& reply, std::optional<ThinkingBudget> budget,
+                            SseHooks hooks) {
   struct State {
     Latency latency;
     Clock::time_point last_sent = Clock::now();
     int64_t id = 0;
     std::optional<ThinkingBudget> budget;
+    SseHooks hooks;
   };
   auto state = std::make_shared<State>();
   state->latency = Latency{exchange->arrived(), {}, false};
   state->budget = std::move(budget);
+  state->hooks = std::move(hooks);
   // On the strand, in order: the engine thread posts each event.
   auto on_event = [this, exchange, state, reply, stream](const RequestEvent& event) {
     if (exchange->done()) return;  // the client went away
@@ -431,8 +440,9 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
                                       ? "the request was cancelled (the server is shutting down)"
                                       : "generation failed: " + event.error;
       if (!stream) return respond_error(*exchange, status, message);
-      // Anthropic's mid-stream error: an error event, and no message_stop.
-      exchange->send(anthropic_sse(anthropic_error_body(status, message)));
+      std::string out;
+      for (const Json& e : state->hooks.failure(status, message)) out += anthropic_sse(e);
+      exchange->send(std::move(out));
       return exchange->end_stream();
     }
     std::vector<Json> events;
@@ -442,6 +452,7 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
       reply->add(event);
     }
     spend_budget(state->budget, state->id, reply->reasoning_open(), event);
+    if (reply->finished() && state->hooks.finished) state->hooks.finished();
     if (!stream) {
       if (reply->finished()) respond(*exchange, 200, reply->response());
       return;
@@ -459,22 +470,29 @@ void ApiServer::generate_message(const std::shared_ptr<Exchange>& exchange, Gene
   state->id = id;  // before any event: they come to this strand after this function
   // On the strand, as the submit: no disconnect is missed.
   exchange->on_cancel([this, id] { engine_.cancel(id); });
-  if (stream) {
-    metrics_.count_response(200);
-    exchange->begin_stream();
-    std::string out;
-    for (const Json& e : reply->start()) out += anthropic_sse(e);
-    exchange->send(std::move(out));
-    // A ping when nothing was sent for a while (a long prompt, a full batch), so that
-    // proxies and clients with read timeouts keep the stream.
-    constexpr std::chrono::seconds kQuiet{10};
-    exchange->every(std::chrono::milliseconds(1000), [state, kQuiet](Exchange& ex) {
-      if (Clock::now() - state->last_sent < kQuiet) return;
-      ex.send(anthropic_sse(Json{{"type", "ping"}}));
-      state->last_sent = Clock::now();
-    });
-  }
+  if (!stream) return;
+  metrics_.count_response(200);
+  exchange->begin_stream();
+  std::string out;
+  for (const Json& e : reply->start()) out += anthropic_sse(e);
+  exchange->send(std::move(out));
+  if (!state->hooks.pings) return;
+  // A ping when nothing was sent for a while (a long prompt, a full batch), so that
+  // proxies and clients with read timeouts keep the stream.
+  constexpr std::chrono::seconds kQuiet{10};
+  exchange->every(std::chrono::milliseconds(1000), [state, kQuiet](Exchange& ex) {
+    if (Clock::now() - state->last_sent < kQuiet) return;
+    ex.send(anthropic_sse(Json{{"type", "ping"}}));
+    state->last_sent = Clock::now();
+  });
 }
+
+template void ApiServer::drive_reply<MessageReply>(const std::shared_ptr<Exchange>&, GenerationRequest, bool,
+                                                   const std::shared_ptr<MessageReply>&,
+                                                   std::optional<ThinkingBudget>, SseHooks);
+template void ApiServer::drive_reply<ResponseReply>(const std::shared_ptr<Exchange>&, GenerationRequest, bool,
+                                                    const std::shared_ptr<ResponseReply>&,
+                                                    std::optional<ThinkingBudget>, SseHooks);
 
 ApiServer::Action ApiServer::tokenize(const std::shared_ptr<Exchange>& exchange, const Json& body) {
   if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");

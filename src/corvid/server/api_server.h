@@ -100,14 +100,23 @@ class ApiServer {
   // event is read) and, once the budget is spent, makes the engine close the reasoning.
   void spend_budget(std::optional<ThinkingBudget>& budget, int64_t request_id, bool reasoning_open,
                     const RequestEvent& event);
-  // Answers an Anthropic message from its one engine request's events.
-  void generate_message(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                        const std::shared_ptr<MessageReply>& reply, std::optional<ThinkingBudget> budget);
-  // Answers a Responses request; a stored one (store_input set: the items the model read)
-  // is kept before the client hears it finished, so that it can be chained at once.
-  void generate_response(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
-                         const std::shared_ptr<ResponseReply>& reply, std::optional<ThinkingBudget> budget,
-                         std::shared_ptr<const Json> store_input);
+  // What the two APIs whose streams are `event:`/`data:` SSE (Anthropic's Messages and
+  // Responses) do differently while their one engine request's events are driven.
+  struct SseHooks {
+    // The events a stream ends with when generation fails (status, message).
+    std::function<std::vector<Json>(int, const std::string&)> failure;
+    // Runs once the reply is whole, before the client hears so (Responses stores it
+    // there, so that it can be chained at once). May be empty.
+    std::function<void()> finished;
+    // Whether a stream sends a ping after 10 s with nothing sent (Anthropic's keep-alive).
+    bool pings = false;
+  };
+  // Submits `request` and answers the exchange from its events through `reply`
+  // (MessageReply or ResponseReply: start(), events(), add(), response(), finished(),
+  // reasoning_open()), streamed or whole, spending `budget` on the way.
+  template <class Reply>
+  void drive_reply(const std::shared_ptr<Exchange>& exchange, GenerationRequest request, bool stream,
+                   const std::shared_ptr<Reply>& reply, std::optional<ThinkingBudget> budget, SseHooks hooks);
 
   // Per sequence: time to first token and between tokens, end to end (metrics).
   struct Latency {
