@@ -66,6 +66,13 @@ def assistant_turns(browser):
     return browser.find_elements("css selector", ".msg.assistant")
 
 
+def part_text(browser, turn, selector):
+    # The page redraws a turn's inside on every delta, so its parts are read in one script
+    # call (an element found first may be gone by the time its text is asked for).
+    return browser.execute_script(
+        "const e = arguments[0].querySelector(arguments[1]); return e ? e.innerText : '';", turn, selector)
+
+
 def send(browser, text):
     before = len(assistant_turns(browser))
     box = browser.find_element("id", "input")
@@ -96,26 +103,26 @@ def test_chat_in_the_browser(server, browser):
 
     turn = send(browser, QUESTION[0]["content"])
     wait_for(lambda: turn.get_attribute("data-done") == "1", 60, "the answer")
-    shown = turn.find_element("css selector", ".content").text.strip()
+    shown = part_text(browser, turn, ".content").strip()
     # The same request through the API gives the same greedy text.
     client = openai.OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=60)
     want = client.chat.completions.create(model="smollm2", messages=QUESTION, temperature=0, top_p=1,
                                           max_tokens=24).choices[0].message.content.strip()
     assert shown and shown == " ".join(want.replace("**", "").split()), (shown, want)
-    assert "finish: " in turn.find_element("css selector", ".meta").text
+    assert "finish: " in part_text(browser, turn, ".meta")
 
     # A long generation, stopped: the text stops growing, the button is Send again and the
     # server no longer runs the request.
     set_value(browser, "max-tokens", 2000)
     turn = send(browser, "Write a very long story about a dragon who learns to sing.")
-    wait_for(lambda: len(turn.find_element("css selector", ".content").text) > 40, 60, "streamed text")
+    wait_for(lambda: len(part_text(browser, turn, ".content")) > 40, 60, "streamed text")
     assert browser.find_element("id", "send").text == "Stop"
     browser.find_element("id", "send").click()
     wait_for(lambda: turn.get_attribute("data-done") == "1", 10, "the stop")
-    assert "finish: stopped" in turn.find_element("css selector", ".meta").text
-    stopped_at = turn.find_element("css selector", ".content").text
+    assert "finish: stopped" in part_text(browser, turn, ".meta")
+    stopped_at = part_text(browser, turn, ".content")
     time.sleep(1.0)
-    assert turn.find_element("css selector", ".content").text == stopped_at
+    assert part_text(browser, turn, ".content") == stopped_at
     assert browser.find_element("id", "send").text == "Send"
     wait_for(lambda: metrics(server)["corvid_num_requests_running"] == 0, 10, "the request to end on the server")
 
