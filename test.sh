@@ -3,7 +3,7 @@
 # unit tests (plain and under ASan+UBSan), parity and CLI tests, and a short fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")"
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 bash scripts/fetch-model.sh
 JOBS=${JOBS:-$(nproc)}
 

@@ -5,9 +5,16 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git unzip ca-certificates
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev libgtest-dev libgmock-dev
-  clang-14 libclang-rt-14-dev libboost-dev python3 python3-pip
-  chromium chromium-driver)  # the web chat page's browser test (tests/py/test_web_chat.py)
-PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf openai anthropic==2.16.0 selenium==4.43.0)
+  clang-14 libclang-rt-14-dev libboost-dev python3 python3-pip)
+PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf openai anthropic==2.16.0)
+PY_MODULES="numpy, tokenizers, pytest, gguf, openai, anthropic"
+# --tests (test.sh): also the web chat page's browser test (tests/py/test_web_chat.py),
+# which a machine that only serves does not need.
+if [ "${1:-}" = --tests ]; then
+  APT_PACKAGES+=(chromium chromium-driver)
+  PIP_PACKAGES+=(selenium==4.43.0)
+  PY_MODULES+=", selenium"
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -21,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! $PY -c "import numpy, tokenizers, pytest, gguf, openai, anthropic, selenium" 2>/dev/null; then
+if ! $PY -c "import $PY_MODULES" 2>/dev/null; then
   echo "setup: installing Python test tools: ${PIP_PACKAGES[*]}"
   $PY -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
     $PY -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
