@@ -150,6 +150,10 @@ SYNTHETIC = {"synthetic_meta": synthetic_meta, "synthetic_spm": synthetic_spm,
              "synthetic_bytelevel": synthetic_bytelevel}
 
 
+# Real tokenizers small enough to commit (tests/data/tokenizers/<dir>/).
+COMMITTED = {"minilm": "all-MiniLM-L6-v2"}
+
+
 def synthetic_path(name):
     return os.path.join(SYNTHETIC_DIR, f"{name}.tokenizer.json")
 
@@ -170,6 +174,11 @@ def load(name):
         if not os.path.exists(SMOLLM2_GGUF):
             sys.exit(f"make_expected: {SMOLLM2_GGUF} missing; run scripts/fetch-model.sh")
         return smollm2_from_gguf(SMOLLM2_GGUF)
+    if name in COMMITTED:
+        tk = Tokenizer.from_file(os.path.join(REPO, "tests", "data", "tokenizers", COMMITTED[name], "tokenizer.json"))
+        tk.no_padding()  # the file's encode defaults; corvid leaves lengths to the engine
+        tk.no_truncation()
+        return tk
     return Tokenizer.from_file(os.path.join(SHARED, "tokenizers", name, "tokenizer.json"))
 
 
@@ -178,7 +187,8 @@ def random_sequences(tk, rng, count):
     n = max(vocab.values()) + 1
     byte_ids = [i for t, i in vocab.items() if len(t) == 6 and t.startswith("<0x") and t.endswith(">")]
     single_char = [i for t, i in vocab.items() if len(t) == 1]
-    specials = [i for t, i in vocab.items() if t.startswith("<") and t.endswith(">") and len(t) > 2]
+    specials = [i for t, i in vocab.items()
+                if len(t) > 2 and ((t[0], t[-1]) == ("<", ">") or (t[0], t[-1]) == ("[", "]"))]
     seqs = []
     for k in range(count):
         ln = rng.randint(1, 24)
@@ -186,7 +196,8 @@ def random_sequences(tk, rng, count):
         if byte_ids:
             pool.append(byte_ids)
         pool.append(single_char)
-        pool.append(specials)
+        if specials:
+            pool.append(specials)
         seq = []
         for _ in range(ln):
             p = rng.choice(pool) if k % 3 else pool[0]
@@ -249,7 +260,7 @@ def main():
     with open(os.path.join(HERE, "corpus.json"), encoding="utf-8") as f:
         corpus = json.load(f)["strings"]
     names = [a for a in sys.argv[1:] if not a.startswith("--")] or ["qwen3", "llama3_1", "gemma3", "smollm2",
-                                                                   *SYNTHETIC]
+                                                                   *COMMITTED, *SYNTHETIC]
     for name in names:
         if name in SYNTHETIC:
             make_synthetic(name, corpus)

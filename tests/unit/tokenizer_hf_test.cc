@@ -42,6 +42,48 @@ TEST(TokenizerHf, SyntheticByteLevelMatchesOracle) {
   check_against_oracle(*synthetic("synthetic_bytelevel"), "synthetic_bytelevel");
 }
 
+// all-MiniLM-L6-v2's WordPiece tokenizer (committed: tests/data/tokenizers/): BertNormalizer
+// (control characters, CJK spacing, accents, lowercase), BertPreTokenizer, WordPiece with
+// [UNK] and its 100-character limit, the WordPiece decoder's cleanup, [CLS] ... [SEP].
+TEST(TokenizerHf, MiniLmWordPieceMatchesOracle) {
+  const std::string dir = testing::source_dir() + "/tests/data/tokenizers/all-MiniLM-L6-v2/";
+  check_against_oracle(*Tokenizer::from_hf_files(dir + "tokenizer.json", dir + "tokenizer_config.json"), "minilm");
+}
+
+// The cases the corpus barely reaches, with the oracle's ids (tokenizers 0.22.1): HF's
+// BERT categories are Unicode 8.0's (U+2E42 is punctuation, U+2E43 of Unicode 9 is not;
+// U+061C is removed as a format character, U+08E2 of Unicode 9 is kept; U+0C00's accent is
+// stripped, U+0D00's is not), CJK spacing, the 100-character limit, "##" continuations and
+// the decoder's cleanup.
+TEST(TokenizerHf, MiniLmWordPieceEdgeCases) {
+  const std::string dir = testing::source_dir() + "/tests/data/tokenizers/all-MiniLM-L6-v2/";
+  const auto tk = Tokenizer::from_hf_files(dir + "tokenizer.json", dir + "tokenizer_config.json");
+  const struct {
+    std::string text;
+    std::vector<int32_t> ids;
+    std::string decoded;
+  } cases[] = {
+      {"a\u2e42b a\u2e43b", {1037, 100, 1038, 100}, "a b"},
+      {"x\u061cy x\u08e2y \ue000z", {1060, 2100, 100, 1062}, "xy z"},
+      {"e\u0301t\u00e9 a\u0c00b a\u0d00b", {3802, 2063, 11113, 100}, "ete ab"},
+      {"Hello, WORLD! It's 3.5\u00b0C in Z\u00fcrich.",
+       {7592, 1010, 2088, 999, 2009, 1005, 1055, 1017, 1012, 1019, 7737, 2278, 1999, 10204, 1012},
+       "hello, world! it ' s 3. 5\u00b0c in zurich."},
+      {"\u4e2d\u6587 text", {1746, 1861, 3793}, "\u4e2d \u6587 text"},
+      {std::string(101, 'x'), {100}, "[UNK]"},
+      {"unaffable", {14477, 20961, 3468}, "unaffable"},
+  };
+  for (const auto& c : cases) {
+    const std::vector<int32_t> ids = tk->encode(c.text, false);
+    EXPECT_EQ(ids, c.ids) << c.text;
+    if (c.decoded != "[UNK]") {
+      EXPECT_EQ(tk->decode(ids, true), c.decoded) << c.text;
+    }
+  }
+  const std::vector<int32_t> with = tk->encode("unaffable", true);
+  EXPECT_EQ(with, (std::vector<int32_t>{101, 14477, 20961, 3468, 102}));  // [CLS] ... [SEP]
+}
+
 TEST(TokenizerHf, ConcurrentEncodeMatchesSerial) {
   // encode() is const and shares a word cache between threads.
   auto tk = synthetic("synthetic_bytelevel");

@@ -5,6 +5,19 @@
 namespace corvid::tok {
 namespace {
 
+// HF's cleanup of decoded WordPiece text (its clean_up_tokenization): no space before
+// . ? ! , and none inside the English contractions it knows.
+std::string clean_up_tokenization(std::string text) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f(from), t(to);
+    for (size_t at = text.find(f); at != std::string::npos; at = text.find(f, at + t.size())) text.replace(at, f.size(), t);
+  }
+  return text;
+}
+
 // "<0xNN>" -> NN, else -1 (HF ByteFallback's test for a byte token).
 int parse_byte_token(std::string_view t) {
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
@@ -166,6 +179,19 @@ void Decoder::Stream::run(size_t i, std::string token, std::string& out) {
         }
       }
       if (step.prepend && index == 0 && !text.empty() && text[0] == ' ') text.erase(0, 1);
+      run(i + 1, std::move(text), out);
+      return;
+    }
+    case DecoderStep::Kind::WordPiece: {
+      // HF: every token but the first gets a space, unless it continues a word (the
+      // prefix, here step.content, is dropped); cleanup then works on each token alone.
+      std::string text;
+      if (index > 0 && token.rfind(step.content, 0) == 0) {
+        text = token.substr(step.content.size());
+      } else {
+        text = index > 0 ? " " + token : token;
+      }
+      if (step.cleanup) text = clean_up_tokenization(text);
       run(i + 1, std::move(text), out);
       return;
     }

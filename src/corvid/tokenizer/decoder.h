@@ -20,12 +20,13 @@
 namespace corvid::tok {
 
 struct DecoderStep {
-  enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };
+  enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece };
   Kind kind = Kind::ByteLevel;
   std::shared_ptr<const Regex> pattern;  // Replace
   std::string content;                   // Replace: replacement; Strip: the char removed; Metaspace: replacement
   size_t strip_start = 0, strip_stop = 0;  // Strip
   bool prepend = true;                   // Metaspace: drop the space it prepended to the first token
+  bool cleanup = true;                   // WordPiece: no space before . , ! ? and into n't 'm 's 've 're
 };
 
 class Decoder {

@@ -72,9 +72,17 @@ void load_normalizer(const json& j, const std::string& path, tok::Normalizer& ou
     step.kind = NormalizerStep::Kind::Strip;
     step.strip_left = j.value("strip_left", true);
     step.strip_right = j.value("strip_right", true);
+  } else if (type == "BertNormalizer") {
+    step.kind = NormalizerStep::Kind::Bert;
+    step.bert.clean_text = j.value("clean_text", true);
+    step.bert.chinese = j.value("handle_chinese_chars", true);
+    step.bert.lowercase = j.value("lowercase", true);
+    // Unset: as lowercase (HF).
+    const json accents = j.value("strip_accents", json());
+    step.bert.strip_accents = accents.is_boolean() ? accents.get<bool>() : step.bert.lowercase;
   } else {
     fail(path, ": unsupported normalizer type ", type,
-         " (supported: Sequence, NFC, NFD, NFKC, NFKD, Replace, Prepend, Lowercase, Strip)");
+         " (supported: Sequence, NFC, NFD, NFKC, NFKD, Replace, Prepend, Lowercase, Strip, BertNormalizer)");
   }
   out.add(std::move(step));
 }
@@ -132,9 +140,17 @@ void load_pre_tokenizer(const json& j, const std::string& path, tok::PreTokenize
     step.prepend_first_only = scheme == "first";
     step.split = j.value("split", true);
     step.pattern = std::make_shared<tok::Regex>(tok::regex_escape(step.replacement), path + ": Metaspace");
+  } else if (type == "BertPreTokenizer") {
+    // Whitespace splits and goes; each punctuation character is a word of its own.
+    step.kind = PreTokenizerStep::Kind::Split;
+    step.pattern = regex("\\s+", path + ": BertPreTokenizer");
+    step.behavior = tok::SplitBehavior::Removed;
+    out.add(step);
+    step = PreTokenizerStep();
+    step.kind = PreTokenizerStep::Kind::BertPunctuation;
   } else {
     fail(path, ": unsupported pre_tokenizer type ", type,
-         " (supported: Sequence, Split, ByteLevel, Digits, Whitespace, WhitespaceSplit, Metaspace)");
+         " (supported: Sequence, Split, ByteLevel, Digits, Whitespace, WhitespaceSplit, Metaspace, BertPreTokenizer)");
   }
   out.add(std::move(step));
 }
@@ -166,9 +182,13 @@ void load_decoder(const json& j, const std::string& path, tok::Decoder& out) {
     step.content = j.value("replacement", std::string("\xE2\x96\x81"));
     std::string scheme = j.value("prepend_scheme", std::string(j.value("add_prefix_space", true) ? "always" : "never"));
     step.prepend = scheme != "never";
+  } else if (type == "WordPiece") {
+    step.kind = DecoderStep::Kind::WordPiece;
+    step.content = j.value("prefix", std::string("##"));
+    step.cleanup = j.value("cleanup", true);
   } else {
     fail(path, ": unsupported decoder type ", type,
-         " (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace)");
+         " (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece)");
   }
   out.add(std::move(step));
 }
@@ -203,10 +223,7 @@ void load_post_processor(const json& j, const std::string& path, Tokenizer::Impl
   }
 }
 
-void load_model(const json& j, const std::string& path, Tokenizer::Impl& m) {
-  const std::string type = j.value("type", std::string("BPE"));
-  CORVID_CHECK(type == "BPE", path, ": unsupported model type ", type, " (supported: BPE)");
-  const json& vocab = j.at("vocab");
+std::vector<std::string> vocab_tokens(const json& vocab, const std::string& path) {
   std::vector<std::string> tokens;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     int64_t id = it.value().get<int64_t>();
@@ -214,6 +231,25 @@ void load_model(const json& j, const std::string& path, Tokenizer::Impl& m) {
     if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(static_cast<size_t>(id) + 1);
     tokens[id] = it.key();
   }
+  return tokens;
+}
+
+void load_wordpiece(const json& j, const std::string& path, Tokenizer::Impl& m) {
+  m.model.set_vocab(vocab_tokens(j.at("vocab"), path));
+  tok::WordPieceOptions opt;
+  const std::string unk = j.value("unk_token", std::string("[UNK]"));
+  opt.unk_id = m.model.find(unk);
+  CORVID_CHECK(opt.unk_id >= 0, path, ": WordPiece unk_token ", unk, " is not in the vocab");
+  opt.prefix = j.value("continuing_subword_prefix", std::string("##"));
+  opt.max_chars = j.value("max_input_chars_per_word", size_t{100});
+  m.wordpiece = opt;
+}
+
+void load_model(const json& j, const std::string& path, Tokenizer::Impl& m) {
+  const std::string type = j.value("type", std::string("BPE"));
+  if (type == "WordPiece") return load_wordpiece(j, path, m);
+  CORVID_CHECK(type == "BPE", path, ": unsupported model type ", type, " (supported: BPE, WordPiece)");
+  std::vector<std::string> tokens = vocab_tokens(j.at("vocab"), path);
   tok::BpeOptions opt;
   opt.byte_fallback = j.value("byte_fallback", false);
   opt.fuse_unk = j.value("fuse_unk", false);

@@ -91,6 +91,10 @@ std::string Normalizer::apply(std::string_view text) const {
         break;
       case NormalizerStep::Kind::Lowercase: s = lowercase(s); break;
       case NormalizerStep::Kind::Strip: s = strip(s, step.strip_left, step.strip_right); break;
+      case NormalizerStep::Kind::Bert:
+        s = bert_normalize(s, step.bert);
+        if (step.bert.lowercase) s = lowercase(s);
+        break;
     }
   }
   return s;

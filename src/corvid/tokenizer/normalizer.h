@@ -10,16 +10,18 @@
 
 #include "corvid/tokenizer/regex.h"
 #include "corvid/tokenizer/unicode.h"
+#include "corvid/tokenizer/wordpiece.h"
 
 namespace corvid::tok {
 
 struct NormalizerStep {
-  enum class Kind { Unicode, Replace, Prepend, Lowercase, Strip };
+  enum class Kind { Unicode, Replace, Prepend, Lowercase, Strip, Bert };
   Kind kind = Kind::Unicode;
   NormalForm form = NormalForm::NFC;      // Unicode
   std::shared_ptr<const Regex> pattern;   // Replace: what to find
   std::string content;                    // Replace: replacement; Prepend: prefix
   bool strip_left = false, strip_right = false;  // Strip
+  BertNormalization bert;                        // Bert
 };
 
 class Normalizer {

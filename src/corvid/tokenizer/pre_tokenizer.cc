@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "corvid/tokenizer/unicode.h"
+#include "corvid/tokenizer/wordpiece.h"
 
 namespace corvid::tok {
 namespace {
@@ -117,6 +118,19 @@ void PreTokenizer::split(std::string_view text, bool first_piece, std::vector<st
             next.push_back(piece);
           }
           for (size_t j = from; j < next.size(); ++j) next[j] = to_byte_level(next[j]);
+          break;
+        }
+        case PreTokenizerStep::Kind::BertPunctuation: {
+          size_t word = 0;
+          uint32_t cp = 0;
+          for (size_t i = 0, n = 0; i < piece.size(); i += n) {
+            n = utf8_next(piece, i, &cp);
+            if (!is_bert_punctuation(cp)) continue;
+            if (i > word) next.push_back(piece.substr(word, i - word));
+            next.push_back(piece.substr(i, n));
+            word = i + n;
+          }
+          if (word < piece.size()) next.push_back(piece.substr(word));
           break;
         }
         case PreTokenizerStep::Kind::Metaspace: {

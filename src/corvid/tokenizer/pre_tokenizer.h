@@ -20,7 +20,7 @@ inline constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 struct PreTokenizerStep {
-  enum class Kind { Split, ByteLevel, Metaspace };
+  enum class Kind { Split, ByteLevel, Metaspace, BertPunctuation };  // the last: each punctuation char isolated
   Kind kind = Kind::Split;
   // Split (Digits is a Split on \p{N}; ByteLevel with use_regex carries the GPT-2 pattern).
   std::shared_ptr<const Regex> pattern;

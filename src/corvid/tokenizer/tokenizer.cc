@@ -62,12 +62,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
       }
       std::string_view piece(norm.data() + q.begin, q.end - q.begin);
       if (m.pre_tokenizer.empty()) {
-        m.model.encode_word(piece, ids);
+        m.encode_word(piece, ids);
         continue;
       }
       words.clear();
       m.pre_tokenizer.split(piece, p.begin == 0 && q.begin == 0, words);
-      for (const auto& w : words) m.model.encode_word(w, ids);
+      for (const auto& w : words) m.encode_word(w, ids);
     }
   }
   if (add_special_tokens) ids.insert(ids.end(), m.suffix_ids.begin(), m.suffix_ids.end());

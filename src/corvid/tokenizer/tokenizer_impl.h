@@ -13,6 +13,7 @@
 #include "corvid/tokenizer/normalizer.h"
 #include "corvid/tokenizer/pre_tokenizer.h"
 #include "corvid/tokenizer/tokenizer.h"
+#include "corvid/tokenizer/wordpiece.h"
 
 namespace corvid {
 
@@ -23,7 +24,12 @@ struct Tokenizer::Impl {
   std::vector<tok::AddedToken> added;  // split out first (raw or normalized text)
   tok::Normalizer normalizer;
   tok::PreTokenizer pre_tokenizer;
-  tok::BpeModel model;
+  tok::BpeModel model;  // the vocabulary, and BPE's merges
+  std::optional<tok::WordPieceOptions> wordpiece;  // set: words are split by WordPiece, not BPE
+  void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
+    if (wordpiece) return tok::wordpiece_encode(model, *wordpiece, word, ids);
+    model.encode_word(word, ids);
+  }
   std::vector<int32_t> prefix_ids, suffix_ids;  // post-processor, when add_special_tokens
 
   tok::Decoder decoder;
