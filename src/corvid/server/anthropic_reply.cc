@@ -33,11 +33,12 @@ MessageReply::MessageReply(std::string id, std::string model, chat::OutputParser
       model_(std::move(model)),
       starts_in_reasoning_(options.starts_in_reasoning),
       parser_(std::move(options)),
-      omit_thinking_(omit_thinking),
-      prompt_tokens_(prompt_tokens) {}
+      omit_thinking_(omit_thinking) {
+  totals_.prompt_tokens = prompt_tokens;  // message_start's usage, before the request ends
+}
 
 bool MessageReply::reasoning_open() const {
-  if (finished_) return false;
+  if (totals_.finished) return false;
   if (blocks_.empty()) return starts_in_reasoning_;
   return blocks_.size() == 1 && blocks_.back()["type"] == "thinking";
 }
@@ -50,7 +51,7 @@ std::vector<Json> MessageReply::start() const {
                   {"content", Json::array()},
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr},
-                  {"usage", {{"input_tokens", prompt_tokens_}, {"output_tokens", 0}}}};
+                  {"usage", {{"input_tokens", totals_.prompt_tokens}, {"output_tokens", 0}}}};
   return {Json{{"type", "message_start"}, {"message", std::move(message)}}, Json{{"type", "ping"}}};
 }
 
@@ -116,18 +117,14 @@ void MessageReply::consume(const RequestEvent& event, std::vector<Json>& out) {
   if (!event.finish) return;
   for (const chat::OutputEvent& e : parser_.finish()) apply(e, out);
   close(out);
-  finished_ = true;
-  finish_ = *event.finish;
+  totals_.note(event);
   stop_string_ = event.stop_string;
-  prompt_tokens_ = event.prompt_tokens;
-  completion_tokens_ = event.completion_tokens;
-  cached_tokens_ = event.cached_tokens;
 }
 
 std::vector<Json> MessageReply::events(const RequestEvent& event) {
   std::vector<Json> out;
   consume(event, out);
-  if (finished_) {
+  if (totals_.finished) {
     out.push_back({{"type", "message_delta"},
                    {"delta", {{"stop_reason", stop_reason()}, {"stop_sequence", stop_sequence()}}},
                    {"usage", usage()}});
@@ -142,7 +139,7 @@ void MessageReply::add(const RequestEvent& event) {
 }
 
 std::string MessageReply::stop_reason() const {
-  if (finish_ == FinishReason::Length) return "max_tokens";
+  if (totals_.finish == FinishReason::Length) return "max_tokens";
   if (any_tool_use_) return "tool_use";
   return stop_string_.empty() ? "end_turn" : "stop_sequence";
 }
@@ -153,9 +150,9 @@ Json MessageReply::stop_sequence() const {
 
 // Anthropic counts cache reads apart from input_tokens: the two add up to the prompt.
 Json MessageReply::usage() const {
-  return Json{{"input_tokens", prompt_tokens_ - cached_tokens_},
-              {"output_tokens", completion_tokens_},
-              {"cache_read_input_tokens", cached_tokens_}};
+  return Json{{"input_tokens", totals_.prompt_tokens - totals_.cached_tokens},
+              {"output_tokens", totals_.completion_tokens},
+              {"cache_read_input_tokens", totals_.cached_tokens}};
 }
 
 Json MessageReply::response() const {

@@ -12,6 +12,7 @@
 
 #include "corvid/chat/output_parser.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/reply_totals.h"
 #include "corvid/server/request_fields.h"
 
 namespace corvid::server {
@@ -32,7 +33,7 @@ class MessageReply {
   void add(const RequestEvent& event);
   Json response() const;
 
-  bool finished() const { return finished_; }
+  bool finished() const { return totals_.finished; }
   // Whether the model is still reasoning (the thinking budget counts these tokens): the
   // prompt opened reasoning or a thinking block began, and no other block has yet.
   bool reasoning_open() const;
@@ -54,10 +55,8 @@ class MessageReply {
   bool block_open_ = false;
   std::string tool_arguments_;  // of the open tool_use block, as JSON text
   bool any_tool_use_ = false;
-  bool finished_ = false;
-  FinishReason finish_ = FinishReason::Error;
+  ReplyTotals totals_;
   std::string stop_string_;
-  int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0;
 };
 
 // One event in Anthropic's SSE grammar: "event: TYPE\ndata: JSON\n\n".

@@ -42,14 +42,8 @@ ChatReply::ChatReply(ReplyMeta meta, chat::OutputParserOptions options, const To
 std::vector<chat::OutputEvent> ChatReply::consume(const RequestEvent& event) {
   if (!event.logprobs.empty()) want_logprobs_ = true;
   std::vector<chat::OutputEvent> events = parser_.feed(event.text);
-  if (event.finish) {
-    finished_ = true;
-    finish_ = *event.finish;
+  if (totals_.note(event))
     for (chat::OutputEvent& e : parser_.finish()) events.push_back(std::move(e));
-    prompt_tokens_ = event.prompt_tokens;
-    completion_tokens_ = event.completion_tokens;
-    cached_tokens_ = event.cached_tokens;
-  }
   return events;
 }
 
@@ -100,9 +94,9 @@ std::vector<Json> ChatReply::chunks(const RequestEvent& event) {
   }
   // Logprobs of tokens whose text is still held back ride on an empty delta.
   if (out.empty() && want_logprobs_ && !event.token_ids.empty()) out.push_back(chunk({{"content", ""}}, logprobs, nullptr));
-  if (finished_) {
+  if (totals_.finished) {
     const bool calls = !parser_.result().tool_calls.empty();
-    out.push_back(chunk(Json::object(), nullptr, finish_reason_word(finish_, calls)));
+    out.push_back(chunk(Json::object(), nullptr, finish_reason_word(totals_.finish, calls)));
   }
   return out;
 }
@@ -110,7 +104,7 @@ std::vector<Json> ChatReply::chunks(const RequestEvent& event) {
 Json ChatReply::usage_chunk() const {
   return Json{{"id", meta_.id},        {"object", "chat.completion.chunk"}, {"created", meta_.created},
               {"model", meta_.model},  {"system_fingerprint", nullptr},     {"choices", Json::array()},
-              {"usage", usage_json(prompt_tokens_, completion_tokens_, cached_tokens_)}};
+              {"usage", usage_json(totals_.prompt_tokens, totals_.completion_tokens, totals_.cached_tokens)}};
 }
 
 void ChatReply::add(const RequestEvent& event) {
@@ -132,25 +126,16 @@ Json ChatReply::response() const {
   Json choice = {{"index", meta_.index},
                  {"message", std::move(message)},
                  {"logprobs", want_logprobs_ ? Json{{"content", logprobs_}} : Json(nullptr)},
-                 {"finish_reason", finish_reason_word(finish_, !out.tool_calls.empty())}};
+                 {"finish_reason", finish_reason_word(totals_.finish, !out.tool_calls.empty())}};
   return Json{{"id", meta_.id},       {"object", "chat.completion"},      {"created", meta_.created},
               {"model", meta_.model}, {"system_fingerprint", nullptr},    {"choices", Json::array({choice})},
-              {"usage", usage_json(prompt_tokens_, completion_tokens_, cached_tokens_)}};
+              {"usage", usage_json(totals_.prompt_tokens, totals_.completion_tokens, totals_.cached_tokens)}};
 }
 
 // ---- completions ----
 
 CompletionReply::CompletionReply(ReplyMeta meta, const Tokenizer* tokenizer)
     : meta_(std::move(meta)), tokenizer_(tokenizer) {}
-
-void CompletionReply::note_finish(const RequestEvent& event) {
-  if (!event.finish) return;
-  finished_ = true;
-  finish_ = *event.finish;
-  prompt_tokens_ = event.prompt_tokens;
-  completion_tokens_ = event.completion_tokens;
-  cached_tokens_ = event.cached_tokens;
-}
 
 void CompletionReply::append_logprobs(const RequestEvent& event, Json& into, int64_t& offset) const {
   if (event.logprobs.empty()) return;
@@ -174,11 +159,11 @@ Json CompletionReply::choice(const std::string& text, const Json& logprobs, cons
 }
 
 std::vector<Json> CompletionReply::chunks(const RequestEvent& event) {
-  note_finish(event);
+  totals_.note(event);
   Json logprobs;
   append_logprobs(event, logprobs, text_offset_);
-  if (event.text.empty() && logprobs.is_null() && !finished_) return {};
-  const Json finish = finished_ ? Json(finish_reason_word(finish_, false)) : Json(nullptr);
+  if (event.text.empty() && logprobs.is_null() && !totals_.finished) return {};
+  const Json finish = totals_.finished ? Json(finish_reason_word(totals_.finish, false)) : Json(nullptr);
   return {Json{{"id", meta_.id},
                {"object", "text_completion"},
                {"created", meta_.created},
@@ -189,11 +174,11 @@ std::vector<Json> CompletionReply::chunks(const RequestEvent& event) {
 
 Json CompletionReply::usage_chunk() const {
   return Json{{"id", meta_.id},       {"object", "text_completion"}, {"created", meta_.created},
-              {"model", meta_.model}, {"choices", Json::array()},    {"usage", usage_json(prompt_tokens_, completion_tokens_, cached_tokens_)}};
+              {"model", meta_.model}, {"choices", Json::array()},    {"usage", usage_json(totals_.prompt_tokens, totals_.completion_tokens, totals_.cached_tokens)}};
 }
 
 void CompletionReply::add(const RequestEvent& event) {
-  note_finish(event);
+  totals_.note(event);
   text_ += event.text;
   append_logprobs(event, logprobs_, text_offset_);
 }
@@ -204,8 +189,8 @@ Json CompletionReply::response() const {
               {"created", meta_.created},
               {"model", meta_.model},
               {"system_fingerprint", nullptr},
-              {"choices", Json::array({choice(text_, logprobs_, finish_reason_word(finish_, false))})},
-              {"usage", usage_json(prompt_tokens_, completion_tokens_, cached_tokens_)}};
+              {"choices", Json::array({choice(text_, logprobs_, finish_reason_word(totals_.finish, false))})},
+              {"usage", usage_json(totals_.prompt_tokens, totals_.completion_tokens, totals_.cached_tokens)}};
 }
 
 }  // namespace corvid::server

@@ -13,6 +13,7 @@
 #include "corvid/chat/output_parser.h"
 #include "corvid/engine/request.h"
 #include "corvid/server/openai_api.h"
+#include "corvid/server/reply_totals.h"
 #include "corvid/tokenizer/tokenizer.h"
 
 namespace corvid::server {
@@ -49,7 +50,7 @@ class ChatReply {
   void add(const RequestEvent& event);
   Json response() const;
 
-  bool finished() const { return finished_; }
+  bool finished() const { return totals_.finished; }
 
  private:
   // Feeds an event through the parser; returns the parser events it decided.
@@ -62,9 +63,7 @@ class ChatReply {
   const Tokenizer* tokenizer_;
   Json logprobs_ = Json::array();  // non-streaming: every token's entry
   bool want_logprobs_ = false;
-  FinishReason finish_ = FinishReason::Error;
-  bool finished_ = false;
-  int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0;
+  ReplyTotals totals_;
 };
 
 class CompletionReply {
@@ -75,21 +74,18 @@ class CompletionReply {
   Json usage_chunk() const;
   void add(const RequestEvent& event);                   // non-streaming
   Json response() const;
-  bool finished() const { return finished_; }
+  bool finished() const { return totals_.finished; }
 
  private:
   Json choice(const std::string& text, const Json& logprobs, const Json& finish_reason) const;
   void append_logprobs(const RequestEvent& event, Json& into, int64_t& offset) const;
-  void note_finish(const RequestEvent& event);
 
   ReplyMeta meta_;
   const Tokenizer* tokenizer_;
   std::string text_;
   Json logprobs_;  // {"tokens", "token_logprobs", "top_logprobs", "text_offset"} when asked
   int64_t text_offset_ = 0;
-  FinishReason finish_ = FinishReason::Error;
-  bool finished_ = false;
-  int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0;
+  ReplyTotals totals_;
 };
 
 }  // namespace corvid::server

@@ -66,7 +66,7 @@ bool ResponseReply::reasoning_only() const {
   return items_.size() == 1 && items_.back()["type"] == "reasoning";
 }
 
-bool ResponseReply::reasoning_open() const { return !finished_ && reasoning_only(); }
+bool ResponseReply::reasoning_open() const { return !totals_.finished && reasoning_only(); }
 
 Json ResponseReply::event(const char* type, Json fields) {
   Json e = {{"type", type}, {"sequence_number", sequence_++}};
@@ -110,7 +110,7 @@ void ResponseReply::close(std::vector<Json>& out) {
   item_open_ = false;
   Json& item = items_.back();
   const std::string type = item["type"].get<std::string>();
-  const bool cut = finished_ && finish_ == FinishReason::Length;
+  const bool cut = totals_.finished && totals_.finish == FinishReason::Length;
   item["status"] = cut ? "incomplete" : "completed";
   if (type == "function_call") {
     item["arguments"] = open_text_;
@@ -174,12 +174,7 @@ void ResponseReply::consume(const RequestEvent& event, std::vector<Json>& out) {
   // reasoning (so an opening tag before any reasoning text, or an event that ends the
   // reasoning and begins the answer, is not counted).
   if (reasoning_only()) reasoning_tokens_ += static_cast<int64_t>(event.token_ids.size());
-  if (!event.finish) return;
-  finished_ = true;
-  finish_ = *event.finish;
-  prompt_tokens_ = event.prompt_tokens;
-  completion_tokens_ = event.completion_tokens;
-  cached_tokens_ = event.cached_tokens;
+  if (!totals_.note(event)) return;
   completed_at_ = now_seconds();
   close(out);
 }
@@ -187,7 +182,7 @@ void ResponseReply::consume(const RequestEvent& event, std::vector<Json>& out) {
 std::vector<Json> ResponseReply::events(const RequestEvent& e) {
   std::vector<Json> out;
   consume(e, out);
-  if (finished_) {
+  if (totals_.finished) {
     const Json whole = response();
     out.push_back(event(whole["status"] == "completed" ? "response.completed" : "response.incomplete",
                         {{"response", whole}}));
@@ -212,11 +207,11 @@ std::vector<Json> ResponseReply::failed(const std::string& message) {
 }
 
 Json ResponseReply::usage() const {
-  return Json{{"input_tokens", prompt_tokens_},
-              {"input_tokens_details", {{"cached_tokens", cached_tokens_}}},
-              {"output_tokens", completion_tokens_},
-              {"output_tokens_details", {{"reasoning_tokens", std::min(reasoning_tokens_, completion_tokens_)}}},
-              {"total_tokens", prompt_tokens_ + completion_tokens_}};
+  return Json{{"input_tokens", totals_.prompt_tokens},
+              {"input_tokens_details", {{"cached_tokens", totals_.cached_tokens}}},
+              {"output_tokens", totals_.completion_tokens},
+              {"output_tokens_details", {{"reasoning_tokens", std::min(reasoning_tokens_, totals_.completion_tokens)}}},
+              {"total_tokens", totals_.prompt_tokens + totals_.completion_tokens}};
 }
 
 Json ResponseReply::response() const {
@@ -225,8 +220,8 @@ Json ResponseReply::response() const {
   for (size_t i = 0; i < items_.size(); ++i)  // an item still open (a failure midway) is left out
     if (!(item_open_ && i + 1 == items_.size())) output.push_back(items_[i]);
   r["output"] = std::move(output);
-  if (!finished_) return r;
-  const bool cut = finish_ == FinishReason::Length;
+  if (!totals_.finished) return r;
+  const bool cut = totals_.finish == FinishReason::Length;
   r["status"] = cut ? "incomplete" : "completed";
   if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   else r["completed_at"] = completed_at_;

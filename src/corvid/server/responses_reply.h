@@ -13,6 +13,7 @@
 
 #include "corvid/chat/output_parser.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/reply_totals.h"
 #include "corvid/server/request_fields.h"
 #include "corvid/server/responses_api.h"
 
@@ -40,7 +41,7 @@ class ResponseReply {
   void add(const RequestEvent& event);
   Json response() const;
 
-  bool finished() const { return finished_; }
+  bool finished() const { return totals_.finished; }
   // Whether the model is still reasoning (what a reasoning budget counts): the prompt
   // opened reasoning or a reasoning item began, and no other item has yet.
   bool reasoning_open() const;
@@ -66,9 +67,8 @@ class ResponseReply {
   std::string open_text_;  // the open item's text (or arguments) so far
   int64_t sequence_ = 0;
   int64_t completed_at_ = 0;
-  bool finished_ = false;
-  FinishReason finish_ = FinishReason::Error;
-  int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0, reasoning_tokens_ = 0;
+  ReplyTotals totals_;
+  int64_t reasoning_tokens_ = 0;
 };
 
 }  // namespace corvid::server
