@@ -125,8 +125,7 @@ struct Converter {
 
 // Anthropic's tools ({name, description, input_schema}) in the templates' OpenAI form.
 Json convert_tools(const Json& tools) {
-  if (!tools.is_array()) bad("tools", "'tools' must be a list");
-  if (tools.size() > kMaxTools) too_many("tools", tools.size(), kMaxTools, "tools");
+  check_tool_list(tools);
   Json out = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string at = "tools[" + std::to_string(i) + "]";

@@ -191,8 +191,7 @@ ChatParams parse_chat_request(const Json& body) {
   p.chat.messages = normalize_messages(body["messages"]);
   p.chat.add_generation_prompt = true;
   if (const Json* tools = field(body, "tools")) {
-    if (!tools->is_array()) bad("tools", "'tools' must be a list");
-    if (tools->size() > kMaxTools) too_many("tools", tools->size(), kMaxTools, "tools");
+    check_tool_list(*tools);
     for (const Json& t : *tools) {
       if (!t.is_object() || !t.contains("function") || !t["function"].is_object() || !t["function"].contains("name"))
         bad("tools", "each tool needs a 'function' object with a 'name'");

@@ -46,6 +46,11 @@ ThinkingProblem thinking_problem(std::optional<bool> enable_thinking, bool budge
   return ThinkingProblem::kNone;
 }
 
+void check_tool_list(const Json& tools) {
+  if (!tools.is_array()) bad("tools", "'tools' must be a list");
+  if (tools.size() > kMaxTools) too_many("tools", tools.size(), kMaxTools, "tools");
+}
+
 const Json* field(const Json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;

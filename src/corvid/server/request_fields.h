@@ -73,6 +73,9 @@ enum class ThinkingProblem { kNone, kCannotEnable, kCannotDisable, kBudgetUnread
 ThinkingProblem thinking_problem(std::optional<bool> enable_thinking, bool budget, bool template_has_switch,
                                  bool template_reasons);
 
+// A request's `tools`: a list of at most kMaxTools entries, else a 400 naming 'tools'.
+void check_tool_list(const Json& tools);
+
 // Stop strings from `value` (a string, when one_allowed, or a list of strings) under the
 // bounds above; empty strings are dropped. `param` names the field in errors.
 std::vector<std::string> stop_strings(const Json& value, const char* param, bool one_allowed);
