@@ -9,9 +9,16 @@
 #include "corvid/server/anthropic_api.h"
 #include "corvid/server/anthropic_reply.h"
 #include "corvid/server/openai_api.h"
+#include "server_reply_script.h"
 
 namespace corvid::server {
 namespace {
+
+using testing::finish_event;
+using testing::hermes_with_think;
+using testing::Scripted;
+using testing::script;
+using testing::text_event;
 
 Json body(const char* text) { return Json::parse(text); }
 
@@ -300,52 +307,12 @@ TEST(AnthropicApi, ErrorsHaveAnthropicsShape) {
 
 // ---- replies ----
 
-RequestEvent text_event(std::string text) {
-  RequestEvent e;
-  e.text = std::move(text);
-  e.token_ids = {1};
-  return e;
-}
-
-RequestEvent finish_event(FinishReason reason, std::string stop_string = "") {
-  RequestEvent e = text_event("");
-  e.finish = reason;
-  e.stop_string = std::move(stop_string);
-  e.prompt_tokens = 10;
-  e.completion_tokens = 7;
-  e.cached_tokens = 4;
-  return e;
-}
-
 chat::OutputParserOptions plain() { return {}; }
 
-chat::OutputParserOptions hermes_with_think() {
-  chat::OutputParserOptions o;
-  o.reasoning = chat::ReasoningFormat::kThinkTags;
-  o.tools_format = chat::ToolFormat::kHermes;
-  o.tools = nlohmann::json::parse(R"([{"type": "function", "function": {"name": "get_weather"}}])");
-  return o;
-}
-
-struct Scripted {
-  std::vector<Json> events;  // streamed
-  Json whole;                // the non-streaming reply of the same engine events
-};
-
 Scripted run(const chat::OutputParserOptions& options, const std::vector<std::string>& pieces, const RequestEvent& finish,
-        bool omit_thinking = false) {
+             bool omit_thinking = false) {
   MessageReply streamed("msg_1", "m", options, omit_thinking, 10), whole("msg_1", "m", options, omit_thinking, 10);
-  Scripted r;
-  r.events = streamed.start();
-  for (const std::string& piece : pieces) {
-    for (Json& e : streamed.events(text_event(piece))) r.events.push_back(std::move(e));
-    whole.add(text_event(piece));
-  }
-  for (Json& e : streamed.events(finish)) r.events.push_back(std::move(e));
-  whole.add(finish);
-  EXPECT_TRUE(streamed.finished() && whole.finished());
-  r.whole = whole.response();
-  return r;
+  return script(streamed, whole, pieces, finish);
 }
 
 std::vector<std::string> types(const std::vector<Json>& events) {
@@ -521,7 +488,7 @@ TEST(AnthropicReply, MaxTokens) {
 }
 
 TEST(AnthropicReply, StopSequence) {
-  const Scripted r = run(plain(), {"one, two"}, finish_event(FinishReason::Stop, "three"));
+  const Scripted r = run(plain(), {"one, two"}, finish_event(FinishReason::Stop, "", "three"));
   expect_grammar(r.events);
   EXPECT_EQ(r.whole["stop_reason"], "stop_sequence");
   EXPECT_EQ(r.whole["stop_sequence"], "three");

@@ -9,9 +9,16 @@
 #include "corvid/server/metrics.h"
 #include "corvid/server/openai_api.h"
 #include "corvid/server/openai_reply.h"
+#include "server_reply_script.h"
 
 namespace corvid::server {
 namespace {
+
+using testing::finish_event;
+using testing::hermes_with_think;
+using testing::Scripted;
+using testing::script;
+using testing::text_event;
 
 Json body(const char* text) { return parse_body(text); }
 
@@ -226,30 +233,6 @@ TEST(ServerApi, ErrorBodyHasOpenAIShape) {
   EXPECT_EQ(error_body(401, "no", "", "invalid_api_key")["error"]["code"], "invalid_api_key");
   EXPECT_EQ(error_body(404, "x")["error"]["type"], "not_found_error");
   EXPECT_EQ(error_body(503, "x")["error"]["type"], "service_unavailable_error");
-}
-
-RequestEvent text_event(std::string text, int32_t token = 1) {
-  RequestEvent e;
-  e.text = std::move(text);
-  e.token_ids = {token};
-  return e;
-}
-
-RequestEvent finish_event(FinishReason reason, std::string text = "") {
-  RequestEvent e = text_event(std::move(text), 2);
-  e.finish = reason;
-  e.prompt_tokens = 10;
-  e.completion_tokens = 7;
-  e.cached_tokens = 4;
-  return e;
-}
-
-chat::OutputParserOptions hermes_with_think() {
-  chat::OutputParserOptions o;
-  o.reasoning = chat::ReasoningFormat::kThinkTags;
-  o.tools_format = chat::ToolFormat::kHermes;
-  o.tools = nlohmann::json::parse(R"([{"type": "function", "function": {"name": "get_weather"}}])");
-  return o;
 }
 
 // What a Qwen3-style model writes when it reasons, then calls a tool.

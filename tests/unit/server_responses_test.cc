@@ -9,9 +9,16 @@
 
 #include "corvid/server/responses_api.h"
 #include "corvid/server/responses_reply.h"
+#include "server_reply_script.h"
 
 namespace corvid::server {
 namespace {
+
+using testing::finish_event;
+using testing::hermes_with_think;
+using testing::Scripted;
+using testing::script;
+using testing::text_event;
 
 Json body(const char* text) { return Json::parse(text); }
 
@@ -264,22 +271,6 @@ TEST(ResponsesApi, EffortTheTemplateCannotHonourIsRefused) {
 
 // ---- replies ----
 
-RequestEvent text_event(std::string text) {
-  RequestEvent e;
-  e.text = std::move(text);
-  e.token_ids = {1};
-  return e;
-}
-
-RequestEvent finish_event(FinishReason reason) {
-  RequestEvent e = text_event("");
-  e.finish = reason;
-  e.prompt_tokens = 10;
-  e.completion_tokens = 7;
-  e.cached_tokens = 4;
-  return e;
-}
-
 chat::OutputParserOptions think_tags(bool with_tools = false) {
   chat::OutputParserOptions o;
   o.reasoning = chat::ReasoningFormat::kThinkTags;
@@ -295,24 +286,9 @@ Json skeleton() {
   return response_skeleton("resp_1", "m", 1000, p);
 }
 
-struct Scripted {
-  std::vector<Json> events;  // streamed
-  Json whole;                // the non-streaming reply of the same engine events
-};
-
 Scripted run(const chat::OutputParserOptions& options, const std::vector<std::string>& pieces, const RequestEvent& finish) {
   ResponseReply streamed(skeleton(), options), whole(skeleton(), options);
-  Scripted r;
-  r.events = streamed.start();
-  for (const std::string& piece : pieces) {
-    for (Json& e : streamed.events(text_event(piece))) r.events.push_back(std::move(e));
-    whole.add(text_event(piece));
-  }
-  for (Json& e : streamed.events(finish)) r.events.push_back(std::move(e));
-  whole.add(finish);
-  EXPECT_TRUE(streamed.finished() && whole.finished());
-  r.whole = whole.response();
-  return r;
+  return script(streamed, whole, pieces, finish);
 }
 
 std::vector<std::string> types(const std::vector<Json>& events) {
