@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh --tests
 bash scripts/fetch-model.sh
+bash scripts/fetch-model.sh --model minilm  # the embeddings oracle test (tests/fixtures/embeddings)
 JOBS=${JOBS:-$(nproc)}
 
 echo "== build (release)"

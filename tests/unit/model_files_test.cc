@@ -115,13 +115,13 @@ TEST(ModelFiles, Errors) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind(d.file("config.json") + ": bad JSON: ", 0), 0u) << e.what();
   }
-  d.write("config.json", json{{"model_type", "bert"}}.dump());
+  d.write("config.json", json{{"model_type", "gpt2"}}.dump());
   try {
     open_model(d.str());
     ADD_FAILURE();
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind(d.file("config.json") + ": unsupported model_type 'bert' (supported: llama, mistral, ", 0), 0u)
+    EXPECT_EQ(msg.rfind(d.file("config.json") + ": unsupported model_type 'gpt2' (supported: llama, mistral, ", 0), 0u)
         << msg;
     EXPECT_NE(msg.find("gemma3_text"), std::string::npos) << msg;
   }

@@ -59,5 +59,6 @@ void register_tokenize(CLI::App& app);
 void register_template(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_embed(CLI::App& app);
 
 }  // namespace corvid::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   corvid::cli::register_template(app);
   corvid::cli::register_bench(app);
   corvid::cli::register_serve(app);
+  corvid::cli::register_embed(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -20,7 +21,9 @@
 #include "corvid/core/error.h"
 #include "corvid/core/device.h"
 #include "corvid/engine/dummy_weights.h"
+#include "corvid/engine/embedder.h"
 #include "corvid/engine/engine.h"
+#include "corvid/engine/pooling.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/server/api_server.h"
 #include "corvid/server/http.h"
@@ -47,6 +50,8 @@ struct ServeArgs {
   int io_threads = 2;
   int64_t max_body_mb = 8;
   int64_t responses_store_mb = 64;  // the Responses API's store of finished responses
+  std::string task = "auto";        // generate | embed | auto (embed for an encoder)
+  bool batched_tokens_given = false;  // --max-num-batched-tokens on the command line
 };
 
 // The KV pool's budget: --kv-cache-gb when given; on a GPU otherwise what is left of
@@ -99,32 +104,11 @@ std::optional<ChatTemplate> serving_template(const ServeArgs& a) {
   return ChatTemplate(source.str(), ChatTemplate::special_tokens_of_model(a.common.model));
 }
 
-void run_serve(const ServeArgs& a) {
-  apply_common_options(a.common);
-  CORVID_CHECK(a.port >= 0 && a.port <= 65535, "--port must be in [0, 65535], got ", a.port);
-  CORVID_CHECK(a.kv_cache_gb >= 0, "--kv-cache-gb must be positive, got ", a.kv_cache_gb);
-  CORVID_CHECK(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1,
-               "--gpu-memory-utilization must be in (0, 1], got ", a.gpu_memory_utilization);
-  LoadedModel m = load_serving_model(a);
-
-  EngineConfig config;
-  config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
-  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
-  config.scheduler.max_num_seqs = a.max_num_seqs;
-  config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
-  config.max_model_len = a.max_model_len;
-  config.max_waiting = a.max_waiting;
-  Engine engine(*m.runner, m.tokenizer.get(), config);
-
-  const std::optional<ChatTemplate> chat_template = serving_template(a);
-  if (!chat_template) std::fprintf(stderr, "corvid serve: the model has no chat template: only /v1/completions works\n");
-  server::ApiConfig api_config;
-  api_config.model_name = model_name(a);
-  api_config.api_key = a.api_key;
-  api_config.chat_stop_ids = stop_token_ids(m, chat_template ? &*chat_template : nullptr);
-  api_config.responses_store_bytes = static_cast<size_t>(a.responses_store_mb) << 20;
-  server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config);
-
+// Serves `api` over HTTP until SIGINT/SIGTERM: `describe(port)` prints what is served
+// once listening; at shutdown `stop_engine` ends the engine's work while the connections
+// are still open to hear about it.
+void serve_http(const ServeArgs& a, server::ApiServer& api, const std::function<void(int)>& describe,
+                const std::function<void()>& stop_engine) {
   boost::asio::io_context io(a.io_threads);
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<uint64_t>(a.max_body_mb) << 20;
@@ -149,22 +133,7 @@ void run_serve(const ServeArgs& a) {
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  const double kv_gib = static_cast<double>(engine.kv_bytes()) / static_cast<double>(int64_t{1} << 30);
-  std::string groups;  // "full 900, sliding 512 300" when the model has more than one KV layer group
-  const std::vector<KvGroupStats> group_stats = engine.kv().group_stats();
-  for (size_t g = 0; group_stats.size() > 1 && g < group_stats.size(); ++g)
-    groups += (g ? ", " : " (") + group_stats[g].name + " " + std::to_string(group_stats[g].blocks_total) +
-              (g + 1 == group_stats.size() ? ")" : "");
-  std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
-              api_config.model_name.c_str(), m.model->config().architecture.c_str(),
-              device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
-              groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
-              kv_gib, static_cast<long long>(engine.max_model_len()));
-  const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
-  std::printf("corvid serve: listening on %s/v1\n", url.c_str());
-  std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
-              "\"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}'\n",
-              url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
+  describe(http.port());
   std::fflush(stdout);
 
   {
@@ -175,10 +144,90 @@ void run_serve(const ServeArgs& a) {
   http.stop();
   api.drain();
   api.join_workers();
-  engine.shutdown();  // in-flight requests get their "cancelled" event, answered as 503
+  stop_engine();  // in-flight requests get their "cancelled" event (503), or finish (embeddings)
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // lets those answers reach the clients
   io.stop();
   for (std::thread& t : threads) t.join();
+}
+
+// --task embed: the embedder instead of the generation engine, the same HTTP front.
+void serve_embeddings(const ServeArgs& a, LoadedModel& m) {
+  const PoolingConfig pooling = read_pooling(a.common.model, m.model->state_spec().empty());
+  EmbedderConfig config;
+  // A step is whole inputs; an encoder keeps nothing, a decoder a pool for one step.
+  config.max_batch_tokens = a.batched_tokens_given ? a.max_num_batched_tokens
+                                                   : (m.model->state_spec().empty() ? 16384 : 4096);
+  config.max_batch_seqs = std::max<int64_t>(a.max_num_seqs, 1);
+  config.max_waiting = std::max<int64_t>(a.max_waiting, 1);
+  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
+  Embedder embedder(m, pooling, config);
+  server::ApiConfig api_config;
+  api_config.model_name = model_name(a);
+  api_config.api_key = a.api_key;
+  server::ApiServer api(embedder, *m.tokenizer, api_config);
+  serve_http(a, api, [&](int port) {
+    std::printf("corvid serve: %s (%s on %s, embeddings: %lld dimensions, %s, inputs up to %lld tokens)\n",
+                api_config.model_name.c_str(), m.model->config().architecture.c_str(),
+                device_backend(m.model->device()).description().c_str(),
+                static_cast<long long>(embedder.dimensions()), pooling.describe().c_str(),
+                static_cast<long long>(embedder.max_input_tokens()));
+    const std::string url = "http://" + a.host + ":" + std::to_string(port);
+    std::printf("corvid serve: listening on %s/v1\n", url.c_str());
+    std::printf("corvid serve: try  curl %s/v1/embeddings -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
+                "\"input\": \"Hello!\"}'\n",
+                url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
+  }, [&embedder] { embedder.shutdown(); });
+}
+
+void run_serve(const ServeArgs& a) {
+  apply_common_options(a.common);
+  CORVID_CHECK(a.port >= 0 && a.port <= 65535, "--port must be in [0, 65535], got ", a.port);
+  CORVID_CHECK(a.kv_cache_gb >= 0, "--kv-cache-gb must be positive, got ", a.kv_cache_gb);
+  CORVID_CHECK(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1,
+               "--gpu-memory-utilization must be in (0, 1], got ", a.gpu_memory_utilization);
+  LoadedModel m = load_serving_model(a);
+  const bool encoder = m.model->state_spec().empty();
+  const std::string task = a.task == "auto" ? (encoder ? "embed" : "generate") : a.task;
+  CORVID_CHECK(task == "embed" || !encoder, m.model->config().architecture,
+               " is an encoder: it serves embeddings (--task embed), not text");
+  if (task == "embed") return serve_embeddings(a, m);
+
+  EngineConfig config;
+  config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
+  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
+  config.scheduler.max_num_seqs = a.max_num_seqs;
+  config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+  config.max_model_len = a.max_model_len;
+  config.max_waiting = a.max_waiting;
+  Engine engine(*m.runner, m.tokenizer.get(), config);
+
+  const std::optional<ChatTemplate> chat_template = serving_template(a);
+  if (!chat_template) std::fprintf(stderr, "corvid serve: the model has no chat template: only /v1/completions works\n");
+  server::ApiConfig api_config;
+  api_config.model_name = model_name(a);
+  api_config.api_key = a.api_key;
+  api_config.chat_stop_ids = stop_token_ids(m, chat_template ? &*chat_template : nullptr);
+  api_config.responses_store_bytes = static_cast<size_t>(a.responses_store_mb) << 20;
+  server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config);
+
+  serve_http(a, api, [&](int port) {
+    const double kv_gib = static_cast<double>(engine.kv_bytes()) / static_cast<double>(int64_t{1} << 30);
+    std::string groups;  // "full 900, sliding 512 300" when the model has more than one KV layer group
+    const std::vector<KvGroupStats> group_stats = engine.kv().group_stats();
+    for (size_t g = 0; group_stats.size() > 1 && g < group_stats.size(); ++g)
+      groups += (g ? ", " : " (") + group_stats[g].name + " " + std::to_string(group_stats[g].blocks_total) +
+                (g + 1 == group_stats.size() ? ")" : "");
+    std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
+                api_config.model_name.c_str(), m.model->config().architecture.c_str(),
+                device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
+                groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
+                kv_gib, static_cast<long long>(engine.max_model_len()));
+    const std::string url = "http://" + a.host + ":" + std::to_string(port);
+    std::printf("corvid serve: listening on %s/v1\n", url.c_str());
+    std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
+                "\"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}'\n",
+                url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
+  }, [&engine] { engine.shutdown(); });
 }
 
 }  // namespace
@@ -223,7 +272,15 @@ void register_serve(CLI::App& app) {
                   "are evicted beyond it (0: keep none)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  cmd->callback([args] { run_serve(*args); });
+  cmd->add_option("--task", args->task,
+                  "what the server does: generate (chat, completions, Responses, Messages), embed (/v1/embeddings: "
+                  "an encoder such as BERT, or a decoder's last-token embeddings), or auto (embed for an encoder)")
+      ->check(CLI::IsMember({"auto", "generate", "embed"}))
+      ->capture_default_str();
+  cmd->callback([args, cmd] {
+    args->batched_tokens_given = cmd->count("--max-num-batched-tokens") > 0;
+    run_serve(*args);
+  });
 }
 
 }  // namespace corvid::cli

@@ -29,10 +29,11 @@ Runner::~Runner() {
     if (rec.id >= 0) device_backend(model_.device()).drop(rec.id);
 }
 
-void Runner::check_logits(const Tensor& logits, int64_t rows, const char* op) const {
-  const int64_t vocab = model_.config().vocab_size;
-  CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == rows && logits.cols() == vocab, op,
-               ": logits must be F32 [", rows, ", ", vocab, "]");
+void Runner::check_logits(const Tensor& logits, int64_t rows, const char* op, StepOutput output) const {
+  const bool hidden = output == StepOutput::Hidden;
+  const int64_t cols = hidden ? model_.config().hidden_size : model_.config().vocab_size;
+  CORVID_CHECK(logits.dtype == DType::F32 && logits.rows() == rows && logits.cols() == cols, op, ": ",
+               hidden ? "hidden states" : "logits", " must be F32 [", rows, ", ", cols, "]");
   CORVID_CHECK(logits.device == Device::CPU || logits.device == model_.device(), op, ": logits on ",
                device_name(logits.device), " for a model on ", device_name(model_.device()));
 }
@@ -85,7 +86,7 @@ Runner::Recording Runner::wanted(const KvStore& kv, const Tensor& out) const {
                    device_backend(model_.device()).layout_generation(), logits_generation_, inputs_generation_, true};
 }
 
-void Runner::stage(const KvStore& kv, const InputLayout& layout, bool paged) {
+void Runner::stage(const KvStore* kv, const InputLayout& layout, bool paged) {
   const int32_t* dev = nullptr;
   if (model_.device() != Device::CPU) {
     // One copy for the whole step; ops read their arrays from it (and a recording holds it).
@@ -109,11 +110,11 @@ void Runner::stage(const KvStore& kv, const InputLayout& layout, bool paged) {
     groups_.push_back({positions, {}});  // contiguous: a position's row is the position
   } else {
     const ops::Indices query_seq = view(layout.query_seq(), n);
-    for (int64_t g = 0; g < kv.num_groups(); ++g)
-      groups_.push_back({view(layout.slots(g), n), {kv.block_size(), view(layout.tables(g), layout.seqs * layout.width),
+    for (int64_t g = 0; g < kv->num_groups(); ++g)
+      groups_.push_back({view(layout.slots(g), n), {kv->block_size(), view(layout.tables(g), layout.seqs * layout.width),
                                                     layout.width, query_seq}});
   }
-  step_ = Step{tokens, positions, groups_, out_rows_, &kv};
+  step_ = Step{tokens, positions, groups_, out_rows_, kv, StepOutput::Logits, {}};
 }
 
 void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KVCache& kv,
@@ -137,7 +138,7 @@ void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> p
   for (int64_t r = n - n_out; r < n; ++r) out_rows_.push_back(r);
   inputs_.assign(tokens.begin(), tokens.end());
   inputs_.insert(inputs_.end(), positions.begin(), positions.end());
-  stage(kv, {n, 0, 0}, /*paged=*/false);
+  stage(&kv, {n, 0, 0}, /*paged=*/false);
   const Tensor out = logits_target(logits, n_out);
   DeviceBackend& backend = device_backend(model_.device());
   if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
@@ -151,7 +152,8 @@ void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> p
   if (out.data != logits.data) copy_tensor(logits, out);
 }
 
-void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits) {
+void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits,
+                           StepOutput output) {
   const ModelConfig& c = model_.config();
   CORVID_CHECK(!batch.empty(), "forward_batch: empty batch");
   CORVID_CHECK(kv.paged(), "forward_batch: needs a paged KV store");
@@ -177,9 +179,9 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
     n += static_cast<int64_t>(seq.tokens.size());
     n_out += seq.logits;
   }
-  check_logits(logits, n_out, "forward_batch");
+  check_logits(logits, n_out, "forward_batch", output);
   DeviceBackend& backend = device_backend(model_.device());
-  const bool decode_only = n == static_cast<int64_t>(batch.size()) && n_out == n;
+  const bool decode_only = n == static_cast<int64_t>(batch.size()) && n_out == n && output == StepOutput::Logits;
   const bool recorded = decode_only && record_steps_ && n <= kMaxRecordedBatch && backend.supports_capture();
   // A recorded batch is padded: extra queries are sequences of their own at position 0
   // over block 0 whose keys and values go nowhere; their logits are computed and ignored.
@@ -234,7 +236,8 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
     for (int64_t g = 0; g < groups; ++g) slots(g)[i] = -1;
     out_rows_.push_back(i);
   }
-  stage(kv, layout, /*paged=*/true);
+  stage(&kv, layout, /*paged=*/true);
+  step_.output = output;
 
   if (recorded) {
     const int64_t vocab = c.vocab_size;
@@ -258,9 +261,62 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
     model_.forward(step_, Tensor(DType::F32, {0, c.vocab_size}, nullptr, model_.device()));
     return;
   }
+  if (output == StepOutput::Hidden) {
+    if (logits.device == model_.device()) {
+      model_.forward(step_, logits);
+      return;
+    }
+    const Tensor out = device_hidden(n_out);
+    model_.forward(step_, out);
+    copy_tensor(logits, out);
+    return;
+  }
   const Tensor out = logits_target(logits, n_out);
   model_.forward(step_, out);
   if (out.data != logits.data) copy_tensor(logits, out);
+}
+
+Tensor Runner::device_hidden(int64_t rows) {
+  if (!device_hidden_.buffer.data() || device_hidden_.tensor.rows() < rows)
+    device_hidden_ = DeviceTensor(model_.device(), DType::F32, {rows, model_.config().hidden_size});
+  return device_hidden_.rows(rows);
+}
+
+void Runner::encode(std::span<const std::span<const int32_t>> sequences, const Tensor& hidden) {
+  const ModelConfig& c = model_.config();
+  CORVID_CHECK(!sequences.empty(), "encode: empty batch");
+  CORVID_CHECK(model_.state_spec().empty(), "encode: ", c.architecture,
+               " keeps state per sequence (a decoder); it runs through forward_batch");
+  sequence_starts_.assign(1, 0);
+  inputs_.clear();
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    CORVID_CHECK(!sequences[s].empty(), "encode: sequence ", s, " has no tokens");
+    for (int32_t t : sequences[s])
+      CORVID_CHECK(t >= 0 && t < c.vocab_size, "encode: token id ", t, " is outside the vocabulary (", c.vocab_size,
+                   ")");
+    CORVID_CHECK(static_cast<int64_t>(sequences[s].size()) <= c.max_position_embeddings, "encode: sequence ", s,
+                 " has ", sequences[s].size(), " tokens, more than the model's ", c.max_position_embeddings,
+                 " positions");
+    inputs_.insert(inputs_.end(), sequences[s].begin(), sequences[s].end());
+    sequence_starts_.push_back(static_cast<int64_t>(inputs_.size()));
+  }
+  const int64_t n = static_cast<int64_t>(inputs_.size());
+  check_logits(hidden, n, "encode", StepOutput::Hidden);
+  CORVID_CHECK(hidden.device == Device::CPU || hidden.device == model_.device(), "encode: hidden states on ",
+               device_name(hidden.device), " for a model on ", device_name(model_.device()));
+  for (size_t s = 0; s + 1 < sequence_starts_.size(); ++s)
+    for (int64_t p = 0; p < sequence_starts_[s + 1] - sequence_starts_[s]; ++p)
+      inputs_.push_back(static_cast<int32_t>(p));
+  out_rows_.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) out_rows_[static_cast<size_t>(r)] = r;
+  stage(nullptr, {n, 0, 0}, /*paged=*/false);
+  groups_.clear();
+  step_.groups = {};
+  step_.output = StepOutput::Hidden;
+  step_.sequence_starts = sequence_starts_;
+  const Tensor out = hidden.device == model_.device() ? hidden : device_hidden(n);
+  model_.forward(step_, out);
+  if (out.data != hidden.data) copy_tensor(hidden, out);
 }
 
 }  // namespace corvid

@@ -60,7 +60,16 @@ class Runner {
   // tokens are written there first). logits: F32 [number of sequences with logits set, vocab], in
   // batch order, on the host or the model's device. On the CPU a sequence gets the same
   // bits as forward() gives it alone (matmul and attention are batch invariant).
-  void forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits);
+  // output = Hidden: `logits` is F32 [sequences with logits set, hidden_size] instead and
+  // gets their last tokens' final hidden states (last-token embeddings; never recorded).
+  void forward_batch(std::span<const BatchSequence> batch, const KvStore& kv, const Tensor& logits,
+                     StepOutput output = StepOutput::Logits);
+
+  // An encoder's step (a model that keeps no state per sequence, models/bert.cc): each
+  // sequence whole (tokens at positions 0..), attention inside each, and `hidden` F32
+  // [total tokens, hidden_size] (host or the model's device) gets every token's final
+  // hidden state, in batch order.
+  void encode(std::span<const std::span<const int32_t>> sequences, const Tensor& hidden);
 
   // Recording on (the default) or off (every op runs eagerly).
   void set_step_recording(bool on) { record_steps_ = on; }
@@ -92,7 +101,10 @@ class Runner {
   Tensor logits_target(const Tensor& logits, int64_t rows);
   // The first `rows` rows of the device logits scratch (grown as needed).
   Tensor device_logits(int64_t rows);
-  void check_logits(const Tensor& logits, int64_t rows, const char* op) const;
+  // The same for hidden states [rows, hidden_size].
+  Tensor device_hidden(int64_t rows);
+  void check_logits(const Tensor& logits, int64_t rows, const char* op,
+                    StepOutput output = StepOutput::Logits) const;
   Recording wanted(const KvStore& kv, const Tensor& out) const;
   // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views.
   // Where each array of a step's packed int32 inputs starts: tokens, positions and
@@ -107,8 +119,8 @@ class Runner {
   };
   // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views:
   // paged, every array of `layout`; contiguous, tokens and positions only (the slots are
-  // the positions).
-  void stage(const KvStore& kv, const InputLayout& layout, bool paged);
+  // the positions; no store: an encoder's step).
+  void stage(const KvStore* kv, const InputLayout& layout, bool paged);
 
   Model& model_;
   bool record_steps_ = true;
@@ -124,6 +136,8 @@ class Runner {
   uint64_t inputs_generation_ = 0;
   std::vector<StepKvGroup> groups_;
   std::vector<int64_t> out_rows_;
+  std::vector<int64_t> sequence_starts_;  // encode()'s
+  DeviceTensor device_hidden_;            // encode()'s output on the device, before the copy to the host
   Step step_;
 };
 

@@ -183,6 +183,9 @@ bool is_file(const std::string& path) {
 }
 
 void add_tensor(WeightSet& w, const SafetensorsFile& f, const SafetensorsTensor& t) {
+  // Older transformers saved BERT's position_ids buffer (0, 1, 2, ... in I64) beside the
+  // weights. It is not a weight: models make their positions themselves.
+  if (t.dtype_name == "I64" && t.name.ends_with("position_ids")) return;
   if (!t.dtype)
     fail(f.path(), ": tensor ", printable(t.name), " has dtype ", t.dtype_name,
          ", which corvid cannot use as a weight (F32, F16, BF16, I32)");

@@ -5,7 +5,9 @@
 namespace corvid {
 
 void check_state_spec(std::span<const LayerState> spec) {
-  CORVID_CHECK(!spec.empty(), "kv: a model with no layers");
+  // An encoder (BERT) keeps nothing per sequence: it embeds, it does not generate.
+  CORVID_CHECK(!spec.empty(), "the model keeps no state per sequence: an encoder gives embeddings, not text "
+                              "(corvid embed, corvid serve --task embed)");
   for (size_t l = 0; l < spec.size(); ++l) {
     const LayerState& s = spec[l];
     if (s.kind == StateKind::SharedKV) {

@@ -13,5 +13,6 @@ Family smollm3_family();  // smollm3 (smollm3.cc)
 Family phi3_family();     // phi3 (phi3.cc)
 Family gemma4_family();   // gemma4_text (gemma4.cc)
 Family qwen_moe_family(); // qwen3_moe, qwen2_moe (qwen_moe.cc)
+Family bert_family();     // bert: an encoder, for embeddings (bert.cc)
 
 }  // namespace corvid

@@ -186,7 +186,7 @@ void Gemma3::forward(const Step& step, const Tensor& logits) {
       ops::add(x, h);
     }
   }
-  head_.forward(x, step.out_rows, scratch_, logits);
+  head_.forward(x, step.out_rows, scratch_, logits, step.output);
 }
 
 // llama.cpp's gemma3 names where they differ from the shared ones (ffn_norm is the

@@ -398,7 +398,7 @@ void Gemma4::forward(const Step& step, const Tensor& logits) {
     }
     if (Ly.scalar != 1.0f) ops::scale(x, Ly.scalar);
   }
-  head_.forward(x, step.out_rows, scratch_, logits);
+  head_.forward(x, step.out_rows, scratch_, logits, step.output);
 }
 
 // llama.cpp's gemma4 names where they differ from the shared ones.

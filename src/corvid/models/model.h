@@ -26,6 +26,12 @@ struct StepKvGroup {
   ops::PagedKV paged;  // a paged store: the group's block tables and each token's sequence
 };
 
+// What a step returns for its out_rows.
+enum class StepOutput {
+  Logits,  // F32 [rows, vocab]
+  Hidden,  // F32 [rows, hidden_size]: the last layer's output after the final norm (embeddings)
+};
+
 // One forward step as the runner lays it out: n tokens from one or many sequences.
 // The index arrays carry their device copy when the model is on a GPU (the runner
 // uploads a step's inputs once).
@@ -35,6 +41,10 @@ struct Step {
   std::span<const StepKvGroup> groups;  // one per KV group of `kv` (a layer's: kv->group_of(layer))
   std::span<const int64_t> out_rows;    // the rows whose logits the step returns, in order
   const KvStore* kv = nullptr;          // on the model's device, allocated from its state_spec()
+  StepOutput output = StepOutput::Logits;
+  // An encoder's step (no KV state): where each sequence's tokens start in `tokens`, then
+  // their end ([sequences + 1], host). Its attention stays inside each sequence.
+  std::span<const int64_t> sequence_starts;
   const StepKvGroup& group(int64_t layer) const { return groups[static_cast<size_t>(kv->group_of(layer))]; }
 };
 
@@ -49,7 +59,8 @@ class Model {
   virtual const std::vector<LayerState>& state_spec() const = 0;
 
   // Runs the step: every token's keys and values go into step.kv at its slot, and
-  // logits [out_rows.size(), vocab] (F32, on the model's device) get the rows asked for.
+  // `logits` (F32, on the model's device) gets the rows asked for: [out_rows.size(), vocab]
+  // logits, or for StepOutput::Hidden their final hidden states [out_rows.size(), hidden].
   // Scratch buffers grow as needed; buffers_generation() changes when they move (a
   // recorded step holds their addresses).
   virtual void forward(const Step& step, const Tensor& logits) = 0;

@@ -98,7 +98,7 @@ void Olmo2::forward(const Step& step, const Tensor& logits) {
     ops::rms_norm(h, l.post_feedforward_norm, eps, h);
     ops::add(x, h);
   }
-  head_.forward(x, step.out_rows, scratch_, logits);
+  head_.forward(x, step.out_rows, scratch_, logits, step.output);
 }
 
 // llama.cpp's olmo2: the two post-norms.

@@ -161,7 +161,7 @@ void PreNormDecoder::forward(const Step& step, const Tensor& logits) {
       ops::add(x, h);
     }
   }
-  head_.forward(x, step.out_rows, scratch_, logits);
+  head_.forward(x, step.out_rows, scratch_, logits, step.output);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ const std::vector<Family>& model_families() {
       phi3_family(),
       gemma4_family(),
       qwen_moe_family(),
+      bert_family(),
   };
   return kFamilies;
 }

@@ -97,6 +97,26 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   CORVID_DISPATCH(device, rms_norm, x, weight, eps, out);
 }
 
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {
+  const Device device = common_device("layer_norm", {&x, &weight, &bias, &out});
+  check_f32("layer_norm", "x", x);
+  check_f32("layer_norm", "out", out);
+  check_same_shape("layer_norm", "x", x, "out", out);
+  CORVID_CHECK(weight.dtype == DType::F32 && weight.numel() == x.cols() && bias.dtype == DType::F32 &&
+                   bias.numel() == x.cols(),
+               "ops::layer_norm: weight ", weight.shape_str(), " and bias ", bias.shape_str(), " must be [", x.cols(),
+               "] F32");
+  if (x.numel() == 0) return;
+  CORVID_DISPATCH(device, layer_norm, x, weight, bias, eps, out);
+}
+
+void gelu(const Tensor& x) {
+  const Device device = common_device("gelu", {&x});
+  check_f32("gelu", "x", x);
+  if (x.numel() == 0) return;
+  CORVID_DISPATCH(device, gelu, x);
+}
+
 namespace {
 
 void check_rope_args(const char* op, const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {

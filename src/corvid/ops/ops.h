@@ -66,6 +66,11 @@ void rearrange_weight(const Tensor& raw, const Tensor& dst);
 // out may alias x. Works on any leading shape (normalises the innermost dim).
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 
+// LayerNorm over the innermost dim (BERT): out[r, :] = (x[r, :] - mean) / sqrt(var + eps)
+// * weight + bias, with the biased variance (torch's). weight and bias [cols] F32. out may
+// alias x.
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
+
 // Rotary embedding in place on x[n, heads, head_dim] for token positions[n].
 struct RopeParams {
   std::vector<float> inv_freq;  // rotary_dim / 2 frequencies, scaling already applied
@@ -101,6 +106,9 @@ void matmul_glu(const Tensor& x, const Tensor& w, const Tensor& gate_up, const T
 // out = gelu_tanh(gate) * up, elementwise (GeGLU with the tanh-approximated GELU,
 // transformers' gelu_pytorch_tanh), all F32 of equal shape. out may alias gate.
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
+
+// x = GELU(x) in place, the exact form x / 2 * (1 + erf(x / sqrt(2))) (F32): BERT's "gelu".
+void gelu(const Tensor& x);
 
 // x *= s elementwise, in place (F32).
 void scale(const Tensor& x, float s);

@@ -43,9 +43,21 @@ int status_of(RequestRejected::Reason reason) {
 std::string to_text(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config)
-    : engine_(engine),
+    : engine_(&engine),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
+      config_(std::move(config)),
+      store_(config_.responses_store_bytes) {
+  id_salt_ = std::random_device{}();
+  id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
+  created_ = unix_time();
+}
+
+ApiServer::ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config)
+    : engine_(nullptr),
+      embedder_(&embedder),
+      tokenizer_(tokenizer),
+      chat_template_(nullptr),
       config_(std::move(config)),
       store_(config_.responses_store_bytes) {
   id_salt_ = std::random_device{}();
@@ -135,9 +147,10 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   };
   static const Route routes[] = {{"/v1/chat/completions", true}, {"/v1/completions", true},
                                  {"/v1/messages", true},         {"/v1/messages/count_tokens", true},
-                                 {"/v1/responses", true},        {"/tokenize", true},
-                                 {"/detokenize", true},          {"/apply-template", true},
-                                 {"/v1/models", false},          {"/metrics", false}};
+                                 {"/v1/responses", true},        {"/v1/embeddings", true},
+                                 {"/tokenize", true},            {"/detokenize", true},
+                                 {"/apply-template", true},      {"/v1/models", false},
+                                 {"/metrics", false}};
   if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
     const std::string name = path.substr(std::string("/v1/models/").size());
     if (name != config_.model_name) throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
@@ -153,8 +166,15 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
   if (path == "/v1/models") return models(exchange);
   if (path == "/metrics") {
     metrics_.count_response(200);
-    return exchange->respond(200, metrics_.render(engine_.stats(), config_.model_name), "text/plain; version=0.0.4");
+    return exchange->respond(200, metrics_.render(engine_ ? engine_->stats() : EngineStats{}, config_.model_name),
+                             "text/plain; version=0.0.4");
   }
+  // A server runs one task: generation (the Engine) or embeddings (the Embedder).
+  const bool tokens_only = path == "/tokenize" || path == "/detokenize";
+  if (path == "/v1/embeddings" && !embedder_)
+    throw ApiError(400, "this server generates text: /v1/embeddings needs a server started with --task embed");
+  if (!engine_ && path != "/v1/embeddings" && !tokens_only)
+    throw ApiError(400, "this server serves embeddings (--task embed): " + path + " needs a server that generates");
   if (draining_ && path.rfind("/v1/", 0) == 0) throw ApiError(503, "the server is shutting down");
   // Parsing, rendering and tokenizing a body (up to the body limit) is CPU work: it runs
   // on the worker pool, and only what it decides comes back to the connection's strand.
@@ -169,6 +189,7 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
       else if (path == "/v1/messages") then = messages(exchange, body);
       else if (path == "/v1/messages/count_tokens") then = count_tokens(exchange, body);
       else if (path == "/v1/responses") then = responses(exchange, body);
+      else if (path == "/v1/embeddings") then = embeddings(exchange, body);
       else then = completions(exchange, body);
     } catch (...) {
       then = [error = std::current_exception()] { std::rethrow_exception(error); };
@@ -200,7 +221,7 @@ void ApiServer::check_model(const std::string& requested) const {
 
 int64_t ApiServer::default_max_tokens(size_t prompt_tokens) const {
   // As many as fit: the context length and the KV cache both bound a sequence.
-  const int64_t limit = std::min(engine_.max_model_len(), engine_.max_tokens_per_sequence());
+  const int64_t limit = std::min(engine_->max_model_len(), engine_->max_tokens_per_sequence());
   return std::max<int64_t>(1, limit - static_cast<int64_t>(prompt_tokens));
 }
 
@@ -295,7 +316,7 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
       Reply& reply = *replies[i];
       observe(state->latency[i], event);
       if (event.finish == FinishReason::Cancelled || event.finish == FinishReason::Error) {
-        for (int64_t id : state->ids) engine_.cancel(id);  // the other choices are of no use now
+        for (int64_t id : state->ids) engine_->cancel(id);  // the other choices are of no use now
         const int status = event.finish == FinishReason::Cancelled ? 503 : 500;
         const std::string message = event.finish == FinishReason::Cancelled
                                         ? "the request was cancelled (the server is shutting down)"
@@ -332,15 +353,15 @@ void ApiServer::generate(const std::shared_ptr<Exchange>& exchange, const Genera
       exchange->post([on_event, event] { on_event(event); });
     };
     try {
-      state->ids.push_back(engine_.submit(std::move(choice)).id());
+      state->ids.push_back(engine_->submit(std::move(choice)).id());
     } catch (...) {
-      for (int64_t id : state->ids) engine_.cancel(id);  // all choices or none
+      for (int64_t id : state->ids) engine_->cancel(id);  // all choices or none
       throw;
     }
   }
   // On the strand, as the submits: no disconnect is missed.
   raw->on_cancel([this, state] {
-    for (int64_t id : state->ids) engine_.cancel(id);
+    for (int64_t id : state->ids) engine_->cancel(id);
   });
   if (stream) {
     metrics_.count_response(200);
@@ -411,7 +432,7 @@ void ApiServer::spend_budget(std::optional<ThinkingBudget>& budget, int64_t requ
   // before it sees that still come: the reasoning may run a step or two over).
   budget->used += static_cast<int64_t>(event.token_ids.size());
   if (budget->used < budget->tokens) return;
-  engine_.force_tokens(request_id, budget->close);
+  engine_->force_tokens(request_id, budget->close);
   budget->spent = true;
 }
 
@@ -466,10 +487,10 @@ void ApiServer::drive_reply(const std::shared_ptr<Exchange>& exchange, Generatio
   request.on_event = [exchange, on_event](const RequestEvent& event) {
     exchange->post([on_event, event] { on_event(event); });
   };
-  const int64_t id = engine_.submit(std::move(request)).id();
+  const int64_t id = engine_->submit(std::move(request)).id();
   state->id = id;  // before any event: they come to this strand after this function
   // On the strand, as the submit: no disconnect is missed.
-  exchange->on_cancel([this, id] { engine_.cancel(id); });
+  exchange->on_cancel([this, id] { engine_->cancel(id); });
   if (!stream) return;
   metrics_.count_response(200);
   exchange->begin_stream();
@@ -540,7 +561,7 @@ Json ApiServer::model_json() const {
               {"object", "model"},
               {"created", created_},
               {"owned_by", "corvid"},
-              {"max_model_len", engine_.max_model_len()}};
+              {"max_model_len", engine_ ? engine_->max_model_len() : embedder_->max_input_tokens()}};
 }
 
 void ApiServer::models(const std::shared_ptr<Exchange>& exchange) {

@@ -21,6 +21,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "corvid/chat/chat_template.h"
+#include "corvid/engine/embedder.h"
 #include "corvid/engine/engine.h"
 #include "corvid/chat/output_parser.h"
 #include "corvid/server/anthropic_reply.h"
@@ -43,6 +44,9 @@ class ApiServer {
  public:
   // chat_template may be null (then chat endpoints answer 400). All must outlive the server.
   ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config);
+  // An embeddings server (--task embed): /v1/embeddings, /tokenize, /detokenize,
+  // /v1/models, /metrics; the generation endpoints answer 400.
+  ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config);
 
   void handle(const std::shared_ptr<Exchange>& exchange);
   // From now on generation requests get 503 (the server is shutting down).
@@ -72,6 +76,8 @@ class ApiServer {
   Action messages(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action count_tokens(const std::shared_ptr<Exchange>& exchange, const Json& body);
   Action responses(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  // POST /v1/embeddings: submits the inputs to the embedder, answers from its callback.
+  Action embeddings(const std::shared_ptr<Exchange>& exchange, const Json& body);
   // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (`rest`: the
   // path after /v1/responses/). On the strand: the store's lock is held only briefly.
   void stored_response(Exchange& exchange, const std::string& rest);
@@ -148,7 +154,8 @@ class ApiServer {
   Json error_json(const Exchange& exchange, int status, const std::string& message, const std::string& param = "",
                   const std::string& code = "") const;
 
-  Engine& engine_;
+  Engine* engine_ = nullptr;      // a generation server's
+  Embedder* embedder_ = nullptr;  // an embeddings server's
   const Tokenizer& tokenizer_;
   const ChatTemplate* chat_template_;
   mutable std::mutex template_mutex_;  // rendering is not promised to be reentrant

@@ -5,9 +5,19 @@
 
 namespace corvid::layers {
 
-void OutputHead::forward(const Tensor& x, std::span<const int64_t> rows, Scratch& s, const Tensor& logits) const {
+void OutputHead::forward(const Tensor& x, std::span<const int64_t> rows, Scratch& s, const Tensor& logits,
+                         StepOutput output) const {
   const int64_t n_out = static_cast<int64_t>(rows.size()), hidden = x.cols();
   if (n_out == 0) return;
+  if (output == StepOutput::Hidden) {
+    CORVID_CHECK(logits.rows() == n_out && logits.cols() == hidden, "hidden states must be [", n_out, ", ", hidden,
+                 "], got ", logits.shape_str());
+    const size_t row_bytes = static_cast<size_t>(hidden) * sizeof(float);
+    for (int64_t i = 0; i < n_out; ++i)
+      copy_bytes(logits.row(i), x.device, x.row(rows[static_cast<size_t>(i)]), x.device, row_bytes);
+    ops::rms_norm(logits, norm, eps, logits);
+    return;
+  }
   bool consecutive = true;  // rows r0, r0+1, ...: a view of x, no gather (decode steps, a prompt's last row)
   for (int64_t i = 1; i < n_out && consecutive; ++i) consecutive = rows[static_cast<size_t>(i)] == rows[0] + i;
   const Tensor h = rows_of(s.h, n_out, hidden);

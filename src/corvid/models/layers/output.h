@@ -7,6 +7,7 @@
 #include <span>
 
 #include "corvid/models/layers/scratch.h"
+#include "corvid/models/model.h"
 #include "corvid/models/weight_loader.h"
 
 namespace corvid::layers {
@@ -17,9 +18,11 @@ struct OutputHead {
   float logit_scale = 1.0f;  // logits *= this
   float softcap = 0.0f;      // > 0: logits = softcap * tanh(logits / softcap)
 
-  // x [n, hidden]: the last layer's output (its rows may be overwritten). logits
-  // [rows.size(), vocab] get the rows asked for, in order.
-  void forward(const Tensor& x, std::span<const int64_t> rows, Scratch& scratch, const Tensor& logits) const;
+  // x [n, hidden]: the last layer's output (its rows may be overwritten). `out` gets the
+  // rows asked for, in order: logits [rows.size(), vocab], or with StepOutput::Hidden the
+  // normed rows themselves [rows.size(), hidden] (no output matrix, no logit transforms).
+  void forward(const Tensor& x, std::span<const int64_t> rows, Scratch& scratch, const Tensor& out,
+               StepOutput output = StepOutput::Logits) const;
 };
 
 // The final norm (model.norm.weight; `plus_one` for (1 + w) norms) and the output matrix:

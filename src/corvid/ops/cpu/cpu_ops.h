@@ -17,6 +17,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // The same on a given pool (tests check that results do not depend on the thread count).
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias, ThreadPool& pool);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
+void gelu(const Tensor& x);
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);

@@ -90,6 +90,27 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   });
 }
 
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out) {
+  const int64_t cols = x.cols();
+  const float* w = weight.ptr<float>();
+  const float* b = bias.ptr<float>();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x.ptr<float>() + r * cols;
+      float* o = out.ptr<float>() + r * cols;
+      // Mean, then the variance around it (two passes, in double: no cancellation).
+      double sum = 0;
+      for (int64_t i = 0; i < cols; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(cols);
+      double ss = 0;
+      for (int64_t i = 0; i < cols; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(cols) + eps));
+      const float m = static_cast<float>(mean);
+      for (int64_t i = 0; i < cols; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
+    }
+  });
+}
+
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
   const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
   const int half = params.rotary_dim / 2;
@@ -179,6 +200,14 @@ void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
     const float* u = up.ptr<float>();
     float* o = out.ptr<float>();
     for (int64_t i = r0 * cols; i < r1 * cols; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+  });
+}
+
+void gelu(const Tensor& x) {
+  const int64_t cols = x.cols();
+  for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {
+    float* a = x.ptr<float>();
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) a[i] = 0.5f * a[i] * (1.0f + std::erf(a[i] * 0.70710678118654752f));
   });
 }
 

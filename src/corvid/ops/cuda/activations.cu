@@ -1,4 +1,4 @@
-// Elementwise ops the non-Llama families need: GeGLU's gelu_tanh_mul, scale
+// Elementwise ops the non-Llama families need: GeGLU's gelu_tanh_mul, BERT's gelu, scale
 // (embedding and residual multipliers) and logit softcap. Each mirrors
 // ops/cpu/elementwise.cc's float arithmetic (tanhf where the CPU calls std::tanh).
 #include "corvid/ops/cuda/context.h"
@@ -41,6 +41,13 @@ __global__ void softcap_kernel(float* x, float cap, int64_t count) {
   if (i < count) x[i] = cap * tanhf(x[i] / cap);
 }
 
+__global__ void gelu_kernel(float* x, int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
 }  // namespace
 
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
@@ -69,6 +76,12 @@ void softcap(const Tensor& x, float cap) {
   if (count == 0) return;
   launch_pdl("softcap_kernel", softcap_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), context().stream,
              x.ptr<float>(), cap, count);
+}
+
+void gelu(const Tensor& x) {
+  const int64_t count = x.numel();
+  launch_pdl("gelu_kernel", gelu_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads), context().stream,
+             x.ptr<float>(), count);
 }
 
 }  // namespace corvid::ops::cuda

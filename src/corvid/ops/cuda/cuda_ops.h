@@ -52,6 +52,8 @@ void embedding(const Tensor& table, const Indices& ids, const Tensor& out);
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* bias);
 void rearrange_weight(const Tensor& raw, const Tensor& dst);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
+void gelu(const Tensor& x);
 void rope(const Tensor& x, const Indices& positions, const RopeParams& params);
 void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                    const RopeParams& params, const Indices& rows, const Tensor& k_cache,
