@@ -112,6 +112,7 @@ async def post_stream(url, body, headers):
 async def one_request(args, prompt, max_tokens, results):
     body = {"model": args.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "ignore_eos": True, "stream_options": {"include_usage": True}}
+    body.update(args.extra_body)
     start = time.perf_counter()
     stamps, usage, error, done = [], {}, None, False
 
@@ -274,6 +275,9 @@ def main():
                     help="seconds for the whole run: then in-flight requests are cancelled, the rest not sent, "
                          "and the numbers are over what finished (0: no limit)")
     ap.add_argument("--json-out", default=None, help="also write the summary to this file")
+    ap.add_argument("--extra-body", type=json.loads, default={},
+                    help="JSON object merged into every request body, e.g. a structured output: "
+                         "'{\"structured_outputs\": {\"json\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}}'")
     args = ap.parse_args()
     args.url = args.url.rstrip("/")
     args.headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}

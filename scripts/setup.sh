@@ -3,11 +3,11 @@
 # installs what is missing.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config git unzip ca-certificates
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git unzip curl ca-certificates
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev libgtest-dev libgmock-dev
   clang-14 libclang-rt-14-dev libboost-dev python3 python3-pip)
-PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf openai anthropic==2.16.0)
-PY_MODULES="numpy, tokenizers, pytest, gguf, openai, anthropic"
+PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf openai anthropic==2.16.0 jsonschema)
+PY_MODULES="numpy, tokenizers, pytest, gguf, openai, anthropic, jsonschema"
 # --tests (test.sh): also the web chat page's browser test (tests/py/test_web_chat.py),
 # which a machine that only serves does not need.
 if [ "${1:-}" = --tests ]; then
@@ -33,4 +33,5 @@ if ! $PY -c "import $PY_MODULES" 2>/dev/null; then
   $PY -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
     $PY -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
 fi
+bash "$(dirname "$0")/build-xgrammar.sh"
 echo "setup: ok"

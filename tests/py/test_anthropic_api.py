@@ -274,8 +274,8 @@ def test_error_statuses(server, client):  # noqa: F811
         ({"extra_body": {"frequency_penalty": 1}}, "frequency_penalty"),
         ({"messages": [{"role": "user", "content": [{"type": "image", "source": {
             "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]}, "image"),
-        ({"tools": WEATHER, "tool_choice": {"type": "any"}}, "structured output"),
-        ({"tools": WEATHER, "tool_choice": {"type": "tool", "name": "get_weather"}}, "structured output"),
+        ({"tools": WEATHER, "tool_choice": {"type": "tool", "name": "get_time"}}, "not in 'tools'"),
+        ({"tools": [{**WEATHER[0], "strict": True}]}, "forced"),
         ({"extra_body": {"temperature": 2}}, "temperature"),
         ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking cannot be enabled"),  # SmolLM2's template
         ({"max_tokens": 100000}, "max_model_len"),

@@ -293,13 +293,11 @@ def test_max_output_tokens_is_incomplete(client):
 
 def test_refusals(client):
     cases = [  # (request fields, the param the error names, what its message says)
-        ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}}, "text.format",
-         "structured output"),
-        ({"text": {"format": {"type": "json_object"}}}, "text.format", "structured output"),
-        ({"tools": WEATHER, "tool_choice": "required"}, "tool_choice", "constrained decoding"),
-        ({"tools": WEATHER, "tool_choice": {"type": "function", "name": "get_weather"}}, "tool_choice",
-         "constrained decoding"),
-        ({"tools": [{**WEATHER[0], "strict": True}]}, "tools[0].strict", "structured output"),
+        ({"text": {"format": {"type": "json_schema", "schema": {"type": "object"}}}}, "text.format.name", "required"),
+        ({"text": {"format": {"type": "yaml"}}}, "text.format.type", "json_schema"),
+        ({"tools": WEATHER, "tool_choice": {"type": "function", "name": "get_time"}}, "tool_choice", "not in 'tools'"),
+        ({"tools": WEATHER, "parallel_tool_calls": False}, "parallel_tool_calls", "required"),
+        ({"tools": [{**WEATHER[0], "strict": True}]}, "tools[0].strict", "forced"),
         ({"extra_body": {"frobnicate": 1}}, "frobnicate", "unknown field"),
         ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]}]},
          "input[0].content[0]", "text-only"),

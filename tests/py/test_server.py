@@ -211,15 +211,15 @@ def test_error_statuses(server, client):
 
 
 def test_unsupported_fields_are_refused_not_ignored(server, client):
-    # What the official client sends for structured output or forced tool calls gets a
-    # 400 naming the field until corvid can keep to it; an unknown field likewise.
-    schema = {"type": "json_schema", "json_schema": {"name": "city", "schema": {"type": "object"}}}
-    for kwargs, param in ((dict(response_format=schema), "response_format"),
-                          (dict(response_format={"type": "json_object"}), "response_format"),
-                          (dict(tools=TOOLS, tool_choice="required"), "tool_choice"),
-                          (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}}),
+    # Structured output the request cannot have gets a 400 naming the field, as does an unknown field.
+    for kwargs, param in ((dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
+                           "response_format.json_schema.name"),
+                          (dict(response_format={"type": "yaml"}), "response_format.type"),
+                          (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_time"}}),
                            "tool_choice"),
-                          (dict(extra_body={"guided_regex": "[a-z]+"}), "guided_regex")):
+                          (dict(extra_body={"guided_regex": "[a-"}), "response_format"),  # does not compile
+                          (dict(extra_body={"guided_whitespace_pattern": " "}), "guided_whitespace_pattern"),
+                          (dict(extra_body={"frobnicate": 1}), "frobnicate")):
         with pytest.raises(openai.BadRequestError) as e:
             chat(client, **kwargs)
         assert e.value.body["param"] == param, kwargs

@@ -131,13 +131,20 @@ TEST(AnthropicApi, ToolChoice) {
   const MessageParams none = parse_message_request(b);
   EXPECT_FALSE(none.parse_tools);
   EXPECT_FALSE(none.chat.tools.is_null());  // the template still shows them, as OpenAI's "none"
-  // Forcing a call cannot be honoured without constrained decoding: refused, never treated as auto.
-  for (const char* forced : {R"({"type": "any"})", R"({"type": "tool", "name": "f"})"}) {
-    b["tool_choice"] = body(forced);
-    const ApiError e = refusal(b);
-    EXPECT_EQ(e.param(), "tool_choice");
-    EXPECT_TRUE(contains(e.what(), "structured output")) << e.what();
-  }
+  // any / tool force a call: the reply is held to the tools' input schemas.
+  b["tool_choice"] = body(R"({"type": "any", "disable_parallel_tool_use": true})");
+  const MessageParams any = parse_message_request(b);
+  ASSERT_TRUE(any.forcing && any.format);
+  EXPECT_EQ(any.forcing->mode, ToolForcing::Mode::Required);
+  EXPECT_TRUE(any.forcing->single);
+  b["tool_choice"] = body(R"({"type": "tool", "name": "f"})");
+  const MessageParams one = parse_message_request(b);
+  ASSERT_TRUE(one.forcing);
+  EXPECT_EQ(one.forcing->name, "f");
+  EXPECT_EQ(Json::parse(one.format->spec), body(R"({"type": "object"})"));
+  b["tool_choice"] = body(R"({"type": "tool", "name": "g"})");
+  EXPECT_EQ(refusal(b).param(), "tool_choice.name");
+  EXPECT_EQ(refusal(request(R"({"tool_choice": {"type": "any"}})")).param(), "tool_choice");  // no tools
   b["tool_choice"] = body(R"({"type": "auto", "disable_parallel_tool_use": true})");
   EXPECT_EQ(refusal(b).param(), "tool_choice.disable_parallel_tool_use");
   b["tool_choice"] = body(R"({"type": "sometimes"})");
@@ -267,7 +274,7 @@ TEST(AnthropicApi, EveryRefusalNamesItsField) {
       {R"({"tools": [{"name": "f"}]})", "tools[0].input_schema", "input_schema"},
       {R"({"tools": [{"input_schema": {}}]})", "tools[0].name", "name"},
       {R"({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})", "tools[0].type", "server tools"},
-      {R"({"tools": [{"name": "f", "input_schema": {}, "strict": true}]})", "tools[0].strict", "structured output"},
+      {R"({"tools": [{"name": "f", "input_schema": {}, "strict": true}]})", "tools[0].strict", "forced"},
       {R"({"tools": [{"name": "f", "input_schema": {}, "defer_loading": true}]})", "tools[0].defer_loading", "unknown field"},
   };
   for (const auto& c : cases) {

@@ -130,26 +130,65 @@ TEST(ServerApi, UnsupportedFieldsAreRefusedByName) {
   EXPECT_EQ(unknown.status(), 400);
   EXPECT_EQ(unknown.param(), "frobnicate");
   EXPECT_NE(std::string(unknown.what()).find("unknown field 'frobnicate'"), std::string::npos);
-  EXPECT_EQ(chat_error(body(R"({"guided_json": {}})")).param(), "guided_json");
+  EXPECT_EQ(chat_error(body(R"({"guided_decoding_backend": "outlines"})")).param(), "guided_decoding_backend");
   EXPECT_EQ(chat_error(body(R"({"stream_options": {"continuous_usage_stats": true}})")).param(),
             "stream_options.continuous_usage_stats");
-  // Constraints corvid cannot keep yet.
-  for (const char* format : {R"({"response_format": {"type": "json_object"}})",
-                             R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})",
-                             R"({"response_format": {"type": "yaml"}})", R"({"response_format": "json"})"}) {
-    const ApiError e = chat_error(body(format));
-    EXPECT_EQ(e.param(), "response_format") << format;
+  // Structured output: response_format, vLLM's structured_outputs and guided_* fields.
+  ChatParams f = chat_ok(body(R"({"response_format": {"type": "json_object"}})"));
+  ASSERT_TRUE(f.common.format);
+  EXPECT_EQ(f.common.format->kind, OutputFormat::Kind::Json);
+  EXPECT_TRUE(f.common.format->object_only);
+  f = chat_ok(body(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+                        "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}}})"));
+  ASSERT_TRUE(f.common.format);
+  EXPECT_EQ(f.common.format->kind, OutputFormat::Kind::JsonSchema);
+  EXPECT_EQ(Json::parse(f.common.format->spec), body(R"({"type": "object", "properties": {"a": {"type": "integer"}}})"));
+  f = chat_ok(body(R"({"structured_outputs": {"regex": "[a-z]+"}})"));
+  EXPECT_EQ(f.common.format->kind, OutputFormat::Kind::Regex);
+  f = chat_ok(body(R"({"guided_choice": ["yes", "no \"way\""]})"));
+  EXPECT_EQ(f.common.format->kind, OutputFormat::Kind::Grammar);
+  EXPECT_EQ(f.common.format->spec, R"(root ::= "yes" | "no \"way\"")");
+  f = chat_ok(body(R"({"guided_json": "{\"type\": \"string\"}", "guided_decoding_backend": "xgrammar"})"));
+  EXPECT_EQ(Json::parse(f.common.format->spec), body(R"({"type": "string"})"));
+  EXPECT_FALSE(chat_ok(body(R"({"response_format": {"type": "text"}})")).common.format);
+  for (const auto& [patch, param] : std::vector<std::pair<const char*, const char*>>{
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})", "response_format.json_schema.name"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 3}}})", "response_format.json_schema.schema"},
+           {R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "extra": 1}}})", "response_format.json_schema.extra"},
+           {R"({"response_format": {"type": "yaml"}})", "response_format.type"},
+           {R"({"response_format": "json"})", "response_format"},
+           {R"({"structured_outputs": {"regex": "a", "choice": ["b"]}})", "structured_outputs.choice"},
+           {R"({"structured_outputs": {"json": {}}, "guided_regex": "a"})", "guided_regex"},
+           {R"({"structured_outputs": {"whitespace_pattern": " "}})", "structured_outputs.whitespace_pattern"},
+           {R"({"guided_choice": []})", "guided_choice"},
+           {R"({"response_format": {"type": "json_object"}, "guided_regex": "a"})", "response_format"}}) {
+    const ApiError e = chat_error(body(patch));
+    EXPECT_EQ(e.param(), param) << patch << ": " << e.what();
   }
-  EXPECT_NE(std::string(chat_error(body(R"({"response_format": {"type": "json_schema"}})")).what()).find("not supported yet"),
-            std::string::npos);
-  const char* tools = R"({"tools": [{"type": "function", "function": {"name": "f"}}]})";
+  // tool_choice required / named hold the reply to the tools' schemas.
+  const char* tools = R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]})";
   Json required = body(tools), named = body(tools), serial = body(tools);
   required["tool_choice"] = "required";
   named["tool_choice"] = body(R"({"type": "function", "function": {"name": "f"}})");
   serial["parallel_tool_calls"] = false;
-  EXPECT_EQ(chat_error(required).param(), "tool_choice");
+  const ChatParams r = chat_ok(required);
+  ASSERT_TRUE(r.forcing && r.common.format);
+  EXPECT_EQ(r.forcing->mode, ToolForcing::Mode::Required);
+  EXPECT_FALSE(r.forcing->single);
+  EXPECT_EQ(Json::parse(r.common.format->spec)["minItems"], 1);
+  const ChatParams n = chat_ok(named);
+  ASSERT_TRUE(n.forcing);
+  EXPECT_EQ(n.forcing->name, "f");
+  EXPECT_EQ(Json::parse(n.common.format->spec), body(R"({"type": "object"})"));
+  EXPECT_EQ(chat_error(serial).param(), "parallel_tool_calls");  // auto: the model's own format
+  required["parallel_tool_calls"] = false;
+  EXPECT_TRUE(chat_ok(required).forcing->single);
+  EXPECT_EQ(Json::parse(chat_ok(required).common.format->spec)["maxItems"], 1);
+  named["tool_choice"] = body(R"({"type": "function", "function": {"name": "g"}})");
   EXPECT_EQ(chat_error(named).param(), "tool_choice");
-  EXPECT_EQ(chat_error(serial).param(), "parallel_tool_calls");
+  EXPECT_EQ(chat_error(body(R"({"tool_choice": "required"})")).param(), "tool_choice");  // no tools
+  required["response_format"] = body(R"({"type": "json_object"})");
+  EXPECT_EQ(chat_error(required).param(), "tool_choice");
   serial["parallel_tool_calls"] = true;
   EXPECT_TRUE(chat_ok(serial).parse_tools);
   // Accepted: a text response_format and the bookkeeping fields.

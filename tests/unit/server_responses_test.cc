@@ -173,16 +173,17 @@ TEST(ResponsesApi, EveryRefusalNamesItsField) {
       {R"({"input": [{"type": "web_search_call", "id": "ws_1"}]})", "input[0].type", "not supported"},
       {R"({"instructions": ["x"]})", "instructions", "string"},
       {R"({"tools": [{"type": "web_search"}]})", "tools[0].type", "only function tools"},
-      {R"({"tools": [{"type": "function", "name": "f", "strict": true}]})", "tools[0].strict", "structured output"},
+      {R"({"tools": [{"type": "function", "name": "f", "strict": true}]})", "tools[0].strict", "forced"},
       {R"({"tools": [{"type": "function"}]})", "tools[0].name", "name"},
       {R"({"tools": [{"type": "function", "name": "f", "function": {}}]})", "tools[0].function", "unknown field"},
-      {R"({"tool_choice": "required"})", "tool_choice", "constrained decoding"},
-      {R"({"tool_choice": {"type": "function", "name": "f"}})", "tool_choice", "constrained decoding"},
-      {R"({"tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": []}})", "tool_choice", "constrained decoding"},
+      {R"({"tool_choice": "required"})", "tool_choice", "no 'tools'"},
+      {R"({"tool_choice": {"type": "function", "name": "f"}})", "tool_choice", "no 'tools'"},
+      {R"({"tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "g"}})", "tool_choice", "not in 'tools'"},
+      {R"({"tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": []}})", "tool_choice", "not supported"},
       {R"({"tool_choice": "sometimes"})", "tool_choice", "auto, none or required"},
-      {R"({"parallel_tool_calls": false})", "parallel_tool_calls", "cannot be enforced"},
-      {R"({"text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}})", "text.format", "structured output"},
-      {R"({"text": {"format": {"type": "json_object"}}})", "text.format", "structured output"},
+      {R"({"tools": [{"type": "function", "name": "f"}], "parallel_tool_calls": false})", "parallel_tool_calls", "required"},
+      {R"({"text": {"format": {"type": "json_schema", "schema": {}}}})", "text.format.name", "required"},
+      {R"({"text": {"format": {"type": "json_schema", "name": "x", "schema": {}, "indent": 2}}})", "text.format.indent", "unknown field"},
       {R"({"text": {"format": {"type": "yaml"}}})", "text.format.type", "text, json_object or json_schema"},
       {R"({"text": {"verbosity": "low"}})", "text.verbosity", "unknown field"},
       {R"({"reasoning": {"effort": "extreme"}})", "reasoning.effort", "minimal"},
@@ -218,6 +219,30 @@ TEST(ResponsesApi, ToolChoiceNoneKeepsTheToolsAndParsesNoCall) {
   EXPECT_FALSE(none.chat_tools.is_null());  // the template still shows them
   EXPECT_EQ(none.tool_choice, "none");
   EXPECT_FALSE(parse_response_request(request(R"({"tool_choice": "auto"})")).parse_tools);  // no tools: nothing to parse
+}
+
+TEST(ResponsesApi, StructuredOutputAndForcedCalls) {
+  ResponseParams p = parse_response_request(request(R"({"text": {"format": {"type": "json_schema", "name": "city",
+      "strict": true, "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}})"));
+  ASSERT_TRUE(p.format);
+  EXPECT_EQ(p.format->kind, OutputFormat::Kind::JsonSchema);
+  EXPECT_EQ(Json::parse(p.format->spec)["properties"]["name"]["type"], "string");
+  EXPECT_EQ(p.text["format"]["name"], "city");  // echoed as given
+  p = parse_response_request(request(R"({"text": {"format": {"type": "json_object"}}})"));
+  ASSERT_TRUE(p.format);
+  EXPECT_TRUE(p.format->object_only);
+  const char* tools = R"({"tools": [{"type": "function", "name": "f", "strict": true,
+                                     "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}],
+                          "tool_choice": {"type": "function", "name": "f"}, "parallel_tool_calls": false})";
+  p = parse_response_request(request(tools));
+  ASSERT_TRUE(p.forcing);
+  EXPECT_EQ(p.forcing->name, "f");
+  EXPECT_EQ(Json::parse(p.format->spec)["properties"]["x"]["type"], "integer");
+  EXPECT_EQ(p.tool_choice, body(R"({"type": "function", "name": "f"})"));
+  EXPECT_FALSE(p.parallel_tool_calls);
+  p = parse_response_request(request(R"({"tools": [{"type": "function", "name": "f"}], "tool_choice": "required"})"));
+  ASSERT_TRUE(p.forcing);
+  EXPECT_EQ(p.forcing->mode, ToolForcing::Mode::Required);
 }
 
 TEST(ResponsesApi, EffortSetsTheThinkingSwitchAndBudget) {

@@ -9,7 +9,7 @@
 namespace corvid::chat {
 namespace {
 
-constexpr std::array<std::pair<ToolFormat, std::string_view>, 11> kFormatNames{{
+constexpr std::array<std::pair<ToolFormat, std::string_view>, 13> kFormatNames{{
     {ToolFormat::kNone, "none"},
     {ToolFormat::kHermes, "hermes"},
     {ToolFormat::kXmlFunction, "xml"},
@@ -21,6 +21,8 @@ constexpr std::array<std::pair<ToolFormat, std::string_view>, 11> kFormatNames{{
     {ToolFormat::kDeepSeek, "deepseek"},
     {ToolFormat::kKimi, "kimi"},
     {ToolFormat::kGlm, "glm"},
+    {ToolFormat::kForcedList, "forced"},
+    {ToolFormat::kForcedNamed, "forced-named"},
 }};
 
 // No tool calls: never starts a region.
@@ -45,6 +47,8 @@ std::unique_ptr<ToolCallSyntax> make_syntax(ToolFormat format, const nlohmann::j
     case ToolFormat::kDeepSeek: return make_deepseek_syntax();
     case ToolFormat::kKimi: return make_kimi_syntax();
     case ToolFormat::kGlm: return make_glm_syntax(tools);
+    case ToolFormat::kForcedList: return make_forced_list_syntax();
+    case ToolFormat::kForcedNamed: return make_forced_named_syntax(tools);
   }
   fail("tool call parser: unknown format");
 }

@@ -41,6 +41,10 @@ enum class ToolFormat {
               // and R1: <｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>
   kKimi,      // Kimi K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>...
   kGlm,       // GLM-4.5/4.6: <tool_call>f\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>
+  // Forced calls (tool_choice required / a named function): structured output holds the
+  // whole answer to JSON whatever the model's own format, as vLLM does.
+  kForcedList,   // [{"name": ..., "parameters": {...}}, ...]
+  kForcedNamed,  // the arguments object of the one tool in `tools`
 };
 
 // "none", "hermes", "xml", "minicpm", "llama3", "mistral", "gemma4", "harmony", "deepseek",

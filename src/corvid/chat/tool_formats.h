@@ -69,5 +69,7 @@ std::unique_ptr<ToolCallSyntax> make_gemma4_syntax();
 std::unique_ptr<ToolCallSyntax> make_deepseek_syntax();
 std::unique_ptr<ToolCallSyntax> make_kimi_syntax();
 std::unique_ptr<ToolCallSyntax> make_glm_syntax(const nlohmann::json& tools);
+std::unique_ptr<ToolCallSyntax> make_forced_list_syntax();
+std::unique_ptr<ToolCallSyntax> make_forced_named_syntax(const nlohmann::json& tools);
 
 }  // namespace corvid::chat

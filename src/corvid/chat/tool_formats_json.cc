@@ -8,6 +8,7 @@
 
 #include "corvid/chat/tool_formats.h"
 #include "corvid/chat/tool_formats_scan.h"
+#include "corvid/core/error.h"
 
 namespace corvid::chat {
 
@@ -252,7 +253,51 @@ class HarmonySyntax final : public ToolCallSyntax {
 }  // namespace
 
 std::unique_ptr<ToolCallSyntax> make_hermes_syntax() { return std::make_unique<HermesSyntax>(); }
+// Forced calls: the answer (after any reasoning) is one JSON value that structured
+// output held to the tools' schemas; it is decided at the end of the text.
+class ForcedSyntax final : public ToolCallSyntax {
+ public:
+  explicit ForcedSyntax(std::string name) : name_(std::move(name)) {}
+
+  RegionStart find_start(std::string_view text, bool output_started) const override {
+    if (output_started) return {};
+    const std::size_t pos = skip_spaces(text, 0);
+    if (pos == text.size()) return {false, 0, text.size()};
+    return {true, pos, 0};
+  }
+
+  RegionScan scan(std::string_view text, bool at_end) const override {
+    if (!at_end) return need_more();
+    std::optional<nlohmann::ordered_json> value = try_parse_json(text);
+    if (!value) return malformed(text.size());
+    std::vector<ParsedCall> calls;
+    if (!name_.empty()) {
+      if (!value->is_object()) return malformed(text.size());
+      calls.push_back({name_, std::move(*value)});
+    } else {
+      if (!value->is_array() || value->empty()) return malformed(text.size());
+      for (const nlohmann::ordered_json& c : *value) {
+        std::optional<ParsedCall> call = call_from_json(c);
+        if (!call) return malformed(text.size());
+        calls.push_back(std::move(*call));
+      }
+    }
+    return parsed(text.size(), std::move(calls));
+  }
+
+ private:
+  std::string name_;  // kForcedNamed's function; empty for a list
+};
+
 std::unique_ptr<ToolCallSyntax> make_llama3_syntax() { return std::make_unique<Llama3Syntax>(); }
+std::unique_ptr<ToolCallSyntax> make_forced_list_syntax() { return std::make_unique<ForcedSyntax>(""); }
+std::unique_ptr<ToolCallSyntax> make_forced_named_syntax(const nlohmann::json& tools) {
+  std::string name;
+  if (tools.is_array() && !tools.empty() && tools[0].contains("function"))
+    name = tools[0]["function"].value("name", "");
+  CORVID_CHECK(!name.empty(), "forced tool call: the named tool is missing");
+  return std::make_unique<ForcedSyntax>(name);
+}
 std::unique_ptr<ToolCallSyntax> make_mistral_syntax() { return std::make_unique<MistralSyntax>(); }
 std::unique_ptr<ToolCallSyntax> make_harmony_syntax() { return std::make_unique<HarmonySyntax>(); }
 

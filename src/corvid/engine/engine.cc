@@ -57,12 +57,16 @@ struct Engine::Active {
   std::vector<int32_t> stop_ids;
   std::shared_ptr<EventQueue> queue;
   std::deque<int32_t> forced;  // force_tokens(): the next tokens, instead of sampled ones
+  std::optional<FormatMatcher> format;  // the request's format, once it is enforced
   int64_t generated = 0;
   bool done = false;
 };
 
 Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& config)
-    : runner_(runner), tokenizer_(tokenizer), config_(config) {
+    : runner_(runner),
+      tokenizer_(tokenizer),
+      config_(config),
+      format_masks_(runner.config().vocab_size, config.format_mask_threads) {
   const ModelConfig& mc = runner.config();
   const std::vector<LayerState>& spec = runner.model().state_spec();
   CORVID_CHECK(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
@@ -150,6 +154,8 @@ RequestHandle Engine::submit(GenerationRequest request) {
   }
   active->stop_ids = active->request.stop_token_ids;
   if (!active->request.ignore_eos) active->stop_ids.insert(active->stop_ids.end(), eos_ids_.begin(), eos_ids_.end());
+  if (active->request.format && active->request.format_after.empty())
+    active->format.emplace(active->request.format, active->stop_ids);
   std::shared_ptr<EventQueue> queue = active->queue;
   int64_t id = 0;
   {
@@ -316,14 +322,26 @@ void Engine::run_step(const StepPlan& plan) {
                       static_cast<int32_t>(c.start), c.seq->kv.tables, c.sample});
     n_out += c.sample;
   }
+  sampling_rows_.clear();
+  row_formats_.clear();
+  for (const ScheduledChunk& c : plan.chunks)
+    if (c.sample) {
+      Active* active = active_.at(c.seq->id).get();
+      sampling_rows_.push_back(active);
+      row_formats_.push_back(active->format ? &*active->format : nullptr);
+    }
+  // Token masks of the rows that follow a format are made while the model runs.
+  format_masks_.start(row_formats_);
   // On a GPU the logits stay there: the device samples and only token ids come back.
   const bool device_sampling = runner_.device() != Device::CPU;
   Tensor logits;
   try {
     logits = device_sampling ? device_logits(n_out) : host_logits(n_out);
     runner_.forward_batch(batch_, *kv_, logits);
+    format_masks_.apply(logits);
   } catch (const std::exception& e) {
     // The step failed as a whole: every sequence in it ends with the error.
+    format_masks_.cancel();
     for (const ScheduledChunk& c : plan.chunks) {
       auto it = active_.find(c.seq->id);
       finish(*it->second, FinishReason::Error, RequestEvent{}, e.what());
@@ -332,9 +350,6 @@ void Engine::run_step(const StepPlan& plan) {
     return;
   }
   scheduler_->commit(plan);
-  sampling_rows_.clear();
-  for (const ScheduledChunk& c : plan.chunks)
-    if (c.sample) sampling_rows_.push_back(active_.at(c.seq->id).get());
   if (device_sampling) {
     sample_on_device(logits);
   } else {
@@ -444,6 +459,7 @@ void Engine::on_token(Active& active, int32_t sampled, const float* raw_logits) 
   seq.tokens.push_back(token);
   ++active.generated;
   ++generation_tokens_;
+  const bool format_done = follow_format(active, token);
 
   RequestEvent event;
   event.token_ids.push_back(token);
@@ -480,6 +496,11 @@ void Engine::on_token(Active& active, int32_t sampled, const float* raw_logits) 
     return;
   }
   if (active.detokenizer) active.held += active.detokenizer->push(token);
+  if (format_done) {  // complete, and nothing may follow (no stop token to end it)
+    event.text = flush_text();
+    finish(active, FinishReason::Stop, std::move(event));
+    return;
+  }
   size_t stop_at = std::string::npos;
   const std::string* matched = nullptr;
   for (const std::string& s : r.stop) {
@@ -502,6 +523,22 @@ void Engine::on_token(Active& active, int32_t sampled, const float* raw_logits) 
   event.text = active.held.substr(0, active.held.size() - keep);
   active.held.erase(0, active.held.size() - keep);
   emit(active, std::move(event));
+}
+
+bool Engine::follow_format(Active& active, int32_t token) {
+  const GenerationRequest& r = active.request;
+  if (!r.format) return false;
+  if (!active.format) {
+    // Not enforced yet: it starts once the output ends with format_after.
+    const std::vector<int32_t>& tokens = active.seq.tokens;
+    const size_t after = r.format_after.size(), out = tokens.size() - static_cast<size_t>(active.seq.prompt_len);
+    if (out >= after && std::equal(r.format_after.begin(), r.format_after.end(), tokens.end() - static_cast<std::ptrdiff_t>(after)))
+      active.format.emplace(r.format, active.stop_ids);
+    return false;
+  }
+  // A token the mask forbade can only be a forced one (a reasoning budget's close).
+  if (!active.format->accept(token)) fail("token ", token, " breaks the requested output format");
+  return active.format->complete() && active.stop_ids.empty();
 }
 
 }  // namespace corvid

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "corvid/core/device.h"
+#include "corvid/engine/format_masks.h"
 #include "corvid/engine/request.h"
 #include "corvid/engine/scheduler.h"
 #include "corvid/kv/kv_manager.h"
@@ -50,6 +51,7 @@ struct EngineConfig {
   int64_t max_waiting = 1024;                 // requests queued (not running) before QueueFull
   bool enable_prefix_caching = true;
   DType kv_dtype = DType::F32;                // the KV pool's (kv/kv_cache.h: F16 / BF16 on a GPU only)
+  int format_mask_threads = 4;                // threads filling a step's structured-output masks
 };
 
 struct EngineStats {
@@ -87,6 +89,7 @@ class Engine {
 
   EngineStats stats() const;
   int64_t max_model_len() const { return max_model_len_; }
+  int64_t vocab_size() const { return runner_.config().vocab_size; }  // the logits' width
   int64_t num_blocks() const { return kv_->blocks_total(); }  // over all groups
   int64_t block_size() const { return kv_->block_size(); }
   // The longest sequence (prompt + output) the KV pools can hold.
@@ -111,6 +114,10 @@ class Engine {
   // Handles a sampled token: stop ids, detokenizing, stop strings, max_tokens, events.
   // raw_logits: the row's unmodified logits on the host, for logprobs (null: none wanted).
   void on_token(Active& active, int32_t token, const float* raw_logits);
+  // Moves the request's format past `token` (starting it after format_after); true when
+  // the format is complete and the request has no stop token that could end it.
+  // Throws for a token the format does not allow.
+  bool follow_format(Active& active, int32_t token);
   void emit(Active& active, RequestEvent event);
   void finish(Active& active, FinishReason reason, RequestEvent event, const std::string& error = "");
   void validate(const GenerationRequest& request) const;
@@ -140,6 +147,8 @@ class Engine {
   std::vector<float> logits_, logprob_scratch_;
   DeviceTensor device_logits_;                 // model on a GPU: the step's logits stay there
   std::vector<Active*> sampling_rows_;         // the requests of the step's logits rows, in order
+  std::vector<FormatMatcher*> row_formats_;    // per row: its request's format matcher, or null
+  FormatMasks format_masks_;
   std::vector<ops::TokenSampling> row_params_;
   std::vector<int32_t> sampled_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, finished_ = 0, steps_ = 0;

@@ -18,6 +18,8 @@
 
 namespace corvid {
 
+class CompiledFormat;
+
 enum class FinishReason { Stop, Length, Cancelled, Error };
 // "stop", "length", "cancelled", "error" (OpenAI's finish_reason words where they exist).
 const char* finish_reason_name(FinishReason reason);
@@ -52,6 +54,12 @@ struct GenerationRequest {
   bool logprobs = false;                // logprob of each sampled token
   int top_logprobs = 0;                 // and the k most likely alternatives, 0..20
   bool skip_special_tokens = true;      // in the returned text
+  // Structured output: the text must follow this format (engine/structured_output.h,
+  // compiled by the caller off the engine thread); null: free text. It is enforced from
+  // the first token, or once the output ends with `format_after` (a reasoning model's
+  // end-of-thinking marker: the reasoning before it stays free).
+  std::shared_ptr<const CompiledFormat> format;
+  std::vector<int32_t> format_after;
   // Called on the engine thread for every event (must be quick and must not block);
   // when unset, events queue up in the RequestHandle.
   std::function<void(const RequestEvent&)> on_event;

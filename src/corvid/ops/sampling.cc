@@ -74,4 +74,30 @@ void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, st
   cpu::sample_tokens(logits, rows, out);
 }
 
+void mask_logits(const Tensor& logits, std::span<const int32_t> rows, std::span<const int32_t> masks) {
+  CORVID_CHECK(logits.dtype == DType::F32 && logits.ndim == 2, "ops::mask_logits: logits must be F32 [rows, vocab], got ",
+               dtype_name(logits.dtype), " ", logits.shape_str());
+  const int64_t vocab = logits.cols(), words = (vocab + 31) / 32;
+  CORVID_CHECK(static_cast<int64_t>(masks.size()) == static_cast<int64_t>(rows.size()) * words, "ops::mask_logits: ",
+               masks.size(), " mask words for ", rows.size(), " rows of ", words);
+  for (int32_t r : rows)
+    CORVID_CHECK(r >= 0 && r < logits.rows(), "ops::mask_logits: row ", r, " outside the ", logits.rows(), " rows");
+  if (rows.empty()) return;
+#ifdef CORVID_HAVE_CUDA
+  if (logits.device == Device::CUDA) {
+    cuda::count_op();
+    cuda::mask_logits(logits, rows, masks);
+    return;
+  }
+#endif
+  CORVID_CHECK(logits.device == Device::CPU, "ops::mask_logits: logits on ", device_name(logits.device),
+               " but corvid was not built with CUDA");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    float* row = logits.row<float>(rows[i]);
+    const int32_t* mask = masks.data() + static_cast<int64_t>(i) * words;
+    for (int64_t t = 0; t < vocab; ++t)
+      if (!((static_cast<uint32_t>(mask[t / 32]) >> (t % 32)) & 1u)) row[t] = -INFINITY;
+  }
+}
+
 }  // namespace corvid::ops

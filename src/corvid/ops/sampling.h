@@ -48,4 +48,10 @@ void check_sampling_params(const TokenSampling& p);
 // for a row whose logits are all NaN.
 void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
 
+// Structured output's token masks (engine/structured_output.h): for each i, the logits
+// of row rows[i] whose bit is clear in mask row i become -inf (bit t % 32 of word t / 32
+// stands for token t; words = ceil(vocab / 32) per row, masks [rows.size(), words] on
+// the host). logits F32 [n, vocab] on the CPU or CUDA, modified in place.
+void mask_logits(const Tensor& logits, std::span<const int32_t> rows, std::span<const int32_t> masks);
+
 }  // namespace corvid::ops

@@ -135,8 +135,7 @@ Json convert_tools(const Json& tools) {
       bad(at + ".type", "server tools ('" + (type->is_string() ? type->get<std::string>() : type->dump()) +
                             "') are not supported: only client tools with an input_schema");
     only_fields(t, {"type", "name", "description", "input_schema", "cache_control", "eager_input_streaming", "strict"}, at);
-    if (boolean(t, "strict", at).value_or(false))
-      bad(at + ".strict", "strict tool inputs need structured output, which corvid does not have yet");
+    boolean(t, "strict", at);  // checked in tool_choice: only a forced call holds inputs to the schema
     const std::string& name = required_string(t, "name", at);
     const Json* schema = field(t, "input_schema");
     if (!schema || !schema->is_object()) bad(at + ".input_schema", at + " needs an 'input_schema' object");
@@ -151,27 +150,38 @@ Json convert_tools(const Json& tools) {
   return out;
 }
 
-// Returns whether tool calls are to be parsed.
-bool tool_choice(const Json& body, bool have_tools) {
-  const Json* choice = field(body, "tool_choice");
-  if (!choice) return have_tools;
-  const std::string type = type_of(*choice, "tool_choice");
-  if (type == "none") {
-    only_fields(*choice, {"type"}, "tool_choice");
-    return false;
+// Whether tool calls are to be parsed, and (any / tool) the call the reply must make.
+void tool_choice(const Json& body, MessageParams& p) {
+  const bool have_tools = !p.chat.tools.is_null();
+  p.parse_tools = have_tools;
+  if (const Json* choice = field(body, "tool_choice")) {
+    const std::string type = type_of(*choice, "tool_choice");
+    if (type == "none") {
+      only_fields(*choice, {"type"}, "tool_choice");
+      p.parse_tools = false;
+    } else if (type == "auto") {
+      only_fields(*choice, {"type", "disable_parallel_tool_use"}, "tool_choice");
+      if (boolean(*choice, "disable_parallel_tool_use", "tool_choice").value_or(false) && have_tools)
+        bad("tool_choice.disable_parallel_tool_use",
+            "disable_parallel_tool_use is enforced with tool_choice any or tool (auto may reply with several calls)");
+    } else if (type == "any" || type == "tool") {
+      only_fields(*choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice");
+      const bool single = boolean(*choice, "disable_parallel_tool_use", "tool_choice").value_or(false);
+      if (!have_tools) bad("tool_choice", "tool_choice '" + type + "' forces a call, but the request has no 'tools'");
+      p.forcing = type == "any" ? ToolForcing{ToolForcing::Mode::Required, "", single}
+                                : ToolForcing{ToolForcing::Mode::Named, required_string(*choice, "name", "tool_choice"), true};
+      p.format = tool_forcing_format(p.chat.tools, *p.forcing, "tool_choice.name");
+    } else {
+      bad("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
+    }
   }
-  if (type == "auto") {
-    only_fields(*choice, {"type", "disable_parallel_tool_use"}, "tool_choice");
-    if (boolean(*choice, "disable_parallel_tool_use", "tool_choice").value_or(false))
-      bad("tool_choice.disable_parallel_tool_use",
-          "disable_parallel_tool_use cannot be enforced yet (corvid has no constrained decoding)");
-    return have_tools;
-  }
-  if (type == "any" || type == "tool")
-    bad("tool_choice", "tool_choice '" + type +
-                           "' cannot be enforced yet: forcing a tool call needs structured output, which corvid does "
-                           "not have; use 'auto'");
-  bad("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
+  if (p.forcing || !field(body, "tools")) return;
+  const Json& tools = body["tools"];
+  for (size_t i = 0; i < tools.size(); ++i)
+    if (const Json* strict = tools[i].is_object() ? field(tools[i], "strict") : nullptr; strict && *strict == true)
+      bad("tools[" + std::to_string(i) + "].strict",
+          "strict tool inputs are enforced when the call is forced (tool_choice any or tool); with auto send strict: "
+          "false");
 }
 
 // thinking: the template's enable_thinking switch; budget_tokens checked, not enforced.
@@ -248,7 +258,7 @@ MessageParams parse_conversation(const Json& body) {
     Json converted = convert_tools(*tools);
     if (!converted.empty()) p.chat.tools = std::move(converted);
   }
-  p.parse_tools = tool_choice(body, !p.chat.tools.is_null());
+  tool_choice(body, p);
   thinking(body, p);
   return p;
 }

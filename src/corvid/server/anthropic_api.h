@@ -12,6 +12,7 @@
 
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/output_format.h"
 #include "corvid/server/request_fields.h"
 
 namespace corvid::server {
@@ -23,6 +24,8 @@ struct MessageParams {
   bool stream = false;
   ChatRequest chat;              // messages, tools, thinking switch, prefill
   bool parse_tools = false;      // tools given and tool_choice is not "none"
+  std::optional<ToolForcing> forcing;  // tool_choice any or tool: the reply is held to the call(s)
+  std::optional<OutputFormat> format;  // the forced call's format
   bool omit_thinking = false;    // thinking.display "omitted": blocks come back without their text
   // thinking.budget_tokens: open reasoning is closed after about this many tokens.
   std::optional<int64_t> thinking_budget;

@@ -71,6 +71,7 @@ ApiServer::Action ApiServer::responses(const std::shared_ptr<Exchange>& exchange
   PreparedChat prepared = prepare_chat(chat, p.parse_tools, request);
   const bool reasons = prepared.options.reasoning != chat::ReasoningFormat::kNone;
   check_effort(chat, budget_tokens.has_value(), prepared.thinking_switch, reasons);
+  constrain(request, p.format, &prepared.options, p.forcing, p.chat_tools);
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.max_output_tokens.value_or(default_max_tokens(request.prompt.size()));
   std::optional<ThinkingBudget> budget;

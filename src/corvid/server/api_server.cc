@@ -263,6 +263,7 @@ ApiServer::Action ApiServer::chat_completions(const std::shared_ptr<Exchange>& e
   check_model(p.common.model);
   GenerationRequest request = std::move(p.common.generation);
   PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, request);
+  constrain(request, p.common.format, &prepared.options, p.forcing, p.chat.tools);
   const chat::OutputParserOptions& options = prepared.options;
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.common.max_tokens.value_or(default_max_tokens(request.prompt.size()));
@@ -278,6 +279,7 @@ ApiServer::Action ApiServer::completions(const std::shared_ptr<Exchange>& exchan
   GenerationRequest request = std::move(p.common.generation);
   request.prompt = p.prompt_is_tokens ? p.prompt_tokens : tokenizer_.encode(p.prompt_text, /*add_special_tokens=*/true);
   request.max_tokens = p.common.max_tokens.value_or(16);  // OpenAI's default for completions
+  constrain(request, p.common.format);
   const ReplyMeta meta{new_id("cmpl"), config_.model_name, unix_time()};
   std::vector<std::shared_ptr<CompletionReply>> replies;
   for (int i = 0; i < p.common.n; ++i) replies.push_back(std::make_shared<CompletionReply>(meta.with_index(i), &tokenizer_));
@@ -396,6 +398,7 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
   GenerationRequest request = std::move(p.generation);
   PreparedChat prepared = prepare_chat(p.chat, p.parse_tools, request);
   check_thinking_switch(p, prepared.thinking_switch, prepared.options.reasoning != chat::ReasoningFormat::kNone);
+  constrain(request, p.format, &prepared.options, p.forcing, p.chat.tools);
   request.prompt = std::move(prepared.prompt);
   request.max_tokens = p.max_tokens;
   std::optional<ThinkingBudget> budget;

@@ -23,11 +23,13 @@
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/embedder.h"
 #include "corvid/engine/engine.h"
+#include "corvid/engine/structured_output.h"
 #include "corvid/chat/output_parser.h"
 #include "corvid/server/anthropic_reply.h"
 #include "corvid/server/http.h"
 #include "corvid/server/metrics.h"
 #include "corvid/server/openai_api.h"
+#include "corvid/server/output_format.h"
 #include "corvid/server/response_store.h"
 #include "corvid/server/responses_reply.h"
 
@@ -139,6 +141,14 @@ class ApiServer {
     bool thinking_switch = false;  // the template reads enable_thinking
   };
   PreparedChat prepare_chat(const ChatRequest& chat, bool parse_tools, GenerationRequest& request) const;
+  // Holds `request` to `format` (compiled here, on the worker pool; a bad schema is a
+  // 400). With `options` (a chat reply): a prompt that opened reasoning leaves the
+  // reasoning free and starts the format after its end marker, and a forced tool call
+  // makes the parser read the answer as the calls.
+  void constrain(GenerationRequest& request, const std::optional<OutputFormat>& format,
+                 chat::OutputParserOptions* options = nullptr, const std::optional<ToolForcing>& forcing = {},
+                 const Json& tools = Json()) const;
+  const FormatCompiler& formats() const;  // made on first use (it reads the whole vocabulary)
   // Whether the template that would render `chat` mentions `variable` (before rendering:
   // which variables to set depends on it).
   bool template_reads(const ChatRequest& chat, const char* variable) const;
@@ -162,6 +172,8 @@ class ApiServer {
   ApiConfig config_;
   Metrics metrics_;
   ResponseStore store_;
+  mutable std::mutex formats_mutex_;
+  mutable std::unique_ptr<FormatCompiler> formats_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{0};
   uint64_t id_salt_ = 0;

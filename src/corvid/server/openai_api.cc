@@ -72,21 +72,6 @@ void check_bookkeeping(const Json& body) {
   boolean(body, "store");
 }
 
-// Output constraints corvid cannot honour yet: refused rather than answered unconstrained.
-void check_response_format(const Json& body) {
-  const Json* format = field(body, "response_format");
-  if (!format) return;
-  if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
-    bad("response_format", "'response_format' must be an object with a 'type'");
-  const std::string type = (*format)["type"].get<std::string>();
-  if (type == "text") return;
-  if (type == "json_object" || type == "json_schema")
-    bad("response_format", "'response_format' of type '" + type +
-                               "' is not supported yet: corvid has no constrained decoding, so the reply could not "
-                               "be held to it");
-  bad("response_format", "unknown 'response_format' type '" + type + "' (text, json_object or json_schema)");
-}
-
 std::string join_text_parts(const Json& parts, size_t index) {
   std::string text;
   for (const Json& part : parts) {
@@ -182,11 +167,14 @@ ChatParams parse_chat_request(const Json& body) {
                      "frequency_penalty", "repetition_penalty", "seed", "max_tokens", "max_completion_tokens", "n",
                      "best_of", "stop", "ignore_eos", "logit_bias", "logprobs", "top_logprobs", "stream",
                      "stream_options", "user", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
-                     "response_format", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"});
+                     "response_format", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier",
+                     "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                     "guided_decoding_backend"});
   check_bookkeeping(body);
-  check_response_format(body);
   ChatParams p;
   p.common = parse_common(body, /*chat=*/true);
+  p.common.format =
+      one_format(parse_response_format(field(body, "response_format"), "response_format"), parse_vllm_structured_outputs(body));
   if (!body.contains("messages")) bad("messages", "'messages' is required");
   p.chat.messages = normalize_messages(body["messages"]);
   p.chat.add_generation_prompt = true;
@@ -199,25 +187,36 @@ ChatParams parse_chat_request(const Json& body) {
     if (!tools->empty()) p.chat.tools = *tools;
   }
   p.parse_tools = !p.chat.tools.is_null();
-  // required and a named tool oblige the model to call: without constrained decoding
-  // corvid could not keep that promise, so they are refused rather than run as auto.
+  // required and a named tool oblige the model to call: structured output holds the
+  // reply to the tools' argument schemas (server/output_format.h).
+  const bool parallel = boolean(body, "parallel_tool_calls").value_or(true);
   if (const Json* choice = field(body, "tool_choice")) {
     if (choice->is_string()) {
       const std::string c = choice->get<std::string>();
       if (c != "none" && c != "auto" && c != "required") bad("tool_choice", "'tool_choice' must be none, auto, required or a named tool");
-      if (c == "required")
-        bad("tool_choice", "'tool_choice' required is not supported yet: corvid has no constrained decoding to force a "
-                           "call (use auto)");
       if (c == "none") p.parse_tools = false;
+      if (c == "required") p.forcing = ToolForcing{ToolForcing::Mode::Required, "", !parallel};
     } else if (choice->is_object()) {
-      bad("tool_choice", "a named 'tool_choice' is not supported yet: corvid has no constrained decoding to force a "
-                         "call (use auto)");
+      only_fields(*choice, {"type", "function"}, "tool_choice");
+      if (type_of(*choice, "tool_choice") != "function") bad("tool_choice.type", "'tool_choice.type' must be function");
+      const Json* fn = field(*choice, "function");
+      if (!fn || !fn->is_object()) bad("tool_choice.function", "'tool_choice.function' must be an object with a 'name'");
+      only_fields(*fn, {"name"}, "tool_choice.function");
+      p.forcing = ToolForcing{ToolForcing::Mode::Named, required_string(*fn, "name", "tool_choice.function"), true};
     } else {
       bad("tool_choice", "'tool_choice' must be a string or an object");
     }
   }
-  if (boolean(body, "parallel_tool_calls") == false)
-    bad("parallel_tool_calls", "'parallel_tool_calls' false is not supported: a reply may hold several calls");
+  if (p.forcing) {
+    if (p.chat.tools.is_null()) bad("tool_choice", "'tool_choice' forces a call, but the request has no 'tools'");
+    if (p.common.format) bad("tool_choice", "a forced tool call and response_format cannot both hold the reply");
+    p.common.format = tool_forcing_format(p.chat.tools, *p.forcing, "tool_choice");
+  } else if (!parallel && p.parse_tools) {
+    // With tool_choice auto the model writes calls in its own format, which no format
+    // here holds to one call.
+    bad("parallel_tool_calls", "'parallel_tool_calls' false is supported with tool_choice required or a named "
+                               "function (auto may reply with several calls)");
+  }
   if (const Json* kwargs = field(body, "chat_template_kwargs")) {  // vLLM's extension (enable_thinking, ...)
     if (!kwargs->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     p.chat.kwargs = *kwargs;
@@ -228,9 +227,13 @@ ChatParams parse_chat_request(const Json& body) {
 CompletionParams parse_completion_request(const Json& body) {
   only_fields(body, {"model", "prompt", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
                      "frequency_penalty", "repetition_penalty", "seed", "max_tokens", "n", "best_of", "stop",
-                     "ignore_eos", "logit_bias", "logprobs", "stream", "stream_options", "user", "echo", "suffix"});
+                     "ignore_eos", "logit_bias", "logprobs", "stream", "stream_options", "user", "echo", "suffix",
+                     "response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
+                     "guided_grammar", "guided_decoding_backend"});
   CompletionParams p;
   p.common = parse_common(body, /*chat=*/false);
+  p.common.format =
+      one_format(parse_response_format(field(body, "response_format"), "response_format"), parse_vllm_structured_outputs(body));
   if (boolean(body, "echo").value_or(false)) bad("echo", "echo is not supported");
   if (const std::optional<std::string> suffix = string_field(body, "suffix"); suffix && !suffix->empty())
     bad("suffix", "'suffix' (fill in the middle) is not supported");

@@ -10,6 +10,7 @@
 
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/output_format.h"
 #include "corvid/server/request_fields.h"
 
 namespace corvid::server {
@@ -27,12 +28,16 @@ struct CommonParams {
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
   int n = 1;                        // choices
+  // Structured output: response_format or vLLM's structured_outputs / guided_* fields
+  // (server/output_format.h), compiled by the server.
+  std::optional<OutputFormat> format;
 };
 
 struct ChatParams {
   CommonParams common;
   ChatRequest chat;         // messages, tools, add_generation_prompt
   bool parse_tools = true;  // false for tool_choice "none" (or no tools)
+  std::optional<ToolForcing> forcing;  // tool_choice required or a named function
 };
 
 struct CompletionParams {

@@ -134,9 +134,7 @@ Json convert_tools(const Json& tools) {
     if (type != "function")
       bad(at + ".type", "tools of type '" + type + "' are not supported: only function tools (the client runs them)");
     only_fields(t, {"type", "name", "description", "parameters", "strict"}, at);
-    if (boolean(t, "strict", at).value_or(false))
-      bad(at + ".strict", "strict function arguments need structured output, which corvid does not have yet (send "
-                          "strict: false)");
+    boolean(t, "strict", at);  // checked in parse_tool_choice: only a forced call holds arguments to the schema
     Json function = {{"name", required_string(t, "name", at)}};
     if (auto d = string_field(t, "description", at)) function["description"] = *d;
     if (const Json* p = field(t, "parameters")) {
@@ -150,26 +148,37 @@ Json convert_tools(const Json& tools) {
 
 void parse_tool_choice(const Json& body, ResponseParams& p) {
   const Json* choice = field(body, "tool_choice");
+  p.parallel_tool_calls = boolean(body, "parallel_tool_calls").value_or(true);
   if (choice && choice->is_string()) {
     const std::string c = choice->get<std::string>();
-    if (c == "required")
-      bad("tool_choice", "tool_choice 'required' cannot be enforced yet: forcing a call needs constrained decoding, "
-                         "which corvid does not have; use 'auto'");
-    if (c != "auto" && c != "none") bad("tool_choice", "'tool_choice' must be auto, none or required");
+    if (c != "auto" && c != "none" && c != "required") bad("tool_choice", "'tool_choice' must be auto, none or required");
+    if (c == "required") p.forcing = ToolForcing{ToolForcing::Mode::Required, "", !p.parallel_tool_calls};
     p.tool_choice = c;
   } else if (choice && choice->is_object()) {
     const std::string type = type_of(*choice, "tool_choice");
-    bad("tool_choice", "tool_choice of type '" + type +
-                           "' cannot be enforced yet: forcing a call needs constrained decoding, which corvid does not "
-                           "have; use 'auto'");
+    if (type != "function")
+      bad("tool_choice", "tool_choice of type '" + type + "' is not supported (auto, none, required or a function)");
+    only_fields(*choice, {"type", "name"}, "tool_choice");
+    p.forcing = ToolForcing{ToolForcing::Mode::Named, required_string(*choice, "name", "tool_choice"), true};
+    p.tool_choice = *choice;
   } else if (choice) {
     bad("tool_choice", "'tool_choice' must be a string or an object");
   }
   p.parse_tools = !p.chat_tools.is_null() && p.tool_choice != "none";
-  if (boolean(body, "parallel_tool_calls") == false)
-    bad("parallel_tool_calls",
-        "parallel_tool_calls false cannot be enforced yet (corvid has no constrained decoding): a reply may hold "
-        "several calls");
+  if (p.forcing) {
+    if (p.chat_tools.is_null()) bad("tool_choice", "'tool_choice' forces a call, but the request has no 'tools'");
+    if (p.format) bad("tool_choice", "a forced tool call and text.format cannot both hold the reply");
+    p.format = tool_forcing_format(p.chat_tools, *p.forcing, "tool_choice");
+    return;
+  }
+  if (!p.parallel_tool_calls && p.parse_tools)
+    bad("parallel_tool_calls", "parallel_tool_calls false is supported with tool_choice required or a named function "
+                               "(auto may reply with several calls)");
+  for (size_t i = 0; i < p.tools.size(); ++i)
+    if (const Json* strict = p.tools[i].is_object() ? field(p.tools[i], "strict") : nullptr; strict && *strict == true)
+      bad("tools[" + std::to_string(i) + "].strict",
+          "strict function arguments are enforced when the call is forced (tool_choice required or this function); "
+          "with tool_choice auto send strict: false");
 }
 
 void parse_reasoning(const Json& body, ResponseParams& p) {
@@ -196,21 +205,16 @@ void parse_reasoning(const Json& body, ResponseParams& p) {
   }
 }
 
-// text.format: plain text only until structured output lands (never ignored).
-void parse_text(const Json& body) {
+// text.format: text, json_object or json_schema (held to by structured output).
+void parse_text(const Json& body, ResponseParams& p) {
   const Json* text = field(body, "text");
   if (!text) return;
   if (!text->is_object()) bad("text", "'text' must be an object");
   only_fields(*text, {"format"}, "text");
   const Json* format = field(*text, "format");
   if (!format) return;
-  const std::string type = type_of(*format, "text.format");
-  if (type == "json_object" || type == "json_schema")
-    bad("text.format", "text.format of type '" + type +
-                           "' is not supported yet: corvid has no structured output, so the reply could not be held "
-                           "to it");
-  if (type != "text") bad("text.format.type", "'text.format.type' must be text, json_object or json_schema");
-  only_fields(*format, {"type"}, "text.format");
+  p.format = parse_response_format(format, "text.format");
+  p.text = Json{{"format", *format}};
 }
 
 }  // namespace
@@ -305,6 +309,7 @@ ResponseParams parse_response_request(const Json& body) {
     p.tools = *tools;
     if (!converted.empty()) p.chat_tools = std::move(converted);
   }
+  parse_text(body, p);
   parse_tool_choice(body, p);
   p.max_output_tokens = integer(body, "max_output_tokens", 1, kHuge);
   SamplingParams& s = p.generation.sampling;
@@ -321,7 +326,6 @@ ResponseParams parse_response_request(const Json& body) {
     boolean(*options, "include_obfuscation", "stream_options");
   }
   parse_reasoning(body, p);
-  parse_text(body);
   if (const Json* m = field(body, "metadata")) {
     if (!m->is_object()) bad("metadata", "'metadata' must be an object");
     for (auto it = m->begin(); it != m->end(); ++it)

@@ -12,6 +12,7 @@
 
 #include "corvid/chat/chat_template.h"
 #include "corvid/engine/request.h"
+#include "corvid/server/output_format.h"
 #include "corvid/server/request_fields.h"
 
 namespace corvid::server {
@@ -28,7 +29,11 @@ struct ResponseParams {
   Json tools = Json::array();         // as the client gave them (Responses' flat form), echoed back
   Json chat_tools;                    // the same in the templates' OpenAI form; null when none
   bool parse_tools = false;           // tools given and tool_choice is not "none"
-  std::string tool_choice = "auto";   // auto or none (the others are refused)
+  Json tool_choice = "auto";          // auto, none, required or {"type": "function", "name"} (echoed)
+  std::optional<ToolForcing> forcing;  // required or a named function: the reply is held to the calls
+  bool parallel_tool_calls = true;
+  std::optional<OutputFormat> format;  // text.format json_object / json_schema (or the forced calls')
+  Json text = {{"format", {{"type", "text"}}}};  // as given, echoed
   std::optional<std::string> effort;  // reasoning.effort
   std::optional<std::string> summary;  // reasoning.summary (only "auto": nothing is summarised)
   double temperature = 1.0, top_p = 1.0;  // as given, for the echo (the sampler takes floats)

@@ -102,6 +102,31 @@ std::string Tokenizer::id_to_token(int32_t id) const {
   return text ? *text : std::string();
 }
 
+Tokenizer::VocabSpelling Tokenizer::vocab_spelling() const {
+  using tok::DecoderStep;
+  VocabSpelling v;
+  for (const DecoderStep& step : impl_->decoder.steps()) {
+    switch (step.kind) {
+      case DecoderStep::Kind::ByteLevel:
+        v.kind = VocabSpelling::Kind::ByteLevel;
+        break;
+      case DecoderStep::Kind::ByteFallback:
+        v.kind = VocabSpelling::Kind::ByteFallback;
+        break;
+      case DecoderStep::Kind::Metaspace:
+        if (v.kind == VocabSpelling::Kind::Raw) v.kind = VocabSpelling::Kind::ByteFallback;  // "▁" spaces
+        v.prefix_space = v.prefix_space || step.prepend;
+        break;
+      case DecoderStep::Kind::Strip:
+        v.prefix_space = v.prefix_space || step.strip_start > 0;
+        break;
+      default:
+        break;
+    }
+  }
+  return v;
+}
+
 std::string Tokenizer::chat_template() const { return impl_->chat_template; }
 std::string Tokenizer::bos_token() const { return impl_->bos_token; }
 std::string Tokenizer::eos_token() const { return impl_->eos_token; }

@@ -53,6 +53,17 @@ class Tokenizer {
   std::string bos_token() const;      // "" if none
   std::string eos_token() const;      // "" if none
 
+  // How the vocabulary's token strings spell bytes, for a grammar engine that reads
+  // them (structured output): GPT-2 byte-level ("Ġ" for a space), SentencePiece byte
+  // fallback ("▁" for a space, "<0xNN>" tokens), or the text itself; and whether the
+  // decoder drops a space it expects before the first word (Metaspace / Strip).
+  struct VocabSpelling {
+    enum class Kind { Raw, ByteLevel, ByteFallback };
+    Kind kind = Kind::Raw;
+    bool prefix_space = false;
+  };
+  VocabSpelling vocab_spelling() const;
+
   std::optional<int32_t> pad_id() const;
   // Whether encode(..., true) adds a BOS id in front.
   bool adds_bos() const;

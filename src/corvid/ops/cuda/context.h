@@ -53,8 +53,9 @@ namespace corvid::ops::cuda {
 // one upload), which recorded steps need: nothing may upload during a capture. Rows: where rope_store_kv writes (the
 // positions for a contiguous cache, pool slots for a paged one); BlockTables and
 // QuerySeq: paged attention's tables; SamplingRows / SamplingPenalties:
-// ops::sample_tokens' per-row parameters and penalty lists.
-enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, SamplingRows, SamplingPenalties, kCount };
+// ops::sample_tokens' per-row parameters and penalty lists; TokenMasks: ops::mask_logits'
+// rows and masks.
+enum class UploadSlot { Ids, Positions, Rows, BlockTables, QuerySeq, SamplingRows, SamplingPenalties, TokenMasks, kCount };
 
 // The workspace cuBLAS and cuBLASLt share (one stream orders their calls): ours, so that
 // neither allocates inside a recorded step.

@@ -88,5 +88,6 @@ void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, con
 void sigmoid_gate_add(const Tensor& x, const Tensor& gate, const Tensor& y, const Tensor& out);
 int64_t max_attention_head_dim();
 void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, std::span<int32_t> out);
+void mask_logits(const Tensor& logits, std::span<const int32_t> rows, std::span<const int32_t> masks);
 
 }  // namespace corvid::ops::cuda

@@ -416,4 +416,29 @@ void sample_tokens(const Tensor& logits, std::span<const TokenSampling> rows, st
     if (out[static_cast<size_t>(r)] < 0) fail("ops::sample_tokens: row ", r, ": all logits are NaN");
 }
 
+namespace {
+
+// One thread per (row, token): clears what the row's mask does not allow.
+__global__ void mask_logits_kernel(float* logits, int64_t vocab, const int32_t* rows, const int32_t* masks,
+                                   int64_t words) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= vocab) return;
+  const int64_t i = blockIdx.y;
+  const uint32_t word = static_cast<uint32_t>(masks[i * words + t / 32]);
+  if (!((word >> (t % 32)) & 1u)) logits[static_cast<int64_t>(rows[i]) * vocab + t] = -INFINITY;
+}
+
+}  // namespace
+
+void mask_logits(const Tensor& logits, std::span<const int32_t> rows, std::span<const int32_t> masks) {
+  Context& c = context();
+  const int64_t vocab = logits.cols(), words = (vocab + 31) / 32;
+  std::vector<int32_t> packed(rows.begin(), rows.end());  // rows, then the masks: one upload
+  packed.insert(packed.end(), masks.begin(), masks.end());
+  const int32_t* d = c.upload(UploadSlot::TokenMasks, packed);
+  mask_logits_kernel<<<dim3(blocks_for(vocab, kThreads), static_cast<unsigned>(rows.size())), kThreads, 0, c.stream>>>(
+      logits.ptr<float>(), vocab, d, d + rows.size(), words);
+  CORVID_CUDA_LAUNCHED("mask_logits_kernel");
+}
+
 }  // namespace corvid::ops::cuda
