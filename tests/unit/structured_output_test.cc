@@ -49,7 +49,7 @@ std::string random_walk(const Tokenizer& tok, int64_t vocab, const OutputFormat&
     if (choices.empty()) break;
     // A forbidden token is refused and changes nothing.
     for (int32_t t = 0; t < vocab; ++t)
-      if (!allowed(mask, t) && t != stop) {
+      if (!allowed(mask, t) && t != stop && !tok.is_special(t)) {
         EXPECT_FALSE(m.accept(t)) << "token " << t << " was masked but accepted";
         break;
       }
@@ -169,8 +169,8 @@ TEST(StructuredOutput, EngineHoldsRowsToTheirFormat) {
   const int64_t vocab = llm.model->config().vocab_size;
   FormatCompiler compiler(*llm.tokenizer, vocab);
   const std::shared_ptr<const CompiledFormat> schema = compiler.compile(
-      {OutputFormat::Kind::JsonSchema, R"({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-                                          "additionalProperties": false})"});
+      {OutputFormat::Kind::JsonSchema, R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+                                          "maximum": 999}}, "required": ["n"], "additionalProperties": false})"});
   EngineConfig config;
   config.num_blocks = 256;
   config.block_size = 4;
