@@ -1,6 +1,7 @@
 """Structured output against the official clients, on SmolLM2 (CPU): every reply held to a format parses
 and validates, forced tool calls come back as calls, on chat, completions, Responses and Messages."""
 import json
+import math
 import re
 import threading
 
@@ -88,6 +89,18 @@ def test_vllm_regex_choice_and_grammar(client):
     r = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=80, temperature=0,
                                        extra_body={"guided_json": PERSON})
     jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+
+
+def test_logprobs_skip_forbidden_tokens(client):
+    r = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=5, temperature=0, logprobs=True,
+                                       top_logprobs=10, extra_body={"guided_choice": ["yes", "no"]})
+    assert r.choices[0].message.content in ("yes", "no")
+    entries = r.choices[0].logprobs.content
+    assert entries and all(math.isfinite(e.logprob) for e in entries)
+    # Only what can begin "yes" or "no" is listed first ("y", "ye", "yes", "n", "no"): forbidden tokens are not.
+    assert entries[0].top_logprobs and all("yes".startswith(t.token) or "no".startswith(t.token)
+                                           for t in entries[0].top_logprobs)
+    assert all(math.isfinite(t.logprob) for e in entries for t in e.top_logprobs)
 
 
 def test_forced_tool_calls(client):

@@ -479,7 +479,11 @@ void Engine::on_token(Active& active, int32_t sampled, const float* raw_logits) 
                (raw[static_cast<size_t>(a)] == raw[static_cast<size_t>(b)] && a < b);
       });
       std::vector<TokenLogprob> top;
-      for (std::ptrdiff_t i = 0; i < k; ++i) top.push_back({ids[static_cast<size_t>(i)], raw[static_cast<size_t>(ids[static_cast<size_t>(i)])] - log_total});
+      for (std::ptrdiff_t i = 0; i < k; ++i) {
+        const float l = raw[static_cast<size_t>(ids[static_cast<size_t>(i)])];
+        if (std::isinf(l)) break;  // a token the request's format forbids (and every one after it)
+        top.push_back({ids[static_cast<size_t>(i)], l - log_total});
+      }
       event.top_logprobs.push_back(std::move(top));
     }
   }
