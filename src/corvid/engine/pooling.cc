@@ -95,7 +95,10 @@ std::string PoolingConfig::describe() const {
 PoolingConfig read_pooling(const std::string& model_path, bool encoder) {
   PoolingConfig c;
   const fs::path dir(model_path);
-  if (!fs::is_directory(dir)) return c;  // a GGUF file: a decoder, last-token
+  if (!fs::is_directory(dir)) {  // a GGUF file, or a config.json with dummy weights: the family's usual pooling
+    c.mode = encoder ? PoolingMode::Mean : PoolingMode::LastToken;
+    return c;
+  }
   const Modules modules = read_modules(dir);
   c.normalize = modules.normalize || !fs::exists(dir / "modules.json");
   const fs::path pooling = dir / modules.pooling_path / "config.json";
