@@ -342,8 +342,17 @@ def test_queue_full_429_and_draining():
                         names.append(line[len("event: "):])
                     if names.count("ping") == 2 or "content_block_start" in names:
                         break
-        assert names == ["message_start", "ping", "ping"], names
-        assert time.time() - started >= 9
+            assert names == ["message_start", "ping", "ping"], names
+            assert time.time() - started >= 9
+            # A waiting Responses stream gets an SSE comment instead (OpenAI has no ping event).
+            responses = {"input": "Hi", "max_output_tokens": 8, "stream": True}
+            with httpx.stream("POST", s.url + "/v1/responses", json=responses, timeout=60) as waiting:
+                seen, started = [], time.time()
+                for line in waiting.iter_lines():
+                    seen.append(line)
+                    if line.startswith(": keep-alive") or "output_text.delta" in line:
+                        break
+            assert seen[-1] == ": keep-alive" and time.time() - started >= 9, seen
 
         # SIGTERM with a stream in flight: it ends with Anthropic's error event, and a
         # request on a connection still open meanwhile gets 503 overloaded_error.

@@ -89,6 +89,7 @@ ApiServer::Action ApiServer::responses(const std::shared_ptr<Exchange>& exchange
     SseHooks hooks;
     // "event: TYPE\ndata: …" is Anthropic's grammar too: response.failed ends the stream.
     hooks.failure = [reply](int, const std::string& message) { return reply->failed(message); };
+    hooks.keep_alive = ": keep-alive\n\n";  // OpenAI defines no ping event; clients skip comments
     // Stored before the client hears it finished, so that it can be chained at once.
     if (store_input)
       hooks.finished = [this, reply, store_input, id] {

@@ -410,7 +410,7 @@ ApiServer::Action ApiServer::messages(const std::shared_ptr<Exchange>& exchange,
     SseHooks hooks{[](int status, const std::string& message) {
                      return std::vector<Json>{anthropic_error_body(status, message)};
                    },
-                   nullptr, /*pings=*/true};
+                   nullptr, anthropic_sse(Json{{"type", "ping"}})};
     drive_reply(exchange, request, stream, reply, budget, std::move(hooks));
   };
 }
@@ -500,13 +500,11 @@ void ApiServer::drive_reply(const std::shared_ptr<Exchange>& exchange, Generatio
   std::string out;
   for (const Json& e : reply->start()) out += anthropic_sse(e);
   exchange->send(std::move(out));
-  if (!state->hooks.pings) return;
-  // A ping when nothing was sent for a while (a long prompt, a full batch), so that
-  // proxies and clients with read timeouts keep the stream.
+  if (state->hooks.keep_alive.empty()) return;
   constexpr std::chrono::seconds kQuiet{10};
   exchange->every(std::chrono::milliseconds(1000), [state, kQuiet](Exchange& ex) {
     if (Clock::now() - state->last_sent < kQuiet) return;
-    ex.send(anthropic_sse(Json{{"type", "ping"}}));
+    ex.send(state->hooks.keep_alive);
     state->last_sent = Clock::now();
   });
 }

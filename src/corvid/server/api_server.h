@@ -116,8 +116,10 @@ class ApiServer {
     // Runs once the reply is whole, before the client hears so (Responses stores it
     // there, so that it can be chained at once). May be empty.
     std::function<void()> finished;
-    // Whether a stream sends a ping after 10 s with nothing sent (Anthropic's keep-alive).
-    bool pings = false;
+    // What a stream sends after 10 s with nothing sent (a long prompt, a full batch), so
+    // that proxies and clients with read timeouts keep it: Anthropic's ping event, or an
+    // SSE comment line (which SSE clients skip). Empty: nothing.
+    std::string keep_alive;
   };
   // Submits `request` and answers the exchange from its events through `reply`
   // (MessageReply or ResponseReply: start(), events(), add(), response(), finished(),
