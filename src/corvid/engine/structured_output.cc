@@ -43,6 +43,19 @@ xgrammar::TokenizerInfo tokenizer_info(const Tokenizer& tokenizer, int64_t vocab
                                  std::vector<int32_t>{}, spelling.prefix_space);
 }
 
+// Host int32 bitmask words as the DLTensor XGrammar fills (`shape` outlives it).
+DLTensor bitmask_tensor(int32_t* data, int64_t* shape, int ndim) {
+  DLTensor t{};
+  t.data = data;
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = ndim;
+  t.dtype = xgrammar::GetBitmaskDLType();
+  t.shape = shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  return t;
+}
+
 // The longest run of whitespace a JSON format allows between tokens (pretty-printing
 // nests about ten levels deep within it).
 constexpr int kMaxWhitespaceRun = 20;
@@ -121,14 +134,7 @@ int64_t FormatMatcher::mask_words(int64_t vocab_size) { return xgrammar::GetBitm
 
 bool FormatMatcher::fill_mask(std::span<int32_t> mask) {
   int64_t shape[1] = {static_cast<int64_t>(mask.size())};
-  DLTensor t{};
-  t.data = mask.data();
-  t.device = DLDevice{kDLCPU, 0};
-  t.ndim = 1;
-  t.dtype = xgrammar::GetBitmaskDLType();
-  t.shape = shape;
-  t.strides = nullptr;
-  t.byte_offset = 0;
+  DLTensor t = bitmask_tensor(mask.data(), shape, 1);
   return impl_->matcher.FillNextTokenBitmask(&t);
 }
 
@@ -153,14 +159,7 @@ void MaskFiller::fill(std::span<FormatMatcher* const> matchers, std::span<int32_
   impl_->matchers.clear();
   for (FormatMatcher* m : matchers) impl_->matchers.push_back(m->impl_->matcher);
   int64_t shape[2] = {static_cast<int64_t>(matchers.size()), words};
-  DLTensor t{};
-  t.data = masks.data();
-  t.device = DLDevice{kDLCPU, 0};
-  t.ndim = 2;
-  t.dtype = xgrammar::GetBitmaskDLType();
-  t.shape = shape;
-  t.strides = nullptr;
-  t.byte_offset = 0;
+  DLTensor t = bitmask_tensor(masks.data(), shape, 2);
   impl_->batch.BatchFillNextTokenBitmask(&impl_->matchers, &t);
   impl_->matchers.clear();
 }

@@ -43,21 +43,17 @@ int status_of(RequestRejected::Reason reason) {
 std::string to_text(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config)
-    : engine_(&engine),
-      tokenizer_(tokenizer),
-      chat_template_(chat_template),
-      config_(std::move(config)),
-      store_(config_.responses_store_bytes) {
-  id_salt_ = std::random_device{}();
-  id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
-  created_ = unix_time();
-}
+    : ApiServer(&engine, nullptr, tokenizer, chat_template, std::move(config)) {}
 
 ApiServer::ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config)
-    : engine_(nullptr),
-      embedder_(&embedder),
+    : ApiServer(nullptr, &embedder, tokenizer, nullptr, std::move(config)) {}
+
+ApiServer::ApiServer(Engine* engine, Embedder* embedder, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                     ApiConfig config)
+    : engine_(engine),
+      embedder_(embedder),
       tokenizer_(tokenizer),
-      chat_template_(nullptr),
+      chat_template_(chat_template),
       config_(std::move(config)),
       store_(config_.responses_store_bytes) {
   id_salt_ = std::random_device{}();

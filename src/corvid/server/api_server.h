@@ -62,6 +62,10 @@ class ApiServer {
   std::string refusal_body(int status, const std::string& message, const std::string& target) const;
 
  private:
+  // One of engine and embedder is set: the server's task.
+  ApiServer(Engine* engine, Embedder* embedder, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+            ApiConfig config);
+
   // What an endpoint decided on the worker pool, to run on the exchange's strand.
   using Action = std::function<void()>;
   using Clock = std::chrono::steady_clock;
