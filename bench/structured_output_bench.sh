@@ -18,8 +18,9 @@ shift 2
 PORT=${PORT:-8093}
 REQUESTS_64=${REQUESTS_64:-192}
 mkdir -p "$OUT"
-# A format that does not end by itself: an array of strings (compact JSON).
-SCHEMA='{"structured_outputs": {"json": {"type": "array", "items": {"type": "string"}}}}'
+# JSON that cannot end within the bench's output lengths (with ignore_eos a complete format
+# ends the request): an array of at least 200 strings, compact.
+SCHEMA='{"structured_outputs": {"json": {"type": "array", "items": {"type": "string"}, "minItems": 200}}}'
 
 "$BIN" serve "$@" --port "$PORT" --max-num-seqs 64 --max-num-batched-tokens 4096 > "$OUT/server.log" 2>&1 &
 SERVER=$!
@@ -33,7 +34,7 @@ grep -q "listening on" "$OUT/server.log" || { cat "$OUT/server.log"; exit 1; }
 run() {  # name concurrency requests [extra body]
   python3 bench/serve_bench.py --url "http://127.0.0.1:$PORT" --concurrency "$2" --requests "$3" \
     --prompt-mean 128 --prompt-max 256 --output-mean 128 --output-max 256 --warmup 4 \
-    --json-out "$OUT/$1.json" ${4:+--extra-body "$4"} > "$OUT/$1.txt" 2>&1 || { cat "$OUT/$1.txt"; exit 1; }
+    --json-out "$OUT/$1.json" --extra-body "${4:-{\}}" > "$OUT/$1.txt" 2>&1 || { cat "$OUT/$1.txt"; exit 1; }
 }
 for c in 1 64; do
   n=$([ "$c" = 1 ] && echo 8 || echo "$REQUESTS_64")
@@ -49,8 +50,9 @@ for c in (1, 64):
     base = None
     for kind in ("free", "held"):
         s = json.load(open(f"{out}/{kind}-c{c}.json"))
-        tpot = s["tpot_ms"]["p50"]
+        tpot = s["tpot_ms"]["p50"] or float("nan")
         extra = "" if base is None else f"  (+{tpot - base:.3f} ms/token, {100 * (tpot - base) / base:+.1f}%)"
+        extra += f"  failed {s['failed']}: {s.get('first_error', '')[:200]}" if s["failed"] else ""
         base = tpot if base is None else base
         print(f"{c:>7} {kind:>6} {s['output_tok_s']:>10.0f} {s['mean_output_tokens']:>9} {tpot:>12.3f} {s['itl_ms']['p50']:>11.3f} "
               f"{s['itl_ms']['p99']:>11.3f}{extra}")

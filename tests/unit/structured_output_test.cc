@@ -206,6 +206,24 @@ TEST(StructuredOutput, EngineHoldsRowsToTheirFormat) {
   }
 }
 
+// With ignore_eos no stop token may end the text: a complete format ends it.
+TEST(StructuredOutput, IgnoreEosEndsWhenTheFormatIsComplete) {
+  LoadedModel llm = tiny_llama();
+  FormatCompiler compiler(*llm.tokenizer, llm.model->config().vocab_size);
+  EngineConfig config;
+  config.num_blocks = 128;
+  config.block_size = 4;
+  Engine engine(*llm.runner, llm.tokenizer.get(), config);
+  GenerationRequest r;
+  r.prompt = llm.tokenizer->encode("Pick one", true);
+  r.max_tokens = 30;
+  r.ignore_eos = true;
+  r.format = compiler.compile({OutputFormat::Kind::Grammar, R"(root ::= "alpha" | "beta")"});
+  const RequestResult out = engine.submit(r).wait();
+  EXPECT_TRUE(out.text == "alpha" || out.text == "beta") << out.text;
+  EXPECT_EQ(out.finish, FinishReason::Stop);
+}
+
 // The format starts after format_after (a reasoning close marker): what comes before is free.
 TEST(StructuredOutput, FormatStartsAfterTheMarker) {
   LoadedModel llm = tiny_llama();

@@ -117,8 +117,11 @@ std::shared_ptr<const CompiledFormat> FormatCompiler::compile(const OutputFormat
 
 struct FormatMatcher::Impl {
   xgrammar::GrammarMatcher matcher;
+  // Without stop tokens (ignore_eos) the format ends the sequence once it is complete.
   Impl(const CompiledFormat& format, std::span<const int32_t> stop_ids)
-      : matcher(format.grammar, std::vector<int>(stop_ids.begin(), stop_ids.end())) {}
+      : matcher(format.grammar,
+                stop_ids.empty() ? std::nullopt : std::optional<std::vector<int>>(std::in_place, stop_ids.begin(), stop_ids.end()),
+                /*terminate_without_stop_token=*/stop_ids.empty()) {}
 };
 
 FormatMatcher::FormatMatcher(std::shared_ptr<const CompiledFormat> format, std::span<const int32_t> stop_ids) {
