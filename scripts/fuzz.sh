@@ -24,7 +24,9 @@ for src in tests/fuzz/*_fuzz.cc; do
   [ -d "$seeds" ] || seeds=""
   echo "== fuzz $target for ${RUN_SECONDS}s"
   # halt_on_error makes any UBSan report fatal; leaks are findings too.
-  if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  # Leaks in system libraries (not corvid's) are listed in tests/fuzz/lsan.supp.
+  if ! ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp \
+      UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       "./build-fuzz/$target" -max_total_time="$RUN_SECONDS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$target-" "$work" $seeds; then
     echo "fuzz: $target found a problem; see build-fuzz/artifacts/" >&2

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "corvid/audio/audio_file.h"
 #include "corvid/models/registry.h"
 #include "corvid//core/error.h"
 #include "corvid/formats/gguf.h"
@@ -41,6 +42,13 @@ TEST(FuzzSeeds, ConfigSeedsParse) {
   }
   std::string gen = kCorpus + "model_config/generation.json";
   EXPECT_NO_THROW(parse_generation_config(read_json_file(gen), gen));
+}
+
+TEST(FuzzSeeds, AudioSeedsDecode) {
+  for (const char* name : {"clip.wav", "clip_float.wav", "clip.flac", "clip.ogg", "clip.mp3", "clip.opus"}) {
+    const audio::Audio a = audio::read_file(kCorpus + "audio/" + name);
+    EXPECT_GT(a.samples.size(), 1000u) << name;
+  }
 }
 
 }  // namespace
