@@ -10,7 +10,8 @@
 
 namespace corvid {
 
-struct CompiledFormat {
+class CompiledFormat {
+ public:
   xgrammar::CompiledGrammar grammar;
 };
 
