@@ -18,6 +18,14 @@ namespace {
 
 LoadedModel tiny_llama() { return LoadedModel::load((fixtures::fixtures_dir() / "llama").string()); }
 
+// An engine over a small pool (one request at a time in the tests that use it).
+EngineConfig small_engine() {
+  EngineConfig config;
+  config.num_blocks = 128;
+  config.block_size = 4;
+  return config;
+}
+
 bool allowed(const std::vector<int32_t>& mask, int32_t t) { return (static_cast<uint32_t>(mask[t / 32]) >> (t % 32)) & 1u; }
 
 // Walks a format with random choices among the allowed tokens (a random model) until it
@@ -210,10 +218,7 @@ TEST(StructuredOutput, EngineHoldsRowsToTheirFormat) {
 TEST(StructuredOutput, IgnoreEosEndsWhenTheFormatIsComplete) {
   LoadedModel llm = tiny_llama();
   FormatCompiler compiler(*llm.tokenizer, llm.model->config().vocab_size);
-  EngineConfig config;
-  config.num_blocks = 128;
-  config.block_size = 4;
-  Engine engine(*llm.runner, llm.tokenizer.get(), config);
+  Engine engine(*llm.runner, llm.tokenizer.get(), small_engine());
   GenerationRequest r;
   r.prompt = llm.tokenizer->encode("Pick one", true);
   r.max_tokens = 30;
@@ -228,10 +233,7 @@ TEST(StructuredOutput, IgnoreEosEndsWhenTheFormatIsComplete) {
 TEST(StructuredOutput, FormatStartsAfterTheMarker) {
   LoadedModel llm = tiny_llama();
   FormatCompiler compiler(*llm.tokenizer, llm.model->config().vocab_size);
-  EngineConfig config;
-  config.num_blocks = 128;
-  config.block_size = 4;
-  Engine engine(*llm.runner, llm.tokenizer.get(), config);
+  Engine engine(*llm.runner, llm.tokenizer.get(), small_engine());
   GenerationRequest r;
   r.prompt = llm.tokenizer->encode("Once upon a time", true);
   r.max_tokens = 30;
