@@ -8,6 +8,7 @@
 
 #include "corvid/engine/embedder.h"
 #include "cuda_test_util.h"
+#include "embedding_test_util.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -21,15 +22,7 @@ std::vector<std::vector<int32_t>> oracle_inputs(const nlohmann::json& oracle) {
   return inputs;
 }
 
-double cosine(const std::vector<float>& a, const std::vector<double>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += a[i] * b[i];
-    na += static_cast<double>(a[i]) * a[i];
-    nb += b[i] * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
+using testing::cosine;
 
 // GPU vectors against the oracle's and the CPU's in both numerics: Exact (fp32 GEMMs)
 // within `exact_atol` value by value and to a cosine of 0.9999 (measured: 1.3e-7 on

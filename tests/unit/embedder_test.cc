@@ -9,6 +9,7 @@
 
 #include "corvid/engine/embedder.h"
 #include "corvid/engine/request.h"
+#include "embedding_test_util.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -19,15 +20,7 @@ using fixtures::read_json;
 
 fs::path embeddings_dir() { return fixtures::fixtures_dir() / "embeddings"; }
 
-double cosine(const std::vector<float>& a, const std::vector<double>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += a[i] * b[i];
-    na += static_cast<double>(a[i]) * a[i];
-    nb += b[i] * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
+using testing::cosine;
 
 // Tokenizes the oracle's sentences (checking the ids against its own), embeds them in
 // one call and compares each vector: cosine >= min_cosine and every value within atol.
