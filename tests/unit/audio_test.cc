@@ -12,6 +12,7 @@
 #include "corvid/audio/audio_file.h"
 #include "corvid/audio/log_mel.h"
 #include "corvid/core/error.h"
+#include "binary_file_util.h"
 #include "fixture_util.h"
 
 namespace corvid::audio {
@@ -21,19 +22,8 @@ namespace fs = std::filesystem;
 
 fs::path audio_dir() { return fixtures::source_dir() / "tests" / "data" / "audio"; }
 
-std::vector<uint8_t> bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// A little-endian float32 / float64 array file (the oracle's).
-template <class T>
-std::vector<T> floats_of(const fs::path& p) {
-  const std::vector<uint8_t> b = bytes_of(p);
-  std::vector<T> out(b.size() / sizeof(T));
-  std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
-  return out;
-}
+using fixtures::bytes_of;
+using fixtures::array_of;
 
 TEST(Audio, DecodesEveryFormatToTheSameSpeech) {
   const Audio wav = read_file((audio_dir() / "speech_16k.wav").string());
@@ -124,7 +114,7 @@ TEST(LogMel, EqualsWhisperFeatureExtractor) {
     const std::vector<float> got = mel.features(wav.samples);
     ASSERT_EQ(got.size(), static_cast<size_t>(n_mels) * LogMel::kFrames);
     const int frames = want["frames"].get<int>();
-    const std::vector<float> head = floats_of<float>(audio_dir() / ("log_mel_n" + std::to_string(n_mels) + ".f32"));
+    const std::vector<float> head = array_of<float>(audio_dir() / ("log_mel_n" + std::to_string(n_mels) + ".f32"));
     ASSERT_EQ(head.size(), static_cast<size_t>(n_mels * frames));  // [n_mels, frames]
     double worst = 0;
     for (int m = 0; m < n_mels; ++m)
@@ -148,7 +138,7 @@ TEST(LogMel, EqualsWhisperFeatureExtractor) {
 TEST(LogMel, WithinTheFloat32Reference) {
   const Audio wav = read_file((audio_dir() / "speech_16k.wav").string());
   const std::vector<float> got = LogMel(80).features(wav.samples);
-  const std::vector<float> want = floats_of<float>(audio_dir() / "log_mel_n80_torch.f32");
+  const std::vector<float> want = array_of<float>(audio_dir() / "log_mel_n80_torch.f32");
   const int frames = static_cast<int>(want.size() / 80);
   double worst = 0;
   for (int m = 0; m < 80; ++m)
@@ -160,7 +150,7 @@ TEST(LogMel, WithinTheFloat32Reference) {
 
 TEST(LogMel, FiltersAreSlaneys) {
   const LogMel mel(80);
-  const std::vector<double> want = floats_of<double>(audio_dir() / "mel_filters_n80.f64");  // [80, 201]
+  const std::vector<double> want = array_of<double>(audio_dir() / "mel_filters_n80.f64");  // [80, 201]
   ASSERT_EQ(want.size(), mel.filters().size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(mel.filters()[i], want[i], 1e-9) << i;
   EXPECT_THROW(LogMel(64), Error);

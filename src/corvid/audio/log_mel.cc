@@ -55,23 +55,33 @@ LogMel::LogMel(int n_mels) : n_mels_(n_mels) {
   for (int i = 0; i < kFft; ++i) window_[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(2.0 * kPi * i / kFft);
 }
 
-std::vector<float> LogMel::features(std::span<const float> samples) const {
-  // The window: 30 s of samples, zeros after the audio, then reflected by kFft / 2 at each end.
-  constexpr int kPad = kFft / 2;
-  std::vector<double> x(static_cast<size_t>(kWindowSamples + 2 * kPad), 0.0);
-  const size_t n = std::min<size_t>(samples.size(), kWindowSamples);
+namespace {
+
+// The signal centred for the STFT: kFft / 2 samples reflected at each end (numpy's
+// "reflect": the edge sample itself is not repeated).
+std::vector<double> reflect_padded(std::span<const float> samples, size_t length) {
+  constexpr size_t kPad = LogMel::kFft / 2;
+  std::vector<double> x(length + 2 * kPad, 0.0);
+  const size_t n = std::min(samples.size(), length);
   for (size_t i = 0; i < n; ++i) x[kPad + i] = samples[i];
-  for (int i = 0; i < kPad; ++i) {
-    x[static_cast<size_t>(kPad - 1 - i)] = x[static_cast<size_t>(kPad + 1 + i)];
-    x[static_cast<size_t>(kPad + kWindowSamples + i)] = x[static_cast<size_t>(kPad + kWindowSamples - 2 - i)];
+  if (length <= kPad) return x;  // too short to reflect: zeros stand in
+  for (size_t i = 0; i < kPad; ++i) {
+    x[kPad - 1 - i] = x[kPad + 1 + i];
+    x[kPad + length + i] = x[kPad + length - 2 - i];
   }
+  return x;
+}
+
+}  // namespace
+
+std::vector<double> LogMel::log_mel(const std::vector<double>& x, int64_t frames) const {
   Eigen::FFT<double> fft;  // its default backend: KISS FFT's mixed radix (400 = 4 * 4 * 5 * 5)
   fft.SetFlag(Eigen::FFT<double>::HalfSpectrum);
   std::vector<double> frame(kFft);
   std::vector<std::complex<double>> spectrum;
   std::vector<double> power(kBins);
-  std::vector<double> mel(static_cast<size_t>(n_mels_) * kFrames);
-  for (int t = 0; t < kFrames; ++t) {
+  std::vector<double> mel(static_cast<size_t>(n_mels_ * frames));
+  for (int64_t t = 0; t < frames; ++t) {
     const double* start = x.data() + static_cast<size_t>(t) * kHop;
     for (int i = 0; i < kFft; ++i) frame[static_cast<size_t>(i)] = start[i] * window_[static_cast<size_t>(i)];
     fft.fwd(spectrum, frame);
@@ -80,13 +90,30 @@ std::vector<float> LogMel::features(std::span<const float> samples) const {
       const double* w = filters_.data() + static_cast<size_t>(m) * kBins;
       double sum = 0;
       for (int b = 0; b < kBins; ++b) sum += w[b] * power[static_cast<size_t>(b)];
-      mel[static_cast<size_t>(m) * kFrames + static_cast<size_t>(t)] = std::log10(std::max(sum, 1e-10));
+      mel[static_cast<size_t>(m * frames + t)] = std::log10(std::max(sum, 1e-10));
     }
   }
-  const double top = *std::max_element(mel.begin(), mel.end());
+  return mel;
+}
+
+std::vector<float> LogMel::normalise(const std::vector<double>& mel) {
+  const double top = mel.empty() ? 0.0 : *std::max_element(mel.begin(), mel.end());
   std::vector<float> out(mel.size());
   for (size_t i = 0; i < mel.size(); ++i) out[i] = static_cast<float>((std::max(mel[i], top - 8.0) + 4.0) / 4.0);
   return out;
+}
+
+std::vector<float> LogMel::features(std::span<const float> samples) const {
+  // The window: 30 s of samples, zeros after the audio.
+  return normalise(log_mel(reflect_padded(samples, kWindowSamples), kFrames));
+}
+
+std::vector<float> LogMel::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) const {
+  CORVID_CHECK(pad >= 0, "log-mel: negative padding");
+  const size_t length = samples.size() + static_cast<size_t>(pad);
+  const int64_t n = static_cast<int64_t>(length / kHop);
+  if (frames) *frames = n;
+  return normalise(log_mel(reflect_padded(samples, length), n));
 }
 
 }  // namespace corvid::audio

@@ -22,10 +22,19 @@ class LogMel {
   int n_mels() const { return n_mels_; }
   // The features of the window starting at samples[0]: [n_mels, kFrames] row-major.
   std::vector<float> features(std::span<const float> samples) const;
+  // The features of a whole recording, as faster-whisper computes them for long-form
+  // transcription: the samples followed by `pad` zeros (160: one hop) form one signal,
+  // every frame of it is kept, and one clamp (the maximum less 8) covers them all.
+  // [n_mels, frames] row-major with frames = (samples + pad) / 160.
+  std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) const;
   // The mel filter bank [n_mels, kFft / 2 + 1] (Slaney scale and norm), for tests.
   const std::vector<double>& filters() const { return filters_; }
 
  private:
+  // log10 of the mel power of `frames` frames of the reflect-padded signal x.
+  std::vector<double> log_mel(const std::vector<double>& x, int64_t frames) const;
+  static std::vector<float> normalise(const std::vector<double>& log_mel);
+
   int n_mels_;
   std::vector<double> filters_;
   std::vector<double> window_;

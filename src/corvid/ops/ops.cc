@@ -253,6 +253,19 @@ void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
   CORVID_DISPATCH(device, gather_columns, x, offset, out);
 }
 
+void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out) {
+  const Device device = common_device("im2col_1d", {&x, &out});
+  check_f32("im2col_1d", "x", x);
+  check_f32("im2col_1d", "out", out);
+  CORVID_CHECK(kernel > 0 && stride > 0 && pad >= 0 && x.ndim == 2 && out.ndim == 2, "ops::im2col_1d: kernel ", kernel,
+               ", stride ", stride, ", pad ", pad, " over ", x.shape_str());
+  const int64_t t_out = (x.dim(0) + 2 * pad - kernel) / stride + 1;
+  CORVID_CHECK(out.dim(0) == t_out && out.dim(1) == x.dim(1) * kernel, "ops::im2col_1d: out must be [", t_out, ", ",
+               x.dim(1) * kernel, "], got ", out.shape_str());
+  CORVID_CHECK(!overlaps(x, out), "ops::im2col_1d: out overlaps x");
+  CORVID_DISPATCH(device, im2col_1d, x, kernel, stride, pad, out);
+}
+
 void softcap(const Tensor& x, float cap) {
   const Device device = common_device("softcap", {&x});
   check_f32("softcap", "x", x);

@@ -121,6 +121,12 @@ void softcap(const Tensor& x, float cap);
 // per-token buffer packed layer by layer (Gemma 4's per-layer inputs).
 void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 
+// The patches of a 1-D convolution over time: out[t, c * kernel + j] = x[t * stride + j - pad, c]
+// (0 outside x), x [T_in, C] time-major, out [T_out, C * kernel] with T_out =
+// (T_in + 2 pad - kernel) / stride + 1; conv1d is then matmul(out, weight [C_out, C * kernel])
+// (PyTorch's [C_out, C, kernel] flattened). F32. Whisper's encoder stem.
+void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
+
 // x += y elementwise (F32, equal shapes).
 void add(const Tensor& x, const Tensor& y);
 

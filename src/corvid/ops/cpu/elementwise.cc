@@ -227,6 +227,20 @@ void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
   });
 }
 
+void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out) {
+  const int64_t t_in = x.dim(0), channels = x.dim(1), cols = out.cols();
+  for_rows(out.rows(), cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t t = r0; t < r1; ++t) {
+      float* o = out.ptr<float>() + t * cols;
+      for (int64_t j = 0; j < kernel; ++j) {
+        const int64_t src = t * stride + j - pad;
+        const float* in = src >= 0 && src < t_in ? x.ptr<float>() + src * channels : nullptr;
+        for (int64_t c = 0; c < channels; ++c) o[c * kernel + j] = in ? in[c] : 0.0f;
+      }
+    }
+  });
+}
+
 void softcap(const Tensor& x, float cap) {
   const int64_t cols = x.cols();
   for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {

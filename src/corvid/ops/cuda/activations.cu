@@ -34,6 +34,17 @@ __global__ void gather_columns_kernel(const float* x, int64_t width, int64_t off
   if (i < count) out[i] = x[i / cols * width + offset + i % cols];
 }
 
+__global__ void im2col_1d_kernel(const float* x, int64_t t_in, int64_t channels, int64_t kernel, int64_t stride,
+                                 int64_t pad, float* out, int64_t count) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const int64_t cols = channels * kernel, t = i / cols, c = i % cols / kernel, j = i % kernel;
+  const int64_t src = t * stride + j - pad;
+  out[i] = src >= 0 && src < t_in ? x[src * channels + c] : 0.0f;
+}
+
 __global__ void softcap_kernel(float* x, float cap, int64_t count) {
   pdl_launch_dependents();
   pdl_wait();
@@ -69,6 +80,13 @@ void gather_columns(const Tensor& x, int64_t offset, const Tensor& out) {
   if (count == 0) return;
   launch_pdl("gather_columns_kernel", gather_columns_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
              context().stream, x.ptr<float>(), x.cols(), offset, out.ptr<float>(), out.cols(), count);
+}
+
+void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out) {
+  const int64_t count = out.numel();
+  if (count == 0) return;
+  launch_pdl("im2col_1d_kernel", im2col_1d_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
+             context().stream, x.ptr<float>(), x.dim(0), x.dim(1), kernel, stride, pad, out.ptr<float>(), count);
 }
 
 void softcap(const Tensor& x, float cap) {

@@ -1,0 +1,117 @@
+// Whisper's encoder-decoder (openai/whisper; transformers' WhisperForConditionalGeneration):
+// - encoder: log-mel [n_mels, 3000] of a 30-s window → conv1d(k3, p1) + GELU →
+//   conv1d(k3, s2, p1) + GELU → + sinusoidal positions → pre-LN blocks (bidirectional
+//   attention, exact-GELU MLP) → LayerNorm: [1500, d] per window;
+// - per decoder layer, the cross-attention keys and values of those states, computed
+//   once per window (EncodedAudio) and shared by every hypothesis decoding it;
+// - decoder: token + learned position embeddings → pre-LN blocks (causal
+//   self-attention over the hypothesis' own cache, cross-attention over its window,
+//   MLP) → LayerNorm → logits through the tied embedding matrix.
+// The model is driven by one thread at a time (it keeps its step buffers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "corvid/core/device.h"
+#include "corvid/models/weight_loader.h"
+#include "corvid/models/layers/scratch.h"
+#include "corvid/models/whisper/whisper_config.h"
+
+namespace corvid {
+
+// The encoder's work for `windows` windows: per decoder layer the cross-attention keys
+// and values [windows * 1500, d] (window w's rows from w * 1500), and, when asked for,
+// the encoder's output states [windows * 1500, d].
+struct EncodedAudio {
+  int64_t windows = 0;
+  std::vector<DeviceTensor> k, v;
+  DeviceTensor states;
+};
+
+// One hypothesis being decoded: its self-attention cache (per layer [text_positions, d])
+// and the window it attends to.
+struct WhisperSequence {
+  std::shared_ptr<const EncodedAudio> audio;
+  int64_t window = 0;
+  int64_t length = 0;  // tokens in the cache
+  std::vector<DeviceTensor> k, v;
+};
+
+class WhisperModel {
+ public:
+  WhisperModel(const WhisperConfig& config, WeightLoader& weights);
+
+  const WhisperConfig& config() const { return config_; }
+  Device device() const { return device_; }
+  int64_t parameter_count() const { return storage_.parameters; }
+
+  // Encodes `windows` windows of features, each [n_mels, 3000] row-major (mel-major,
+  // as LogMel gives them), back to back in `features`.
+  std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows, bool keep_states = false);
+
+  // A new empty hypothesis over window `window` of `audio`.
+  std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const;
+  // `to` becomes a copy of `from` (beam search keeping one hypothesis twice).
+  void copy(const WhisperSequence& from, WhisperSequence& to) const;
+
+  // One decoder step over many hypotheses: tokens[s] are appended to seqs[s] (each at
+  // least one token, all within text_positions). `want` picks rows of the step
+  // (indices into the tokens laid end to end) whose logits come back in `logits`
+  // ([want.size(), vocab] row-major, host).
+  void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+              std::span<const int64_t> want, std::vector<float>& logits);
+
+ private:
+  struct Norm {
+    Tensor weight, bias;
+  };
+  struct Linear {
+    Tensor weight, bias;  // bias empty: none
+  };
+  struct Attention {
+    Norm norm;
+    Linear q, k, v, o;
+  };
+  struct Mlp {
+    Norm norm;
+    Linear fc1, fc2;
+  };
+  struct EncoderLayer {
+    Attention self;
+    Mlp mlp;
+  };
+  struct DecoderLayer {
+    Attention self, cross;
+    Mlp mlp;
+  };
+
+  Norm norm(WeightLoader& w, const std::string& name) const;
+  Linear linear(WeightLoader& w, const std::string& name, int64_t out, int64_t in, bool bias = true) const;
+  Attention attention(WeightLoader& w, const std::string& name) const;
+  Mlp mlp(WeightLoader& w, const std::string& prefix, int64_t ffn) const;
+  void apply(const Linear& l, const Tensor& x, const Tensor& out) const;
+  void layer_norm(const Norm& n, const Tensor& x, const Tensor& out) const;
+  void run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n) const;
+
+  WhisperConfig config_;
+  Device device_;
+  float eps_;
+  Tensor conv1_, conv1_bias_, conv2_, conv2_bias_, encoder_positions_;
+  std::vector<EncoderLayer> encoder_;
+  Norm encoder_norm_;
+  Tensor embed_tokens_, decoder_positions_, output_;
+  std::vector<DecoderLayer> decoder_;
+  Norm decoder_norm_;
+  WeightStorage storage_;
+
+  // Step buffers, grown as needed.
+  layers::Scratch enc_, dec_;
+  DeviceTensor mel_, patches1_, conv_out_, patches2_, picked_, logits_;
+  int64_t enc_windows_ = 0;
+  std::vector<int32_t> all_last_;  // [audio_positions] of audio_positions - 1: every query sees every frame
+};
+
+}  // namespace corvid
