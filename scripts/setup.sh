@@ -6,7 +6,7 @@ set -euo pipefail
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git unzip curl ca-certificates
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev libgtest-dev libgmock-dev
   clang-14 libclang-rt-14-dev libboost-dev python3 python3-pip
-  libsndfile1-dev libsamplerate0-dev libeigen3-dev)
+  libsndfile1-dev libsamplerate0-dev libeigen3-dev zlib1g-dev)
 PIP_PACKAGES=(numpy tokenizers==0.22.1 pytest gguf openai anthropic==2.16.0 jsonschema)
 PY_MODULES="numpy, tokenizers, pytest, gguf, openai, anthropic, jsonschema"
 # --tests (test.sh): also the web chat page's browser test (tests/py/test_web_chat.py),

@@ -60,5 +60,6 @@ void register_template(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_embed(CLI::App& app);
+void register_transcribe(CLI::App& app);
 
 }  // namespace corvid::cli

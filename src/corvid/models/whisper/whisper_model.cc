@@ -91,6 +91,8 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
   enc_.dims = {d, d, d, c.encoder_ffn};
   dec_.dims = {d, d, d, c.decoder_ffn};
   all_last_.assign(static_cast<size_t>(c.audio_positions), static_cast<int32_t>(c.audio_positions - 1));
+  frame_ids_.resize(static_cast<size_t>(c.audio_positions));
+  for (size_t i = 0; i < frame_ids_.size(); ++i) frame_ids_[i] = static_cast<int32_t>(i);
 }
 
 void WhisperModel::apply(const Linear& l, const Tensor& x, const Tensor& out) const {
@@ -148,10 +150,10 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
   const Tensor x = enc_.x.rows(n), h = enc_.h.rows(n);
   ops::matmul(p2, conv2_, x, &conv2_bias_);
   ops::gelu(x);
-  for (int64_t w = 0; w < windows; ++w) {
-    const Tensor xw(DType::F32, {T, d}, x.row(w * T), device_);
-    ops::add(xw, encoder_positions_);
-  }
+  // The positions as F32 rows (the table may be stored in 16 bits), added per window.
+  const Tensor positions = enc_.h.rows(T);
+  ops::embedding(encoder_positions_, ops::Indices(frame_ids_), positions);
+  for (int64_t w = 0; w < windows; ++w) ops::add(Tensor(DType::F32, {T, d}, x.row(w * T), device_), positions);
   const int64_t heads = c.encoder_heads, D = c.encoder_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const ops::Indices last(all_last_);

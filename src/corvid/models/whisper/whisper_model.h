@@ -111,6 +111,7 @@ class WhisperModel {
   layers::Scratch enc_, dec_;
   DeviceTensor mel_, patches1_, conv_out_, patches2_, picked_, logits_;
   int64_t enc_windows_ = 0;
+  std::vector<int32_t> frame_ids_;  // 0 .. audio_positions - 1
   std::vector<int32_t> all_last_;  // [audio_positions] of audio_positions - 1: every query sees every frame
 };
 
