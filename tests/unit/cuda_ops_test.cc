@@ -297,6 +297,27 @@ TEST(CudaOps, AttentionGemma4GeometriesEveryCacheDtype) {
   }
 }
 
+TEST(CudaOps, Im2col1dAndTransposeEqualCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t t_in = 3000, channels = 80, kernel = 3;
+  OwnedTensor x = f32_tensor({t_in, channels}, random_floats(static_cast<size_t>(t_in * channels), 31));
+  DeviceTensor gx = to_gpu(x.tensor);
+  for (int64_t stride : {1, 2}) {
+    const int64_t t_out = (t_in + 2 - kernel) / stride + 1;
+    OwnedTensor cpu_out(DType::F32, {t_out, channels * kernel});
+    DeviceTensor g_out(Device::CUDA, DType::F32, {t_out, channels * kernel});
+    ops::im2col_1d(x.tensor, kernel, stride, 1, cpu_out.tensor);
+    ops::im2col_1d(gx.tensor, kernel, stride, 1, g_out.tensor);
+    EXPECT_EQ(rel_err(to_host(g_out.tensor), cpu_out.ptr<float>(), static_cast<size_t>(t_out * channels * kernel)), 0.0)
+        << stride;
+  }
+  OwnedTensor cpu_t(DType::F32, {channels, t_in});
+  DeviceTensor g_t(Device::CUDA, DType::F32, {channels, t_in});
+  ops::transpose(x.tensor, cpu_t.tensor);
+  ops::transpose(gx.tensor, g_t.tensor);
+  EXPECT_EQ(rel_err(to_host(g_t.tensor), cpu_t.ptr<float>(), static_cast<size_t>(t_in * channels)), 0.0);
+}
+
 TEST(CudaOps, MixedDevicesAreAnError) {
   SKIP_WITHOUT_GPU();
   OwnedTensor x = f32_tensor({2, 8}, random_floats(16, 15));

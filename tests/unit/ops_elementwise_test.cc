@@ -1,9 +1,10 @@
 // Row-wise and elementwise ops against double-precision references:
 // embedding, rms_norm, rope (both layouts, partial rotary, attention factor),
-// silu_mul, matmul_glu, add, softmax; argument errors.
+// silu_mul, matmul_glu, add, softmax, im2col_1d, transpose; argument errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/error.h"
@@ -269,6 +270,40 @@ TEST(Softmax, MatchesReferenceAndHandlesLargeValues) {
       ASSERT_NEAR(xt.ptr<float>()[r * cols + i], ref, 1e-6 + 1e-5 * ref);
     }
   }
+}
+
+TEST(Im2col1d, GathersPaddedStridedWindowsChannelMajor) {
+  // x [t_in, channels]; out row t holds x[t*stride + j - pad, c] at column c*kernel + j.
+  for (int64_t stride : {1, 2}) {
+    const int64_t t_in = 11, channels = 5, kernel = 3, pad = 1;
+    const int64_t t_out = (t_in + 2 * pad - kernel) / stride + 1;
+    const auto x = random_floats(static_cast<size_t>(t_in * channels), 21);
+    OwnedTensor xt = f32_tensor({t_in, channels}, x);
+    OwnedTensor out(DType::F32, {t_out, channels * kernel});
+    ops::im2col_1d(xt.tensor, kernel, stride, pad, out.tensor);
+    for (int64_t t = 0; t < t_out; ++t)
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t j = 0; j < kernel; ++j) {
+          const int64_t src = t * stride + j - pad;
+          const float want = src >= 0 && src < t_in ? x[static_cast<size_t>(src * channels + c)] : 0.0f;
+          ASSERT_EQ(out.ptr<float>()[t * channels * kernel + c * kernel + j], want) << stride << " " << t;
+        }
+    OwnedTensor wrong(DType::F32, {t_out + 1, channels * kernel});
+    EXPECT_THROW(ops::im2col_1d(xt.tensor, kernel, stride, pad, wrong.tensor), Error);
+  }
+}
+
+TEST(Transpose, SwapsAxesAcrossTileEdges) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {33, 70}, {64, 32}, {1500, 7}}) {
+    const auto x = random_floats(static_cast<size_t>(rows * cols), 22);
+    OwnedTensor xt = f32_tensor({rows, cols}, x);
+    OwnedTensor out(DType::F32, {cols, rows});
+    ops::transpose(xt.tensor, out.tensor);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(out.ptr<float>()[c * rows + r], x[static_cast<size_t>(r * cols + c)]);
+  }
+  OwnedTensor x(DType::F32, {4, 6}), same(DType::F32, {4, 6});
+  EXPECT_THROW(ops::transpose(x.tensor, same.tensor), Error);
 }
 
 }  // namespace
