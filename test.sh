@@ -6,6 +6,7 @@ cd "$(dirname "$0")"
 bash scripts/setup.sh --tests
 bash scripts/fetch-model.sh
 bash scripts/fetch-model.sh --model minilm  # the embeddings oracle test (tests/fixtures/embeddings)
+bash scripts/fetch-model.sh --model whisper-tiny.en  # the audio API test (tests/py/test_audio_api.py)
 JOBS=${JOBS:-$(nproc)}
 
 echo "== build (release)"

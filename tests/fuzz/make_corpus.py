@@ -4,7 +4,8 @@
 Seeds are small valid or near-valid files that reach deep into each parser:
 GGUF files with every metadata value type and every supported tensor type, the
 header of the real stories260K.gguf (tensor data cut off), safetensors files
-with several dtypes, and config.json variants. Run from anywhere; it rewrites
+with several dtypes, config.json variants, and multipart/form-data uploads (the
+Content-Type header's value on the first line, then the body). Run from anywhere; it rewrites
 the corpus folders.
 """
 import json
@@ -137,7 +138,27 @@ def config_seeds():
         write("model_config", name, json.dumps(cfg).encode())
 
 
+def multipart_seeds():
+    # As the openai client (httpx) sends a transcription: fields, repeated fields, a file.
+    b = "f9a1c0e4d2b34e5f8a7b6c5d4e3f2a1b"
+    body = b"".join([
+        f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in [("model", "whisper-tiny.en"), ("language", "en"), ("response_format", "verbose_json"),
+                     ("temperature", "0.0"), ("timestamp_granularities[]", "segment"), ("stream", "false")]])
+    body += (f'--{b}\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\n'
+             f'Content-Type: audio/x-wav\r\n\r\n').encode() + b"RIFF\x24\x00\x00\x00WAVE\r\n--" + b"\x00\xff"
+    body += f"\r\n--{b}--\r\n".encode()
+    write("multipart", "openai_client.txt", f"multipart/form-data; boundary={b}\n".encode() + body)
+    # As curl -F sends it: a quoted boundary, a preamble, transport padding, an epilogue.
+    c = "------------------------4f1d2e3c5b6a7988"
+    curl = (f"preamble\r\n--{c} \r\ncontent-disposition: form-data; name=file; filename=\"a \\\"b\\\".mp3\"\r\n"
+            f"\r\nID3\x03\r\n--{c}\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nNames: Corvid.\r\n"
+            f"--{c}--\r\nepilogue")
+    write("multipart", "curl.txt", f'multipart/form-data; boundary="{c}"\n{curl}'.encode())
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
     config_seeds()
+    multipart_seeds()

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "corvid/audio/audio_file.h"
 #include "corvid/models/registry.h"
@@ -12,6 +14,8 @@
 #include "corvid/formats/json_file.h"
 #include "corvid/formats/model_config.h"
 #include "corvid/formats/safetensors.h"
+#include "corvid/server/audio_api.h"
+#include "corvid/server/multipart.h"
 
 namespace corvid {
 namespace {
@@ -48,6 +52,22 @@ TEST(FuzzSeeds, AudioSeedsDecode) {
   for (const char* name : {"clip.wav", "clip_float.wav", "clip.flac", "clip.ogg", "clip.mp3", "clip.opus"}) {
     const audio::Audio a = audio::read_file(kCorpus + "audio/" + name);
     EXPECT_GT(a.samples.size(), 1000u) << name;
+  }
+}
+
+TEST(FuzzSeeds, MultipartSeedsParse) {
+  // The first line is the Content-Type header; both forms reach the audio API's fields.
+  for (const auto& [name, parts] : {std::pair<const char*, size_t>{"openai_client.txt", 7}, {"curl.txt", 2}}) {
+    std::ifstream in(kCorpus + "multipart/" + name, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string seed = ss.str();
+    const size_t eol = seed.find('\n');
+    ASSERT_NE(eol, std::string::npos) << name;
+    const std::string_view body = std::string_view(seed).substr(eol + 1);
+    const server::MultipartForm form = server::parse_multipart(body, server::multipart_boundary(seed.substr(0, eol)));
+    EXPECT_EQ(form.parts.size(), parts) << name;
+    EXPECT_NO_THROW(server::parse_audio_request(form, server::kTranscriptionsPath, false)) << name;
   }
 }
 

@@ -143,6 +143,37 @@ TEST_F(HttpServerTest, OversizedBodyGets413WithoutBeingRead) {
   EXPECT_EQ(refused_[1].load(), 0);
 }
 
+TEST_F(HttpServerTest, UploadPathsHaveTheirOwnBodyLimit) {
+  // A file upload route takes bodies over the JSON routes' limit, by Content-Length and
+  // chunked; past its own limit it gets 413 naming that limit.
+  HttpLimits limits;
+  limits.max_body_bytes = 1000;
+  limits.path_body_bytes.emplace_back("/upload", 5000);
+  start([](std::shared_ptr<Exchange> ex) { ex->respond(200, "{\"size\": " + std::to_string(ex->request().body().size()) + "}"); },
+        limits);
+  tcp::socket s = connect();
+  send(s, "POST /upload?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\n" + std::string(3000, 'a'));
+  EXPECT_NE(read_until(s, "}").find("{\"size\": 3000}"), std::string::npos);
+  tcp::socket c = connect();
+  send(c, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nbb8\r\n" + std::string(3000, 'a') +
+              "\r\n0\r\n\r\n");
+  EXPECT_NE(read_until(c, "}").find("{\"size\": 3000}"), std::string::npos);
+  tcp::socket big = connect();
+  send(big, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 6000\r\n\r\n{");
+  const std::string refused = read_until(big, "}}");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
+  EXPECT_NE(refused.find("limit of 5000 bytes"), std::string::npos) << refused;
+  tcp::socket json = connect();  // between the two limits: the JSON route refuses it
+  send(json, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\n{");
+  const std::string other = read_until(json, "}}");
+  EXPECT_EQ(other.rfind("HTTP/1.1 413", 0), 0u) << other;
+  EXPECT_NE(other.find("limit of 1000 bytes"), std::string::npos) << other;
+  tcp::socket chunked = connect();  // chunked over the route's limit
+  send(chunked, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" +
+                    std::string(2000, 'a') + "\r\n");
+  EXPECT_EQ(read_until(chunked, "}}").rfind("HTTP/1.1 413", 0), 0u);
+}
+
 TEST_F(HttpServerTest, RefusalsTakeTheBodyOfTheirRoute) {
   // Each API answers in its own error shape, also where the HTTP layer answers alone.
   HttpLimits limits;

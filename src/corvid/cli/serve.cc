@@ -1,5 +1,5 @@
-// corvid serve: the OpenAI-compatible (chat, completions, Responses) and Anthropic Messages HTTP server over the
-// serving engine.
+// corvid serve: the OpenAI-compatible (chat, completions, Responses, embeddings, audio) and Anthropic Messages
+// HTTP server over the serving engine, with a Whisper model beside it or alone (serve_speech.h).
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +18,7 @@
 
 #include "corvid/cli/chat_io.h"
 #include "corvid/cli/common.h"
+#include "corvid/cli/serve_speech.h"
 #include "corvid/core/error.h"
 #include "corvid/core/device.h"
 #include "corvid/engine/dummy_weights.h"
@@ -52,6 +53,7 @@ struct ServeArgs {
   int64_t responses_store_mb = 64;  // the Responses API's store of finished responses
   std::string task = "auto";        // generate | embed | auto (embed for an encoder)
   bool batched_tokens_given = false;  // --max-num-batched-tokens on the command line
+  SpeechArgs speech;                  // --speech-model and its settings
 };
 
 // The KV pool's budget: --kv-cache-gb when given; on a GPU otherwise what is left of
@@ -104,14 +106,16 @@ std::optional<ChatTemplate> serving_template(const ServeArgs& a) {
   return ChatTemplate(source.str(), ChatTemplate::special_tokens_of_model(a.common.model));
 }
 
-// Serves `api` over HTTP until SIGINT/SIGTERM: `describe(port)` prints what is served
-// once listening; at shutdown `stop_engine` ends the engine's work while the connections
-// are still open to hear about it.
-void serve_http(const ServeArgs& a, server::ApiServer& api, const std::function<void(int)>& describe,
-                const std::function<void()>& stop_engine) {
+// Serves `api` over HTTP until SIGINT/SIGTERM: `describe(url)` prints what is served
+// once listening (the "listening on" line among it); at shutdown `stop_engine` ends the
+// engine's work and then `speech` finishes its queue, while the connections are still
+// open to hear about it.
+void serve_http(const ServeArgs& a, server::ApiServer& api, const std::function<void(const std::string&)>& describe,
+                const std::function<void()>& stop_engine, SpeechServing* speech) {
   boost::asio::io_context io(a.io_threads);
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<uint64_t>(a.max_body_mb) << 20;
+  if (speech) speech->add_limits(limits);
   server::HttpServer http(io, a.host, static_cast<uint16_t>(a.port),
                           [&api](std::shared_ptr<server::Exchange> exchange) { api.handle(exchange); }, limits,
                           [&api](int status) { api.count_refused(status); },
@@ -133,7 +137,10 @@ void serve_http(const ServeArgs& a, server::ApiServer& api, const std::function<
   std::vector<std::thread> threads;
   for (int i = 0; i < a.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
 
-  describe(http.port());
+  const std::string url = "http://" + a.host + ":" + std::to_string(http.port());
+  if (speech) speech->describe_model();
+  describe(url);
+  if (speech) speech->describe_try(url, !a.api_key.empty());
   std::fflush(stdout);
 
   {
@@ -144,7 +151,8 @@ void serve_http(const ServeArgs& a, server::ApiServer& api, const std::function<
   http.stop();
   api.drain();
   api.join_workers();
-  stop_engine();  // in-flight requests get their "cancelled" event (503), or finish (embeddings)
+  if (stop_engine) stop_engine();  // in-flight requests get their "cancelled" event (503), or finish (embeddings)
+  if (speech) speech->shutdown();   // queued transcriptions finish
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // lets those answers reach the clients
   io.stop();
   for (std::thread& t : threads) t.join();
@@ -165,18 +173,28 @@ void serve_embeddings(const ServeArgs& a, LoadedModel& m) {
   api_config.model_name = model_name(a);
   api_config.api_key = a.api_key;
   server::ApiServer api(embedder, *m.tokenizer, api_config);
-  serve_http(a, api, [&](int port) {
+  serve_http(a, api, [&](const std::string& url) {
     std::printf("corvid serve: %s (%s on %s, embeddings: %lld dimensions, %s, inputs up to %lld tokens)\n",
                 api_config.model_name.c_str(), m.model->config().architecture.c_str(),
                 device_backend(m.model->device()).description().c_str(),
                 static_cast<long long>(embedder.dimensions()), pooling.describe().c_str(),
                 static_cast<long long>(embedder.max_input_tokens()));
-    const std::string url = "http://" + a.host + ":" + std::to_string(port);
     std::printf("corvid serve: listening on %s/v1\n", url.c_str());
     std::printf("corvid serve: try  curl %s/v1/embeddings -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
                 "\"input\": \"Hello!\"}'\n",
                 url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
-  }, [&embedder] { embedder.shutdown(); });
+  }, [&embedder] { embedder.shutdown(); }, nullptr);
+}
+
+// --speech-model without -m: the audio routes alone.
+void serve_speech_only(const ServeArgs& a) {
+  SpeechServing speech(a.speech, parse_device(a.common.device), nullptr);
+  server::ApiConfig api_config;
+  api_config.model_name = speech.name();
+  api_config.api_key = a.api_key;
+  server::ApiServer api(speech.backend(), speech.tokenizer(), api_config);
+  serve_http(a, api, [](const std::string& url) { std::printf("corvid serve: listening on %s/v1\n", url.c_str()); },
+             {}, &speech);
 }
 
 void run_serve(const ServeArgs& a) {
@@ -185,12 +203,23 @@ void run_serve(const ServeArgs& a) {
   CORVID_CHECK(a.kv_cache_gb >= 0, "--kv-cache-gb must be positive, got ", a.kv_cache_gb);
   CORVID_CHECK(a.gpu_memory_utilization > 0 && a.gpu_memory_utilization <= 1,
                "--gpu-memory-utilization must be in (0, 1], got ", a.gpu_memory_utilization);
+  CORVID_CHECK(!a.common.model.empty() || !a.speech.path.empty(),
+               "serve: give -m MODEL (text), --speech-model PATH (speech), or both");
+  if (a.common.model.empty()) return serve_speech_only(a);
   LoadedModel m = load_serving_model(a);
   const bool encoder = m.model->state_spec().empty();
   const std::string task = a.task == "auto" ? (encoder ? "embed" : "generate") : a.task;
   CORVID_CHECK(task == "embed" || !encoder, m.model->config().architecture,
                " is an encoder: it serves embeddings (--task embed), not text");
-  if (task == "embed") return serve_embeddings(a, m);
+  if (task == "embed") {
+    CORVID_CHECK(a.speech.path.empty(), "--speech-model beside an embeddings model (--task embed) is not supported");
+    return serve_embeddings(a, m);
+  }
+  // Loaded before the KV budget is set: on a GPU its weights come out of the same memory.
+  // The two models share the device's backend, so they take turns (core/device_turns.h).
+  DeviceTurns turns;
+  std::unique_ptr<SpeechServing> speech;
+  if (!a.speech.path.empty()) speech = std::make_unique<SpeechServing>(a.speech, m.model->device(), &turns);
 
   EngineConfig config;
   config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
@@ -199,6 +228,7 @@ void run_serve(const ServeArgs& a) {
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;
   config.max_waiting = a.max_waiting;
+  if (speech) config.device_turns = &turns;
   Engine engine(*m.runner, m.tokenizer.get(), config);
 
   const std::optional<ChatTemplate> chat_template = serving_template(a);
@@ -208,9 +238,10 @@ void run_serve(const ServeArgs& a) {
   api_config.api_key = a.api_key;
   api_config.chat_stop_ids = stop_token_ids(m, chat_template ? &*chat_template : nullptr);
   api_config.responses_store_bytes = static_cast<size_t>(a.responses_store_mb) << 20;
-  server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config);
+  server::ApiServer api(engine, *m.tokenizer, chat_template ? &*chat_template : nullptr, api_config,
+                        speech ? speech->backend() : server::SpeechBackend{});
 
-  serve_http(a, api, [&](int port) {
+  serve_http(a, api, [&](const std::string& url) {
     const double kv_gib = static_cast<double>(engine.kv_bytes()) / static_cast<double>(int64_t{1} << 30);
     std::string groups;  // "full 900, sliding 512 300" when the model has more than one KV layer group
     const std::vector<KvGroupStats> group_stats = engine.kv().group_stats();
@@ -222,12 +253,11 @@ void run_serve(const ServeArgs& a) {
                 device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
                 groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
                 kv_gib, static_cast<long long>(engine.max_model_len()));
-    const std::string url = "http://" + a.host + ":" + std::to_string(port);
     std::printf("corvid serve: listening on %s/v1\n", url.c_str());
     std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
                 "\"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}'\n",
                 url.c_str(), a.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'", api_config.model_name.c_str());
-  }, [&engine] { engine.shutdown(); });
+  }, [&engine] { engine.shutdown(); }, speech.get());
 }
 
 }  // namespace
@@ -236,6 +266,7 @@ void register_serve(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over OpenAI-compatible (chat, completions, Responses) and Anthropic Messages HTTP APIs");
   add_common_options(*cmd, args->common);
+  cmd->get_option("--model")->required(false);  // --speech-model alone serves speech only
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "port to listen on (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY' (all but /health)");
@@ -277,6 +308,7 @@ void register_serve(CLI::App& app) {
                   "an encoder such as BERT, or a decoder's last-token embeddings), or auto (embed for an encoder)")
       ->check(CLI::IsMember({"auto", "generate", "embed"}))
       ->capture_default_str();
+  add_speech_options(*cmd, args->speech);
   cmd->callback([args, cmd] {
     args->batched_tokens_given = cmd->count("--max-num-batched-tokens") > 0;
     run_serve(*args);

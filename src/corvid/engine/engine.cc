@@ -306,6 +306,7 @@ void Engine::loop() {
       }
       active_.clear();
     } else {
+      const DeviceTurns::Turn turn(config_.device_turns);
       run_step(plan);
       ++steps_;
     }

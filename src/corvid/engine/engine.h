@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "corvid/core/device.h"
+#include "corvid/core/device_turns.h"
 #include "corvid/engine/format_masks.h"
 #include "corvid/engine/request.h"
 #include "corvid/engine/scheduler.h"
@@ -52,6 +53,9 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   DType kv_dtype = DType::F32;                // the KV pool's (kv/kv_cache.h: F16 / BF16 on a GPU only)
   int format_mask_threads = 4;                // threads filling a step's structured-output masks
+  // Set when another model shares the device (a speech model beside it in corvid serve):
+  // each step runs in a turn of it (core/device_turns.h). Outlives the engine.
+  DeviceTurns* device_turns = nullptr;
 };
 
 struct EngineStats {

@@ -42,16 +42,21 @@ int status_of(RequestRejected::Reason reason) {
 
 std::string to_text(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config)
-    : ApiServer(&engine, nullptr, tokenizer, chat_template, std::move(config)) {}
+ApiServer::ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config,
+                     SpeechBackend speech)
+    : ApiServer(&engine, nullptr, tokenizer, chat_template, std::move(config), std::move(speech)) {}
 
-ApiServer::ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config)
-    : ApiServer(nullptr, &embedder, tokenizer, nullptr, std::move(config)) {}
+ApiServer::ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config, SpeechBackend speech)
+    : ApiServer(nullptr, &embedder, tokenizer, nullptr, std::move(config), std::move(speech)) {}
+
+ApiServer::ApiServer(SpeechBackend speech, const Tokenizer& tokenizer, ApiConfig config)
+    : ApiServer(nullptr, nullptr, tokenizer, nullptr, std::move(config), std::move(speech)) {}
 
 ApiServer::ApiServer(Engine* engine, Embedder* embedder, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-                     ApiConfig config)
+                     ApiConfig config, SpeechBackend speech)
     : engine_(engine),
       embedder_(embedder),
+      speech_(std::move(speech)),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       config_(std::move(config)),
@@ -146,11 +151,14 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
                                  {"/v1/responses", true},        {"/v1/embeddings", true},
                                  {"/tokenize", true},            {"/detokenize", true},
                                  {"/apply-template", true},      {"/v1/models", false},
-                                 {"/metrics", false}};
+                                 {"/metrics", false},            {"/v1/audio/transcriptions", true},
+                                 {"/v1/audio/translations", true}};
+  const bool text_model = engine_ || embedder_;
   if (get && path.rfind("/v1/models/", 0) == 0) {  // one model (client.models.retrieve)
     const std::string name = path.substr(std::string("/v1/models/").size());
-    if (name != config_.model_name) throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
-    return respond(*exchange, 200, model_json());
+    if (text_model && name == config_.model_name) return respond(*exchange, 200, model_json());
+    if (speech_.service && name == speech_.model_name) return respond(*exchange, 200, speech_model_json());
+    throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
   }
   if (path.rfind("/v1/responses/", 0) == 0) return stored_response(*exchange, path.substr(std::string("/v1/responses/").size()));
   const Route* found = nullptr;
@@ -165,20 +173,31 @@ void ApiServer::route(const std::shared_ptr<Exchange>& exchange) {
     return exchange->respond(200, metrics_.render(engine_ ? engine_->stats() : EngineStats{}, config_.model_name),
                              "text/plain; version=0.0.4");
   }
-  // A server runs one task: generation (the Engine) or embeddings (the Embedder).
+  // A server runs one text task, generation (the Engine) or embeddings (the Embedder),
+  // and speech beside it when it has a speech model; or speech alone.
+  const bool upload = is_audio_path(path);
   const bool tokens_only = path == "/tokenize" || path == "/detokenize";
-  if (path == "/v1/embeddings" && !embedder_)
-    throw ApiError(400, "this server generates text: /v1/embeddings needs a server started with --task embed");
-  if (!engine_ && path != "/v1/embeddings" && !tokens_only)
-    throw ApiError(400, "this server serves embeddings (--task embed): " + path + " needs a server that generates");
+  if (upload) {
+    if (!speech_.service)
+      throw ApiError(400, "this server has no speech model: " + path + " needs a server started with --speech-model");
+  } else {
+    if (!text_model)
+      throw ApiError(400, "this server serves speech only (--speech-model without -m): " + path +
+                              " needs a server started with -m");
+    if (path == "/v1/embeddings" && !embedder_)
+      throw ApiError(400, "this server generates text: /v1/embeddings needs a server started with --task embed");
+    if (!engine_ && path != "/v1/embeddings" && !tokens_only)
+      throw ApiError(400, "this server serves embeddings (--task embed): " + path + " needs a server that generates");
+  }
   if (draining_ && path.rfind("/v1/", 0) == 0) throw ApiError(503, "the server is shutting down");
   // Parsing, rendering and tokenizing a body (up to the body limit) is CPU work: it runs
   // on the worker pool, and only what it decides comes back to the connection's strand.
-  boost::asio::post(workers_, [this, exchange, path] {
+  boost::asio::post(workers_, [this, exchange, path, upload] {
     Action then;
     try {
-      const Json body = parse_body(exchange->request().body());
-      if (path == "/tokenize") then = tokenize(exchange, body);
+      const Json body = upload ? Json() : parse_body(exchange->request().body());  // a form, not JSON
+      if (upload) then = transcribe(exchange, path);
+      else if (path == "/tokenize") then = tokenize(exchange, body);
       else if (path == "/detokenize") then = detokenize(exchange, body);
       else if (path == "/apply-template") then = apply_template(exchange, body);
       else if (path == "/v1/chat/completions") then = chat_completions(exchange, body);
@@ -561,8 +580,15 @@ Json ApiServer::model_json() const {
               {"max_model_len", engine_ ? engine_->max_model_len() : embedder_->max_input_tokens()}};
 }
 
+Json ApiServer::speech_model_json() const {
+  return Json{{"id", speech_.model_name}, {"object", "model"}, {"created", created_}, {"owned_by", "corvid"}};
+}
+
 void ApiServer::models(const std::shared_ptr<Exchange>& exchange) {
-  respond(*exchange, 200, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
+  Json data = Json::array();
+  if (engine_ || embedder_) data.push_back(model_json());
+  if (speech_.service) data.push_back(speech_model_json());
+  respond(*exchange, 200, Json{{"object", "list"}, {"data", std::move(data)}});
 }
 
 }  // namespace corvid::server

@@ -1,5 +1,5 @@
-// The OpenAI-compatible (chat, completions, Responses) and Anthropic Messages APIs over the engine: routes each HTTP
-// exchange to its endpoint, checks the API key, and drives generations from engine
+// The OpenAI-compatible (chat, completions, Responses, embeddings, audio) and Anthropic Messages APIs over the
+// engine: routes each HTTP exchange to its endpoint, checks the API key, and drives generations from engine
 // events. Errors take the shape of the route's API, whatever raised them.
 //
 // Engine events arrive on the engine thread; the callback only posts them to the
@@ -26,6 +26,7 @@
 #include "corvid/engine/structured_output.h"
 #include "corvid/chat/output_parser.h"
 #include "corvid/server/anthropic_reply.h"
+#include "corvid/server/audio_api.h"
 #include "corvid/server/http.h"
 #include "corvid/server/metrics.h"
 #include "corvid/server/openai_api.h"
@@ -45,10 +46,15 @@ struct ApiConfig {
 class ApiServer {
  public:
   // chat_template may be null (then chat endpoints answer 400). All must outlive the server.
-  ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config);
+  // With a speech backend, the /v1/audio/ routes transcribe too (else they answer 400).
+  ApiServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ApiConfig config,
+            SpeechBackend speech = {});
   // An embeddings server (--task embed): /v1/embeddings, /tokenize, /detokenize,
   // /v1/models, /metrics; the generation endpoints answer 400.
-  ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config);
+  ApiServer(Embedder& embedder, const Tokenizer& tokenizer, ApiConfig config, SpeechBackend speech = {});
+  // A speech-only server: /v1/audio/, /v1/models, /metrics; the text endpoints answer
+  // 400. `tokenizer` is the speech model's (the server needs one; no route uses it).
+  ApiServer(SpeechBackend speech, const Tokenizer& tokenizer, ApiConfig config);
 
   void handle(const std::shared_ptr<Exchange>& exchange);
   // From now on generation requests get 503 (the server is shutting down).
@@ -62,9 +68,9 @@ class ApiServer {
   std::string refusal_body(int status, const std::string& message, const std::string& target) const;
 
  private:
-  // One of engine and embedder is set: the server's task.
+  // At most one of engine and embedder is set: the server's text task (none: speech only).
   ApiServer(Engine* engine, Embedder* embedder, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-            ApiConfig config);
+            ApiConfig config, SpeechBackend speech);
 
   // What an endpoint decided on the worker pool, to run on the exchange's strand.
   using Action = std::function<void()>;
@@ -84,12 +90,17 @@ class ApiServer {
   Action responses(const std::shared_ptr<Exchange>& exchange, const Json& body);
   // POST /v1/embeddings: submits the inputs to the embedder, answers from its callback.
   Action embeddings(const std::shared_ptr<Exchange>& exchange, const Json& body);
+  // POST /v1/audio/transcriptions and /translations: parses the form and decodes the
+  // upload (on the worker pool); the action submits it to the speech service, whose
+  // callbacks post the answer (or its stream's events) to the exchange's strand.
+  Action transcribe(const std::shared_ptr<Exchange>& exchange, const std::string& path);
   // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (`rest`: the
   // path after /v1/responses/). On the strand: the store's lock is held only briefly.
   void stored_response(Exchange& exchange, const std::string& rest);
   Action respond_later(const std::shared_ptr<Exchange>& exchange, Json body);
   void models(const std::shared_ptr<Exchange>& exchange);
   Json model_json() const;
+  Json speech_model_json() const;
 
   // Submits the request (once per choice: one reply each) and answers the exchange from
   // their events (Reply: ChatReply or CompletionReply). Throws RequestRejected when the
@@ -161,6 +172,7 @@ class ApiServer {
 
   void check_key(const HttpRequest& request) const;
   void check_model(const std::string& requested) const;
+  void check_speech_model(const std::string& requested) const;
   int64_t default_max_tokens(size_t prompt_tokens) const;
   std::string render(const ChatRequest& request) const;
   std::string new_id(const char* prefix, char separator = '-');
@@ -172,6 +184,7 @@ class ApiServer {
 
   Engine* engine_ = nullptr;      // a generation server's
   Embedder* embedder_ = nullptr;  // an embeddings server's
+  SpeechBackend speech_;          // the audio routes' (service null: none)
   const Tokenizer& tokenizer_;
   const ChatTemplate* chat_template_;
   mutable std::mutex template_mutex_;  // rendering is not promised to be reentrant

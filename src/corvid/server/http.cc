@@ -1,5 +1,6 @@
 #include "corvid/server/http.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -38,6 +39,19 @@ constexpr std::chrono::seconds kRequestTimeout{120};
 // linger_then_close).
 constexpr std::chrono::seconds kLingerTimeout{5};
 }  // namespace
+
+uint64_t HttpLimits::body_limit(std::string_view target) const {
+  const std::string_view path = target.substr(0, target.find('?'));
+  for (const auto& [p, bytes] : path_body_bytes)
+    if (path == p) return bytes;
+  return max_body_bytes;
+}
+
+uint64_t HttpLimits::largest() const {
+  uint64_t most = max_body_bytes;
+  for (const auto& entry : path_body_bytes) most = std::max(most, entry.second);
+  return most;
+}
 
 std::string status_reason(int status) {
   const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(status));
@@ -80,7 +94,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_request() {
     if (closed_) return;
     parser_.emplace();
-    parser_->body_limit(limits_.max_body_bytes);
+    // The header is read under the largest limit (a Content-Length over it fails the
+    // read); once the target is known, its own limit applies to the body.
+    parser_->body_limit(limits_.largest());
     parser_->header_limit(kMaxHeaderBytes);
     stream_.expires_after(kRequestTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
@@ -89,8 +105,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_header(beast::error_code ec) {
     if (ec) return reject_unreadable(ec);
+    const auto target = parser_->get().target();
+    const uint64_t limit = limits_.body_limit(std::string_view(target.data(), target.size()));
+    parser_->body_limit(limit);  // no body byte is parsed yet
     const auto length = parser_->content_length();
-    if (length && *length > limits_.max_body_bytes) return reject_too_large();
+    if (length && *length > limit) return reject_too_large();
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code read_ec, size_t) { self->on_body(read_ec); });
   }
@@ -123,7 +142,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void reject_too_large() {
-    send_final(413, "the request body is larger than the limit of " + std::to_string(limits_.max_body_bytes) + " bytes");
+    uint64_t limit = limits_.max_body_bytes;
+    if (parser_) {
+      const auto target = parser_->get().target();
+      limit = limits_.body_limit(std::string_view(target.data(), target.size()));
+    }
+    send_final(413, "the request body is larger than the limit of " + std::to_string(limit) + " bytes");
   }
 
   // The JSON error body for `target`'s API. `message` is plain text without quotes or backslashes.

@@ -17,6 +17,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -72,6 +75,14 @@ using Handler = std::function<void(std::shared_ptr<Exchange>)>;
 
 struct HttpLimits {
   uint64_t max_body_bytes = uint64_t{8} << 20;  // larger bodies get 413
+  // Paths whose bodies have a limit of their own (file uploads: /v1/audio/...), as
+  // (path, bytes); the query string is not part of the path.
+  std::vector<std::pair<std::string, uint64_t>> path_body_bytes;
+
+  // The limit for a request to `target` (a path, maybe with a query).
+  uint64_t body_limit(std::string_view target) const;
+  // The largest limit of any path (what the header is read under).
+  uint64_t largest() const;
 };
 
 // Called with the status of each response the server sends on its own, outside any
