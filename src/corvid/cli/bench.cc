@@ -1,18 +1,21 @@
 // corvid bench: in-process prefill and decode throughput, llama-bench style
 // (pp: one batch of N prompt tokens; tg: N tokens decoded one at a time; both start
 // after --depth tokens already in the context, whose cached keys/values are zeros —
-// attention reads them all the same, so the cost is that of a real context).
+// attention reads them all the same, so the cost is that of a real context). On a
+// Whisper model (or --dummy-shape): encoder and decoder-step times (bench_speech.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
 
+#include "corvid/cli/bench_speech.h"
 #include "corvid/cli/common.h"
 #include "corvid/core/error.h"
 #include "corvid/engine/dummy_weights.h"
 #include "corvid/ops/ops.h"
 #include "corvid/core/thread_pool.h"
+#include "corvid/speech/speech_model.h"
 
 namespace corvid::cli {
 
@@ -26,6 +29,8 @@ struct BenchArgs {
   int64_t depth = 0;  // context already present before pp and tg
   std::string dummy_dtype;  // set: -m is a config.json and the weights are random in this dtype
   bool eager = false;       // decode steps run op by op (no CUDA graph), e.g. for CORVID_OP_TIMES
+  std::string dummy_shape;  // a Whisper shape: -m names a Whisper folder for its tokenizer
+  int windows = 1, beams = 1;  // Whisper: windows per encoder batch, hypotheses per decoder step
 };
 
 struct Stat { double mean = 0, stdev = 0; };
@@ -40,6 +45,11 @@ Stat summarize(const std::vector<double>& v) {
 
 void run_bench(const BenchArgs& a) {
   apply_common_options(a.common);
+  if (!a.dummy_shape.empty() || is_speech_model(a.common.model)) {
+    return run_speech_bench(SpeechBenchArgs{.model = a.common.model, .device = a.common.device,
+                                            .dummy_shape = a.dummy_shape, .gen = a.gen, .reps = a.reps,
+                                            .windows = a.windows, .beams = a.beams});
+  }
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),
                                                             weight_placement(a.common));
@@ -111,6 +121,12 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--eager", args->eager,
                 "run decode steps op by op instead of replaying a recorded step (CUDA graph): with "
                 "CORVID_OP_TIMES=1 the per-op times then cover decode");
+  cmd->add_option("--dummy-shape", args->dummy_shape,
+                  "Whisper: made-up weights of this shape (tiny, base, small, medium, large-v3, large-v3-turbo); "
+                  "-m names a Whisper folder for the tokenizer");
+  cmd->add_option("--windows", args->windows, "Whisper: 30-s windows encoded in one batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--beams", args->beams, "Whisper: hypotheses per decoder step (beam size, best-of)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -1,0 +1,79 @@
+// corvid bench on a Whisper model: the two costs a transcription is made of, measured
+// apart. The encoder, once per 30-s window (--windows of them in one batch), and the
+// decoder step, --beams hypotheses of one window per step (beam search and best-of run
+// that many), over -n steps after the 4-token start-of-transcript prompt. A window of
+// speech is about 100 tokens (150 words a minute), so the estimated real-time factor of
+// greedy decoding is (encode + 100 steps) / 30 s.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "corvid/cli/bench_speech.h"
+#include "corvid/core/error.h"
+#include "corvid/core/thread_pool.h"
+#include "corvid/speech/speech_model.h"
+
+namespace corvid::cli {
+
+void run_speech_bench(const SpeechBenchArgs& a) {
+  const Device device = parse_device(a.device);
+  std::unique_ptr<SpeechModel> sm = a.dummy_shape.empty() ? SpeechModel::load(a.model, device)
+                                                           : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device);
+  WhisperModel& model = *sm->model;
+  const WhisperConfig& c = model.config();
+  CORVID_CHECK(a.windows >= 1 && a.beams >= 1, "bench: --windows and --beams must be at least 1");
+  CORVID_CHECK(a.gen + 4 <= c.text_positions, "bench: -n ", a.gen, " steps do not fit the decoder's ",
+               c.text_positions, " positions");
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  std::vector<float> features(static_cast<size_t>(a.windows * c.n_mels * c.input_frames()));
+  for (float& f : features) f = noise(rng);  // log-mel values are around [-1, 1.5]
+  const std::vector<int32_t> prompt = {sm->vocab.sot, sm->vocab.sot, sm->vocab.sot, sm->vocab.sot};
+  const std::vector<int32_t> one = {sm->vocab.timestamp_begin};
+
+  using clock = std::chrono::steady_clock;
+  std::vector<double> encode_ms, step_ms;
+  std::vector<float> logits;
+  for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms up
+    auto t0 = clock::now();
+    std::shared_ptr<EncodedAudio> audio = model.encode(features, a.windows);
+    synchronize(device);
+    const double enc = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    std::vector<std::unique_ptr<WhisperSequence>> seqs;
+    std::vector<WhisperSequence*> ptrs;
+    for (int b = 0; b < a.beams; ++b) {
+      seqs.push_back(model.start(audio, 0));
+      ptrs.push_back(seqs.back().get());
+    }
+    std::vector<int64_t> want(static_cast<size_t>(a.beams));
+    std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(a.beams), prompt);
+    for (int b = 0; b < a.beams; ++b) want[static_cast<size_t>(b)] = static_cast<int64_t>((b + 1) * prompt.size()) - 1;
+    model.decode(ptrs, tokens, want, logits);
+    std::fill(tokens.begin(), tokens.end(), one);
+    for (int b = 0; b < a.beams; ++b) want[static_cast<size_t>(b)] = b;
+    t0 = clock::now();
+    for (int64_t i = 0; i < a.gen; ++i) model.decode(ptrs, tokens, want, logits);  // logits to the host: synchronous
+    const double steps = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    if (r) {
+      encode_ms.push_back(enc / static_cast<double>(a.windows));
+      step_ms.push_back(steps / static_cast<double>(std::max<int64_t>(a.gen, 1)));
+    }
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const double enc = mean(encode_ms), step = mean(step_ms);
+  std::printf("model: %s (whisper %s, %.1fM params), device: %s, threads: %d\n", sm->path.c_str(),
+              a.dummy_shape.empty() ? "checkpoint" : a.dummy_shape.c_str(),
+              static_cast<double>(model.parameter_count()) / 1e6, device_backend(device).description().c_str(),
+              ThreadPool::global().size());
+  std::printf("encode: %.2f ms per 30-s window (%d in a batch)\n", enc, a.windows);
+  std::printf("decode: %.3f ms per step of %d hypotheses, %lld steps (%.0f tokens/s)\n", step, a.beams,
+              static_cast<long long>(a.gen), 1000.0 * a.beams / step);
+  std::printf("rtf: %.4f (one window: encode + 100 steps, over 30 s)\n", (enc + 100 * step) / 30000.0);
+}
+
+}  // namespace corvid::cli

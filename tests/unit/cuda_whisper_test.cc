@@ -1,0 +1,99 @@
+// Whisper on the GPU: the tiny random checkpoint against transformers (encoder states,
+// teacher-forced logits, greedy tokens) in both numerics, and the real tiny.en's
+// transcript of a real clip against the CPU's (where models/whisper-tiny.en is fetched).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "binary_file_util.h"
+#include "corvid/audio/audio_file.h"
+#include "corvid/formats/json_file.h"
+#include "corvid/formats/safetensors.h"
+#include "corvid/models/whisper/whisper_model.h"
+#include "corvid/speech/transcriber.h"
+#include "cuda_test_util.h"
+#include "fixture_util.h"
+
+namespace corvid {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path tiny_dir() { return fixtures::source_dir() / "tests" / "data" / "whisper" / "tiny-random"; }
+
+float worst(std::span<const float> a, std::span<const float> b) {
+  float m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// Exact: fp32 GEMMs (measured: ...); Fast: 16-bit GEMM operands.
+TEST(CudaWhisper, TinyRandomMatchesTransformers) {
+  SKIP_WITHOUT_GPU();
+  const WeightSet files = load_safetensors_checkpoint(tiny_dir().string());
+  const WhisperConfig config = whisper_config_from_hf(read_json_file((tiny_dir() / "config.json").string()), "tiny");
+  WeightLoader loader(files, WeightPlacement(Device::CUDA));
+  WhisperModel model(config, loader);
+  const auto features = fixtures::array_of<float>(tiny_dir() / "input_features.f32");
+  const auto want_states = fixtures::array_of<float>(tiny_dir() / "encoder_out.f32");
+  const auto want_logits = fixtures::array_of<float>(tiny_dir() / "decoder_logits.f32");
+  const auto want_greedy = fixtures::array_of<int32_t>(tiny_dir() / "greedy_tokens.i32");
+  for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
+    testing::NumericsScope scope(mode);
+    const bool exact = mode == ops::QuantizedMatmul::Exact;
+    auto audio = model.encode(features, 1, true);
+    const std::vector<float> states = testing::to_host(audio->states.tensor);
+    const float states_err = worst(states, want_states);
+    EXPECT_LT(states_err, exact ? 2e-4f : 3e-2f) << (exact ? "exact" : "fast");
+    auto seq = model.start(audio, 0);
+    WhisperSequence* seqs[] = {seq.get()};
+    const std::vector<std::vector<int32_t>> tokens = {{500, 17, 42, 99, 3, 250, 7, 480}};
+    const int64_t rows[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    std::vector<float> logits;
+    model.decode(seqs, tokens, rows, logits);
+    const float logits_err = worst(logits, want_logits);
+    EXPECT_LT(logits_err, exact ? 5e-4f : 5e-2f) << (exact ? "exact" : "fast");
+    auto g = model.start(audio, 0);
+    WhisperSequence* gs[] = {g.get()};
+    int32_t token = 500;
+    size_t agree = 0;
+    const int64_t last[] = {0};
+    for (size_t i = 0; i < want_greedy.size(); ++i) {
+      const std::vector<std::vector<int32_t>> step = {{token}};
+      model.decode(gs, step, last, logits);
+      token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      if (token != want_greedy[i]) break;
+      ++agree;
+    }
+    if (exact) {
+      EXPECT_EQ(agree, want_greedy.size());
+    }
+    std::printf("whisper tiny-random %s: states %.3g, logits %.3g, greedy %zu/%zu equal\n", exact ? "exact" : "fast",
+                states_err, logits_err, agree, want_greedy.size());
+  }
+}
+
+// The real tiny.en: the GPU's greedy transcript (tokens) equals the CPU's on a real clip.
+TEST(CudaWhisper, RealTinyEnTranscribesAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
+  if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
+  const audio::Audio clip = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
+  TranscribeOptions o;
+  o.beam_size = 1;
+  auto cpu = SpeechModel::load(dir.string(), Device::CPU);
+  auto gpu = SpeechModel::load(dir.string(), Device::CUDA);
+  const Transcript want = Transcriber(*cpu).transcribe(clip, o);
+  for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
+    testing::NumericsScope scope(mode);
+    const Transcript got = Transcriber(*gpu).transcribe(clip, o);
+    std::printf("tiny.en on cuda (%s): %s\n", mode == ops::QuantizedMatmul::Exact ? "exact" : "fast", got.text().c_str());
+    ASSERT_EQ(got.segments.size(), want.segments.size());
+    for (size_t i = 0; i < want.segments.size(); ++i) EXPECT_EQ(got.segments[i].tokens, want.segments[i].tokens);
+  }
+}
+
+}  // namespace
+}  // namespace corvid
