@@ -16,7 +16,7 @@
 # rate) and the PyTorch decode peer (bench/torch_decode_baseline.py) run in the same call.
 #
 # Built on the Debian dev machine and run on the Ubuntu GPU machine, the binaries need
-# Debian's ICU 72 (and PCRE2) there. `scripts/gpu-check.sh stage [build-dir] [dest]` copies
+# Debian's ICU 72 (and PCRE2, and the audio libraries: libsndfile and its codecs, libsamplerate) there. `scripts/gpu-check.sh stage [build-dir] [dest]` copies
 # the binaries to dest/bin and those libraries (found with ldd) to dest/lib (dest: .device,
 # git-ignored); then run
 #   CORVID_BUILD_DIR=.device/bin scripts/gpu-check.sh     (carrying .device)
@@ -32,8 +32,9 @@ if [ "${1:-}" = stage ]; then
   for b in corvid corvid_tests corvid_gemv_bench corvid_attention_bench; do
     [ -x "$from/$b" ] && cp "$from/$b" "$dest/bin/"
   done
-  # Every ICU and PCRE2 library the binaries link, with its versioned names.
-  ldd "$from/corvid_tests" "$from/corvid" | grep -oE '/[^ ]*lib(icu[a-z0-9]*|pcre2-8)\.so[^ ]*' | sort -u |
+  # Every ICU, PCRE2 and audio library the binaries link, with its versioned names.
+  ldd "$from/corvid_tests" "$from/corvid" |
+    grep -oE '/[^ ]*lib(icu[a-z0-9]*|pcre2-8|sndfile|samplerate|FLAC|vorbis|vorbisenc|opus|ogg|mpg123|mp3lame)\.so[^ ]*' | sort -u |
     while read -r lib; do cp -L "$lib" "$dest/lib/"; done
   ls "$dest/bin" "$dest/lib"
   exit 0

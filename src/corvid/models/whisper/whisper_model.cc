@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "corvid/core/error.h"
+#include "corvid/core/thread_pool.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid {
@@ -87,6 +88,16 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
   // The output matrix is the token embedding (tied) unless the checkpoint has its own.
   output_ = w.has("proj_out.weight") ? w.get("proj_out.weight", {c.vocab_size, d}) : embed_tokens_;
   storage_ = w.finish();
+  if (device_ == Device::CPU) {  // after finish(): the weights' final addresses
+    encoder_cpu_ = std::make_unique<EncoderCpu>();
+    encoder_cpu_->add(conv1_, conv1_bias_);
+    encoder_cpu_->add(conv2_, conv2_bias_);
+    for (const EncoderLayer& l : encoder_)
+      for (const Linear* lin : {&l.self.q, &l.self.k, &l.self.v, &l.self.o, &l.mlp.fc1, &l.mlp.fc2})
+        encoder_cpu_->add(lin->weight, lin->bias);
+    for (const DecoderLayer& l : decoder_)
+      for (const Linear* lin : {&l.cross.k, &l.cross.v}) encoder_cpu_->add(lin->weight, lin->bias);
+  }
   enc_.device = dec_.device = device_;
   enc_.dims = {d, d, d, c.encoder_ffn};
   dec_.dims = {d, d, d, c.decoder_ffn};
@@ -97,6 +108,12 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
 
 void WhisperModel::apply(const Linear& l, const Tensor& x, const Tensor& out) const {
   ops::matmul(x, l.weight, out, l.bias.data ? &l.bias : nullptr);
+}
+
+void WhisperModel::apply_encoder(const Tensor& weight, const Tensor& bias, const Tensor& x, const Tensor& out,
+                                 int64_t rows_per_window) const {
+  if (encoder_cpu_) return encoder_cpu_->linear(weight, x, out, rows_per_window, ThreadPool::global());
+  ops::matmul(x, weight, out, bias.data ? &bias : nullptr);
 }
 
 void WhisperModel::layer_norm(const Norm& n, const Tensor& x, const Tensor& out) const {
@@ -141,14 +158,14 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
     const Tensor in(DType::F32, {frames, mels}, mel_.tensor.row(w * frames), device_);
     ops::im2col_1d(in, 3, 1, 1, Tensor(DType::F32, {frames, mels * 3}, p1.row(w * frames), device_));
   }
-  ops::matmul(p1, conv1_, c1, &conv1_bias_);
+  apply_encoder(conv1_, conv1_bias_, p1, c1, frames);
   ops::gelu(c1);
   for (int64_t w = 0; w < windows; ++w) {
     const Tensor in(DType::F32, {frames, d}, c1.row(w * frames), device_);
     ops::im2col_1d(in, 3, 2, 1, Tensor(DType::F32, {T, d * 3}, p2.row(w * T), device_));
   }
   const Tensor x = enc_.x.rows(n), h = enc_.h.rows(n);
-  ops::matmul(p2, conv2_, x, &conv2_bias_);
+  apply_encoder(conv2_, conv2_bias_, p2, x, T);
   ops::gelu(x);
   // The positions as F32 rows (the table may be stored in 16 bits), added per window.
   const Tensor positions = enc_.h.rows(T);
@@ -157,23 +174,30 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
   const int64_t heads = c.encoder_heads, D = c.encoder_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const ops::Indices last(all_last_);
+  auto linear = [&](const Linear& l, const Tensor& in, const Tensor& o) { apply_encoder(l.weight, l.bias, in, o, T); };
   for (const EncoderLayer& l : encoder_) {
     const Tensor q = enc_.q.rows(n), k = enc_.k.rows(n), v = enc_.v.rows(n), attn = enc_.attn.rows(n);
     layer_norm(l.self.norm, x, h);
-    apply(l.self.q, h, q);
-    apply(l.self.k, h, k);
-    apply(l.self.v, h, v);
+    linear(l.self.q, h, q);
+    linear(l.self.k, h, k);
+    linear(l.self.v, h, v);
     for (int64_t w = 0; w < windows; ++w) {
-      if (device_ == Device::CPU) {
-        encoder_attention_cpu(q, k, v, attn, w * T, scale);
+      if (encoder_cpu_) {
+        encoder_cpu_->attention(q, k, v, attn, w * T, T, heads, D, scale, ThreadPool::global());
       } else {
         ops::attention(heads_view(q, w * T, T, heads, D), heads_view(k, w * T, T, heads, D),
                        heads_view(v, w * T, T, heads, D), last, scale, 0, heads_view(attn, w * T, T, heads, D));
       }
     }
-    apply(l.self.o, attn, h);
+    linear(l.self.o, attn, h);
     ops::add(x, h);
-    run_mlp(l.mlp, x, enc_, n);
+    // x += fc2(gelu(fc1(LN(x))))
+    const Tensor up = layers::rows_of(enc_.up, n, l.mlp.fc1.weight.rows());
+    layer_norm(l.mlp.norm, x, h);
+    linear(l.mlp.fc1, h, up);
+    ops::gelu(up);
+    linear(l.mlp.fc2, up, h);
+    ops::add(x, h);
   }
   auto out = std::make_shared<EncodedAudio>();
   out->windows = windows;
@@ -182,41 +206,11 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
   for (const DecoderLayer& l : decoder_) {
     out->k.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
     out->v.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
-    apply(l.cross.k, out->states.tensor, out->k.back().tensor);
-    apply(l.cross.v, out->states.tensor, out->v.back().tensor);
+    linear(l.cross.k, out->states.tensor, out->k.back().tensor);
+    linear(l.cross.v, out->states.tensor, out->v.back().tensor);
   }
   if (!keep_states) out->states = DeviceTensor();
   return out;
-}
-
-// One window's bidirectional attention as matrix products, head by head: on the CPU
-// matmul's tiled dot products run several times faster than the attention kernel,
-// which is built for decode (a few queries over a long cache).
-void WhisperModel::encoder_attention_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn,
-                                         int64_t row, float scale) {
-  const int64_t T = config_.audio_positions, d = config_.d_model, D = config_.encoder_head_dim();
-  if (!scores_.tensor.data) {
-    scores_ = DeviceTensor(device_, DType::F32, {T, T});
-    head_q_ = DeviceTensor(device_, DType::F32, {T, D});
-    head_k_ = DeviceTensor(device_, DType::F32, {T, D});
-    head_v_ = DeviceTensor(device_, DType::F32, {T, D});
-    head_vt_ = DeviceTensor(device_, DType::F32, {D, T});
-    head_out_ = DeviceTensor(device_, DType::F32, {T, D});
-    attn_t_ = DeviceTensor(device_, DType::F32, {d, T});
-  }
-  auto window = [&](const Tensor& t) { return Tensor(DType::F32, {T, d}, t.row(row), device_); };
-  for (int64_t h = 0; h < config_.encoder_heads; ++h) {
-    ops::gather_columns(window(q), h * D, head_q_.tensor);
-    ops::gather_columns(window(k), h * D, head_k_.tensor);
-    ops::gather_columns(window(v), h * D, head_v_.tensor);
-    ops::transpose(head_v_.tensor, head_vt_.tensor);
-    ops::matmul(head_q_.tensor, head_k_.tensor, scores_.tensor);  // q · kᵀ
-    ops::scale(scores_.tensor, scale);
-    ops::softmax(scores_.tensor);
-    ops::matmul(scores_.tensor, head_vt_.tensor, head_out_.tensor);  // p · v
-    ops::transpose(head_out_.tensor, Tensor(DType::F32, {D, T}, attn_t_.tensor.row(h * D), device_));
-  }
-  ops::transpose(attn_t_.tensor, window(attn));
 }
 
 std::unique_ptr<WhisperSequence> WhisperModel::start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const {

@@ -18,6 +18,7 @@
 #include "corvid/core/device.h"
 #include "corvid/models/weight_loader.h"
 #include "corvid/models/layers/scratch.h"
+#include "corvid/models/whisper/encoder_cpu.h"
 #include "corvid/models/whisper/whisper_config.h"
 
 namespace corvid {
@@ -95,8 +96,9 @@ class WhisperModel {
   void apply(const Linear& l, const Tensor& x, const Tensor& out) const;
   void layer_norm(const Norm& n, const Tensor& x, const Tensor& out) const;
   void run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n) const;
-  void encoder_attention_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn, int64_t row,
-                             float scale);
+  // out = x · weightᵀ + bias for the encoder side: EncoderCpu on the CPU, else matmul.
+  void apply_encoder(const Tensor& weight, const Tensor& bias, const Tensor& x, const Tensor& out,
+                     int64_t rows_per_window) const;
 
   WhisperConfig config_;
   Device device_;
@@ -108,11 +110,11 @@ class WhisperModel {
   std::vector<DecoderLayer> decoder_;
   Norm decoder_norm_;
   WeightStorage storage_;
+  std::unique_ptr<EncoderCpu> encoder_cpu_;  // the CPU's encoder GEMMs (null on other devices)
 
   // Step buffers, grown as needed.
   layers::Scratch enc_, dec_;
   DeviceTensor mel_, patches1_, conv_out_, patches2_, picked_, logits_;
-  DeviceTensor scores_, head_q_, head_k_, head_v_, head_vt_, head_out_, attn_t_;  // encoder_attention_cpu
   int64_t enc_windows_ = 0;
   std::vector<int32_t> frame_ids_;  // 0 .. audio_positions - 1
   std::vector<int32_t> all_last_;  // [audio_positions] of audio_positions - 1: every query sees every frame
