@@ -157,8 +157,31 @@ def multipart_seeds():
     write("multipart", "curl.txt", f'multipart/form-data; boundary="{c}"\n{curl}'.encode())
 
 
+def ct2_string(s):
+    b = s.encode() + b"\0"
+    return struct.pack("<H", len(b)) + b
+
+
+def ct2_variable(name, dims, dtype, data):
+    return ct2_string(name) + struct.pack("<B", len(dims)) + b"".join(struct.pack("<I", d) for d in dims) + \
+        struct.pack("<BI", dtype, len(data)) + data
+
+
+def ctranslate2_seeds():
+    # A small CTranslate2 model.bin (version 6): an F16 matrix, an F32 vector, int8 and
+    # int16 scalars, one alias, as CTranslate2's converter writes them.
+    body = struct.pack("<I", 6) + ct2_string("WhisperSpec") + struct.pack("<I", 3) + struct.pack("<I", 4)
+    body += ct2_variable("encoder/conv1/weight", [2, 3], 4, bytes(range(12)))
+    body += ct2_variable("encoder/position_encodings/encodings", [4], 0, struct.pack("<4f", 0.5, -1.0, 2.0, 0.0))
+    body += ct2_variable("num_heads", [], 1, b"\x06")
+    body += ct2_variable("decoder/scale_embeddings", [], 2, struct.pack("<h", 1))
+    body += struct.pack("<I", 1) + ct2_string("decoder/embeddings/weight") + ct2_string("encoder/conv1/weight")
+    write("ctranslate2", "small.bin", body)
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
     config_seeds()
     multipart_seeds()
+    ctranslate2_seeds()

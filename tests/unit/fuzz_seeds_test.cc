@@ -9,6 +9,7 @@
 #include "corvid/audio/audio_file.h"
 #include "corvid/models/registry.h"
 #include "corvid//core/error.h"
+#include "corvid/formats/ctranslate2.h"
 #include "corvid/formats/gguf.h"
 #include "corvid/formats/gguf_model.h"
 #include "corvid/formats/json_file.h"
@@ -53,6 +54,13 @@ TEST(FuzzSeeds, AudioSeedsDecode) {
     const audio::Audio a = audio::read_file(kCorpus + "audio/" + name);
     EXPECT_GT(a.samples.size(), 1000u) << name;
   }
+}
+
+TEST(FuzzSeeds, Ctranslate2SeedParses) {
+  const auto f = Ct2File::open(kCorpus + "ctranslate2/small.bin");
+  EXPECT_EQ(f->variables().size(), 4u);
+  EXPECT_EQ(f->scalar("num_heads"), 6);
+  EXPECT_NE(f->find("decoder/embeddings/weight"), nullptr);
 }
 
 TEST(FuzzSeeds, MultipartSeedsParse) {

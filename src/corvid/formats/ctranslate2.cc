@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "corvid/core/error.h"
 #include "corvid/core/mapped_file.h"
@@ -90,6 +91,7 @@ std::shared_ptr<Ct2File> Ct2File::parse(std::span<const uint8_t> bytes, const st
     std::span<const uint8_t> bytes;
   };
   std::vector<Pending> pending;
+  std::set<std::string> names;  // variables_ is filled only once every variable has been read
   size_t total = 0;
   for (uint32_t i = 0; i < count; ++i) {
     Pending p;
@@ -102,8 +104,9 @@ std::shared_ptr<Ct2File> Ct2File::parse(std::span<const uint8_t> bytes, const st
     for (uint8_t d = 0; d < rank; ++d) {
       const uint32_t dim = r.get<uint32_t>("dimension");
       p.var.shape.push_back(dim);
+      // Checked before multiplying: 2^40 elements times a 32-bit dimension can wrap.
+      CORVID_CHECK(dim == 0 || elements <= (uint64_t{1} << 40) / dim, name, ": variable ", pname, " is too large");
       elements *= dim;
-      CORVID_CHECK(elements <= (uint64_t{1} << 40), name, ": variable ", pname, " is too large");
     }
     p.var.dtype_id = r.get<uint8_t>("dtype");
     const auto type = ct2_type(p.var.dtype_id);
@@ -112,7 +115,7 @@ std::shared_ptr<Ct2File> Ct2File::parse(std::span<const uint8_t> bytes, const st
     CORVID_CHECK(nbytes == elements * static_cast<uint64_t>(type->bytes), name, ": variable ", pname, " holds ",
                  nbytes, " bytes, its shape needs ", elements * static_cast<uint64_t>(type->bytes));
     p.bytes = r.take(nbytes, "variable data");
-    CORVID_CHECK(!f->variables_.count(p.var.name), name, ": variable ", pname, " appears twice");
+    CORVID_CHECK(names.insert(p.var.name).second, name, ": variable ", pname, " appears twice");
     total += aligned(nbytes);
     pending.push_back(std::move(p));
   }
