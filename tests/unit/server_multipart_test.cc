@@ -91,12 +91,14 @@ TEST(Multipart, BodiesAreBinarySafe) {
   std::string bytes = std::string("\0\x01\xff\r\n\r\n--X-BOUNDAR\r\n-", 21);
   bytes += "--" + kB + " mid-line";
   for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
-  const MultipartForm form = parse_multipart(part("Content-Disposition: form-data; name=\"file\"", bytes) + close(), kB);
+  const std::string body = part("Content-Disposition: form-data; name=\"file\"", bytes) + close();  // the parts view it
+  const MultipartForm form = parse_multipart(body, kB);
   ASSERT_EQ(form.parts.size(), 1u);
   EXPECT_EQ(form.parts[0].body, bytes);
   // An empty body and a part with an empty value.
-  EXPECT_TRUE(parse_multipart(close(), kB).parts.empty());
-  EXPECT_EQ(parse_multipart(field("a", "") + close(), kB).parts[0].body, "");
+  const std::string empty = close(), empty_value = field("a", "") + close();
+  EXPECT_TRUE(parse_multipart(empty, kB).parts.empty());
+  EXPECT_EQ(parse_multipart(empty_value, kB).parts[0].body, "");
 }
 
 TEST(Multipart, MalformedBodiesNameTheProblem) {
@@ -128,7 +130,8 @@ TEST(Multipart, BoundsOnPartsAndHeaders) {
   std::string three, four;
   for (int i = 0; i < 3; ++i) three += field("f" + std::to_string(i), "v");
   four = three + field("f3", "v");
-  EXPECT_EQ(parse_multipart(three + close(), kB, limits).parts.size(), 3u);
+  const std::string three_parts = three + close();
+  EXPECT_EQ(parse_multipart(three_parts, kB, limits).parts.size(), 3u);
   EXPECT_NE(error_of(four + close(), limits).find("more than 3 parts"), std::string::npos);
   // A header block over the bound is refused after reading only the bound, even when
   // the body never ends it.
@@ -147,8 +150,8 @@ TEST(Multipart, AdversarialDelimiterLookalikesStayLinear) {
   // linear (this finishes at once) and the part's content is all of it.
   std::string lookalikes;
   while (lookalikes.size() < (size_t{4} << 20)) lookalikes += "\r\n--X-BOUNDAR";
-  const MultipartForm form =
-      parse_multipart(part("Content-Disposition: form-data; name=\"file\"", lookalikes) + close(), kB);
+  const std::string body = part("Content-Disposition: form-data; name=\"file\"", lookalikes) + close();
+  const MultipartForm form = parse_multipart(body, kB);
   EXPECT_EQ(form.parts[0].body.size(), lookalikes.size());
 }
 

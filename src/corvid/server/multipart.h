@@ -44,5 +44,7 @@ std::string multipart_boundary(std::string_view content_type);
 // Content-Type; other headers ignored), a blank line and the part's bytes, then
 // "--boundary--" (anything after it is ignored). Lines end in CRLF.
 MultipartForm parse_multipart(std::string_view body, std::string_view boundary, const MultipartLimits& limits = {});
+// The form's parts view the body: a temporary body would leave them dangling.
+MultipartForm parse_multipart(std::string&& body, std::string_view boundary, const MultipartLimits& limits = {}) = delete;
 
 }  // namespace corvid::server
