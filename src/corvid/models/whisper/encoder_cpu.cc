@@ -2,7 +2,9 @@
 
 // GCC 12 warns inside Eigen's AVX-512 transposes (a known false positive: the
 // intrinsics' "undefined" operands), at the point they are inlined into this file.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
 #include <algorithm>
 
