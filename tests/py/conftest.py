@@ -1,7 +1,9 @@
 import json
 import os
+import re
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,26 @@ def run_corvid(*args, input=None, timeout=600):
     """Runs the corvid binary; returns CompletedProcess with text output."""
     return subprocess.run([corvid_bin(), *map(str, args)], input=input, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def start_server(args, timeout):
+    """Starts `corvid serve ARGS` on a free port; returns (process, base URL, the banner up to
+    its "listening on" line). Fails the test when the server does not say where it listens."""
+    proc = subprocess.Popen([corvid_bin(), "serve", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    url, banner = None, ""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        banner += line
+        m = re.search(r"listening on (http://\S+)/v1", line)
+        if m:
+            url = m.group(1)
+            break
+    assert url, "the server did not start: " + proc.stderr.read()
+    return proc, url, banner
 
 
 def write_safetensors(path, tensors, header_override=None, truncate_to=None):

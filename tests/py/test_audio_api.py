@@ -5,14 +5,12 @@ transcript is checked for its words rather than compared exactly."""
 import concurrent.futures
 import re
 import signal
-import subprocess
-import time
 
 import httpx
 import openai
 import pytest
 
-from conftest import ROOT, STORIES, corvid_bin
+from conftest import ROOT, STORIES, start_server
 
 WHISPER = ROOT / "models" / "whisper-tiny.en"
 SPEECH = ROOT / "tests" / "data" / "audio" / "speech_16k.wav"
@@ -26,21 +24,8 @@ if not (WHISPER / "model.bin").exists():
 
 class AudioServer:
     def __init__(self, *flags):
-        self.proc = subprocess.Popen([corvid_bin(), "serve", "--speech-model", str(WHISPER), "--port", "0", "-t", "2",
-                                      "--api-key", KEY, *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.url, self.banner = None, ""
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.banner += line
-            m = re.search(r"listening on (http://\S+)/v1", line)
-            if m:
-                self.url = m.group(1)
-                break
-        assert self.url, "the server did not start: " + self.proc.stderr.read()
+        self.proc, self.url, self.banner = start_server(
+            ["--speech-model", WHISPER, "--port", "0", "-t", "2", "--api-key", KEY, *flags], timeout=120)
         self.banner += self.proc.stdout.readline()  # the curl example comes after
         self.client = openai.OpenAI(base_url=self.url + "/v1", api_key=KEY, max_retries=0, timeout=300)
 

@@ -6,18 +6,16 @@ embeddings against transformers (tests/oracle/make_embedding_oracle.py made ever
 import base64
 import json
 import math
-import re
 import signal
 import struct
 import subprocess
 import threading
-import time
 
 import httpx
 import openai
 import pytest
 
-from conftest import ROOT, corvid_bin
+from conftest import ROOT, corvid_bin, start_server
 
 EMBEDDINGS = ROOT / "tests" / "fixtures" / "embeddings"
 MINILM = ROOT / "models" / "all-MiniLM-L6-v2"
@@ -28,21 +26,8 @@ KEY = "embed-key"
 
 class EmbedServer:
     def __init__(self, model, *flags):
-        self.proc = subprocess.Popen([corvid_bin(), "serve", "-m", str(model), "--port", "0", "-t", "2",
-                                      "--api-key", KEY, "--served-model-name", "emb", *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.url, self.banner = None, ""
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.banner += line
-            m = re.search(r"listening on (http://\S+)/v1", line)
-            if m:
-                self.url = m.group(1)
-                break
-        assert self.url, "the server did not start: " + self.proc.stderr.read()
+        self.proc, self.url, self.banner = start_server(
+            ["-m", model, "--port", "0", "-t", "2", "--api-key", KEY, "--served-model-name", "emb", *flags], timeout=60)
         self.client = openai.OpenAI(base_url=self.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
 
     def post(self, path, body):

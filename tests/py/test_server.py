@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import SMOLLM2, corvid_bin, run_corvid
+from conftest import SMOLLM2, run_corvid, start_server
 
 API_KEY = "test-key"
 QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
@@ -22,19 +22,7 @@ class Server:
     def __init__(self, *flags):
         if not SMOLLM2.exists():
             pytest.skip("SmolLM2 not fetched (scripts/fetch-model.sh)")
-        self.proc = subprocess.Popen([corvid_bin(), "serve", "-m", str(SMOLLM2), "--port", "0", "-t", "2", *flags],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        self.url = None
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on (http://\S+)/v1", line)
-            if m:
-                self.url = m.group(1)
-                break
-        assert self.url, "the server did not start: " + self.proc.stderr.read()
+        self.proc, self.url, _ = start_server(["-m", SMOLLM2, "--port", "0", "-t", "2", *flags], timeout=60)
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def stop(self):
