@@ -1,10 +1,9 @@
 // Row-wise and elementwise ops against double-precision references:
 // embedding, rms_norm, rope (both layouts, partial rotary, attention factor),
-// silu_mul, matmul_glu, add, softmax, im2col_1d, transpose; argument errors.
+// silu_mul, matmul_glu, add, softmax, im2col_1d; argument errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "corvid/core/error.h"
@@ -291,19 +290,6 @@ TEST(Im2col1d, GathersPaddedStridedWindowsChannelMajor) {
     OwnedTensor wrong(DType::F32, {t_out + 1, channels * kernel});
     EXPECT_THROW(ops::im2col_1d(xt.tensor, kernel, stride, pad, wrong.tensor), Error);
   }
-}
-
-TEST(Transpose, SwapsAxesAcrossTileEdges) {
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {33, 70}, {64, 32}, {1500, 7}}) {
-    const auto x = random_floats(static_cast<size_t>(rows * cols), 22);
-    OwnedTensor xt = f32_tensor({rows, cols}, x);
-    OwnedTensor out(DType::F32, {cols, rows});
-    ops::transpose(xt.tensor, out.tensor);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(out.ptr<float>()[c * rows + r], x[static_cast<size_t>(r * cols + c)]);
-  }
-  OwnedTensor x(DType::F32, {4, 6}), same(DType::F32, {4, 6});
-  EXPECT_THROW(ops::transpose(x.tensor, same.tensor), Error);
 }
 
 }  // namespace

@@ -266,17 +266,6 @@ void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, con
   CORVID_DISPATCH(device, im2col_1d, x, kernel, stride, pad, out);
 }
 
-void transpose(const Tensor& x, const Tensor& out) {
-  const Device device = common_device("transpose", {&x, &out});
-  check_f32("transpose", "x", x);
-  check_f32("transpose", "out", out);
-  CORVID_CHECK(x.ndim == 2 && out.ndim == 2 && out.dim(0) == x.dim(1) && out.dim(1) == x.dim(0),
-               "ops::transpose: out must be [", x.cols(), ", ", x.rows(), "] for x ", x.shape_str(), ", got ",
-               out.shape_str());
-  CORVID_CHECK(!overlaps(x, out), "ops::transpose: out overlaps x");
-  CORVID_DISPATCH(device, transpose, x, out);
-}
-
 void softcap(const Tensor& x, float cap) {
   const Device device = common_device("softcap", {&x});
   check_f32("softcap", "x", x);

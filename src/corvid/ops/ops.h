@@ -127,10 +127,6 @@ void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 // (PyTorch's [C_out, C, kernel] flattened). F32. Whisper's encoder stem.
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
 
-// out[c, r] = x[r, c]: the transpose of a 2-D F32 matrix (out [cols, rows], not
-// overlapping x). Per-head attention as matrix products needs its values transposed.
-void transpose(const Tensor& x, const Tensor& out);
-
 // x += y elementwise (F32, equal shapes).
 void add(const Tensor& x, const Tensor& y);
 

@@ -27,7 +27,6 @@ void scale(const Tensor& x, float s);
 void softcap(const Tensor& x, float cap);
 void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
-void transpose(const Tensor& x, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
                float scale, int64_t window, const Tensor& out);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,

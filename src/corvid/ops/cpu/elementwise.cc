@@ -241,20 +241,6 @@ void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, con
   });
 }
 
-void transpose(const Tensor& x, const Tensor& out) {
-  // 32 x 32 tiles, so both sides are read and written a cache line at a time.
-  constexpr int64_t kTile = 32;
-  const int64_t rows = x.rows(), cols = x.cols();
-  const float* in = x.ptr<float>();
-  float* o = out.ptr<float>();
-  for_rows((cols + kTile - 1) / kTile, rows * kTile, [&](int64_t b0, int64_t b1) {
-    for (int64_t c0 = b0 * kTile; c0 < std::min(cols, b1 * kTile); c0 += kTile)
-      for (int64_t r0 = 0; r0 < rows; r0 += kTile)
-        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) o[c * rows + r] = in[r * cols + c];
-  });
-}
-
 void softcap(const Tensor& x, float cap) {
   const int64_t cols = x.cols();
   for_rows(x.rows(), cols, [&](int64_t r0, int64_t r1) {

@@ -45,17 +45,6 @@ __global__ void im2col_1d_kernel(const float* x, int64_t t_in, int64_t channels,
   out[i] = src >= 0 && src < t_in ? x[src * channels + c] : 0.0f;
 }
 
-// One thread per element of out, reading x column-wise: simple, and off every hot path
-// (CUDA's Whisper encoder runs its attention kernel; the CPU one transposes).
-__global__ void transpose_kernel(const float* x, int64_t rows, int64_t cols, float* out, int64_t count) {
-  pdl_launch_dependents();
-  pdl_wait();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const int64_t c = i / rows, r = i % rows;
-  out[i] = x[r * cols + c];
-}
-
 __global__ void softcap_kernel(float* x, float cap, int64_t count) {
   pdl_launch_dependents();
   pdl_wait();
@@ -98,13 +87,6 @@ void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, con
   if (count == 0) return;
   launch_pdl("im2col_1d_kernel", im2col_1d_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
              context().stream, x.ptr<float>(), x.dim(0), x.dim(1), kernel, stride, pad, out.ptr<float>(), count);
-}
-
-void transpose(const Tensor& x, const Tensor& out) {
-  const int64_t count = out.numel();
-  if (count == 0) return;
-  launch_pdl("transpose_kernel", transpose_kernel, dim3(blocks_for(count, kThreads)), dim3(kThreads),
-             context().stream, x.ptr<float>(), x.rows(), x.cols(), out.ptr<float>(), count);
 }
 
 void softcap(const Tensor& x, float cap) {

@@ -69,7 +69,6 @@ void scale(const Tensor& x, float s);
 void softcap(const Tensor& x, float cap);
 void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
-void transpose(const Tensor& x, const Tensor& out);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
                float scale, int64_t window, const Tensor& out);
