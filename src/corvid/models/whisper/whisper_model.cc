@@ -58,10 +58,10 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
                w.source(), ": attention heads of ", std::max(c.encoder_head_dim(), c.decoder_head_dim()),
                " dims are wider than this backend runs");
   // A conv1d weight [C_out, C_in, kernel] is the matrix [C_out, C_in * kernel] im2col_1d's patches multiply.
-  conv1_ = w.get("model.encoder.conv1.weight", {d, c.n_mels, 3}).reshaped({d, c.n_mels * 3});
-  conv1_bias_ = w.get("model.encoder.conv1.bias", {d}, WeightRole::Bias);
-  conv2_ = w.get("model.encoder.conv2.weight", {d, d, 3}).reshaped({d, d * 3});
-  conv2_bias_ = w.get("model.encoder.conv2.bias", {d}, WeightRole::Bias);
+  conv1_.weight = w.get("model.encoder.conv1.weight", {d, c.n_mels, 3}).reshaped({d, c.n_mels * 3});
+  conv1_.bias = w.get("model.encoder.conv1.bias", {d}, WeightRole::Bias);
+  conv2_.weight = w.get("model.encoder.conv2.weight", {d, d, 3}).reshaped({d, d * 3});
+  conv2_.bias = w.get("model.encoder.conv2.bias", {d}, WeightRole::Bias);
   encoder_positions_ = w.get("model.encoder.embed_positions.weight", {c.audio_positions, d}, WeightRole::Embedding);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string p = "model.encoder.layers." + std::to_string(i) + ".";
@@ -90,8 +90,7 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
   storage_ = w.finish();
   if (device_ == Device::CPU) {  // after finish(): the weights' final addresses
     encoder_cpu_ = std::make_unique<EncoderCpu>();
-    encoder_cpu_->add(conv1_, conv1_bias_);
-    encoder_cpu_->add(conv2_, conv2_bias_);
+    for (const Linear* lin : {&conv1_, &conv2_}) encoder_cpu_->add(lin->weight, lin->bias);
     for (const EncoderLayer& l : encoder_)
       for (const Linear* lin : {&l.self.q, &l.self.k, &l.self.v, &l.self.o, &l.mlp.fc1, &l.mlp.fc2})
         encoder_cpu_->add(lin->weight, lin->bias);
@@ -106,14 +105,10 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
   for (size_t i = 0; i < frame_ids_.size(); ++i) frame_ids_[i] = static_cast<int32_t>(i);
 }
 
-void WhisperModel::apply(const Linear& l, const Tensor& x, const Tensor& out) const {
+void WhisperModel::apply(const Linear& l, const Tensor& x, const Tensor& out, int64_t rows_per_window) const {
+  if (rows_per_window > 0 && encoder_cpu_)
+    return encoder_cpu_->linear(l.weight, x, out, rows_per_window, ThreadPool::global());
   ops::matmul(x, l.weight, out, l.bias.data ? &l.bias : nullptr);
-}
-
-void WhisperModel::apply_encoder(const Tensor& weight, const Tensor& bias, const Tensor& x, const Tensor& out,
-                                 int64_t rows_per_window) const {
-  if (encoder_cpu_) return encoder_cpu_->linear(weight, x, out, rows_per_window, ThreadPool::global());
-  ops::matmul(x, weight, out, bias.data ? &bias : nullptr);
 }
 
 void WhisperModel::layer_norm(const Norm& n, const Tensor& x, const Tensor& out) const {
@@ -121,12 +116,12 @@ void WhisperModel::layer_norm(const Norm& n, const Tensor& x, const Tensor& out)
 }
 
 // x += fc2(gelu(fc1(LN(x)))), through s.h and s.up.
-void WhisperModel::run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n) const {
+void WhisperModel::run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n, int64_t rows_per_window) const {
   const Tensor h = s.h.rows(n), up = layers::rows_of(s.up, n, m.fc1.weight.rows());
   layer_norm(m.norm, x, h);
-  apply(m.fc1, h, up);
+  apply(m.fc1, h, up, rows_per_window);
   ops::gelu(up);
-  apply(m.fc2, up, h);
+  apply(m.fc2, up, h, rows_per_window);
   ops::add(x, h);
 }
 
@@ -158,14 +153,14 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
     const Tensor in(DType::F32, {frames, mels}, mel_.tensor.row(w * frames), device_);
     ops::im2col_1d(in, 3, 1, 1, Tensor(DType::F32, {frames, mels * 3}, p1.row(w * frames), device_));
   }
-  apply_encoder(conv1_, conv1_bias_, p1, c1, frames);
+  apply(conv1_, p1, c1, frames);
   ops::gelu(c1);
   for (int64_t w = 0; w < windows; ++w) {
     const Tensor in(DType::F32, {frames, d}, c1.row(w * frames), device_);
     ops::im2col_1d(in, 3, 2, 1, Tensor(DType::F32, {T, d * 3}, p2.row(w * T), device_));
   }
   const Tensor x = enc_.x.rows(n), h = enc_.h.rows(n);
-  apply_encoder(conv2_, conv2_bias_, p2, x, T);
+  apply(conv2_, p2, x, T);
   ops::gelu(x);
   // The positions as F32 rows (the table may be stored in 16 bits), added per window.
   const Tensor positions = enc_.h.rows(T);
@@ -174,13 +169,12 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
   const int64_t heads = c.encoder_heads, D = c.encoder_head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const ops::Indices last(all_last_);
-  auto linear = [&](const Linear& l, const Tensor& in, const Tensor& o) { apply_encoder(l.weight, l.bias, in, o, T); };
   for (const EncoderLayer& l : encoder_) {
     const Tensor q = enc_.q.rows(n), k = enc_.k.rows(n), v = enc_.v.rows(n), attn = enc_.attn.rows(n);
     layer_norm(l.self.norm, x, h);
-    linear(l.self.q, h, q);
-    linear(l.self.k, h, k);
-    linear(l.self.v, h, v);
+    apply(l.self.q, h, q, T);
+    apply(l.self.k, h, k, T);
+    apply(l.self.v, h, v, T);
     for (int64_t w = 0; w < windows; ++w) {
       if (encoder_cpu_) {
         encoder_cpu_->attention(q, k, v, attn, w * T, T, heads, D, scale, ThreadPool::global());
@@ -189,15 +183,9 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
                        heads_view(v, w * T, T, heads, D), last, scale, 0, heads_view(attn, w * T, T, heads, D));
       }
     }
-    linear(l.self.o, attn, h);
+    apply(l.self.o, attn, h, T);
     ops::add(x, h);
-    // x += fc2(gelu(fc1(LN(x))))
-    const Tensor up = layers::rows_of(enc_.up, n, l.mlp.fc1.weight.rows());
-    layer_norm(l.mlp.norm, x, h);
-    linear(l.mlp.fc1, h, up);
-    ops::gelu(up);
-    linear(l.mlp.fc2, up, h);
-    ops::add(x, h);
+    run_mlp(l.mlp, x, enc_, n, T);
   }
   auto out = std::make_shared<EncodedAudio>();
   out->windows = windows;
@@ -206,8 +194,8 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
   for (const DecoderLayer& l : decoder_) {
     out->k.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
     out->v.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
-    linear(l.cross.k, out->states.tensor, out->k.back().tensor);
-    linear(l.cross.v, out->states.tensor, out->v.back().tensor);
+    apply(l.cross.k, out->states.tensor, out->k.back().tensor, T);
+    apply(l.cross.v, out->states.tensor, out->v.back().tensor, T);
   }
   if (!keep_states) out->states = DeviceTensor();
   return out;

@@ -93,17 +93,17 @@ class WhisperModel {
   Linear linear(WeightLoader& w, const std::string& name, int64_t out, int64_t in, bool bias = true) const;
   Attention attention(WeightLoader& w, const std::string& name) const;
   Mlp mlp(WeightLoader& w, const std::string& prefix, int64_t ffn) const;
-  void apply(const Linear& l, const Tensor& x, const Tensor& out) const;
+  // out = x · weightᵀ + bias. rows_per_window > 0: encoder-side work on windows of that
+  // many rows, which the CPU runs through EncoderCpu; 0 (decoder steps): matmul.
+  void apply(const Linear& l, const Tensor& x, const Tensor& out, int64_t rows_per_window = 0) const;
   void layer_norm(const Norm& n, const Tensor& x, const Tensor& out) const;
-  void run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n) const;
-  // out = x · weightᵀ + bias for the encoder side: EncoderCpu on the CPU, else matmul.
-  void apply_encoder(const Tensor& weight, const Tensor& bias, const Tensor& x, const Tensor& out,
-                     int64_t rows_per_window) const;
+  void run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, int64_t n, int64_t rows_per_window = 0) const;
 
   WhisperConfig config_;
   Device device_;
   float eps_;
-  Tensor conv1_, conv1_bias_, conv2_, conv2_bias_, encoder_positions_;
+  Linear conv1_, conv2_;  // as matrices over im2col patches: [C_out, C_in * kernel]
+  Tensor encoder_positions_;
   std::vector<EncoderLayer> encoder_;
   Norm encoder_norm_;
   Tensor embed_tokens_, decoder_positions_, output_;
