@@ -105,8 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_header(beast::error_code ec) {
     if (ec) return reject_unreadable(ec);
-    const auto target = parser_->get().target();
-    const uint64_t limit = limits_.body_limit(std::string_view(target.data(), target.size()));
+    const uint64_t limit = route_body_limit();
     parser_->body_limit(limit);  // no body byte is parsed yet
     const auto length = parser_->content_length();
     if (length && *length > limit) return reject_too_large();
@@ -142,12 +141,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void reject_too_large() {
-    uint64_t limit = limits_.max_body_bytes;
-    if (parser_) {
-      const auto target = parser_->get().target();
-      limit = limits_.body_limit(std::string_view(target.data(), target.size()));
-    }
+    const uint64_t limit = parser_ ? route_body_limit() : limits_.max_body_bytes;
     send_final(413, "the request body is larger than the limit of " + std::to_string(limit) + " bytes");
+  }
+
+  // The body limit of the request being read (its target's, once the header is in).
+  uint64_t route_body_limit() const {
+    const auto target = parser_->get().target();
+    return limits_.body_limit(std::string_view(target.data(), target.size()));
   }
 
   // The JSON error body for `target`'s API. `message` is plain text without quotes or backslashes.
