@@ -3,21 +3,15 @@
 // the schema typing their textual values need.
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 
 #include "corvid/chat/tool_formats.h"
 #include "corvid/chat/tool_formats_scan.h"
+#include "corvid/core/ascii.h"
 
 namespace corvid::chat {
 namespace {
 
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 const nlohmann::json* find_parameter_schema(const nlohmann::json& tools, std::string_view function,
                                             std::string_view parameter) {
@@ -72,7 +66,7 @@ std::optional<nlohmann::ordered_json> as_type(std::string_view type, std::string
   }
   if (type == "boolean") {
     // MiniCPM's template writes Python's str(True).
-    std::string lower = lowercase(trimmed);
+    std::string lower = ascii_lower(trimmed);
     if (lower == "true") return nlohmann::ordered_json(true);
     if (lower == "false") return nlohmann::ordered_json(false);
     return std::nullopt;

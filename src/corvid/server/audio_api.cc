@@ -1,10 +1,11 @@
 #include "corvid/server/audio_api.h"
 
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <sstream>
+
+#include "corvid/core/ascii.h"
 
 namespace corvid::server {
 
@@ -24,14 +25,8 @@ const MultipartPart* single(const MultipartForm& form, const char* name) {
   return parts[0];
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool form_boolean(const MultipartPart& p) {
-  const std::string v = lower(p.body);
+  const std::string v = ascii_lower(p.body);
   if (v == "true" || v == "1") return true;
   if (v == "false" || v == "0") return false;
   bad(p.name, "'" + p.name + "' must be true or false, not '" + std::string(p.body) + "'");

@@ -1,8 +1,8 @@
 #include "corvid/server/multipart.h"
 
-#include <cctype>
 #include <utility>
 
+#include "corvid/core/ascii.h"
 #include "corvid/core/error.h"
 
 namespace corvid::server {
@@ -10,12 +10,6 @@ namespace corvid::server {
 namespace {
 
 constexpr size_t kMaxBoundary = 70;  // RFC 2046 section 5.1.1
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
@@ -41,14 +35,14 @@ struct HeaderValue {
 HeaderValue parse_header_value(std::string_view s, const char* what) {
   HeaderValue out;
   size_t i = s.find(';');
-  out.value = lower(trim(s.substr(0, i)));
+  out.value = ascii_lower(trim(s.substr(0, i)));
   while (i < s.size()) {
     ++i;  // past ';'
     while (i < s.size() && is_space(s[i])) ++i;
     if (i == s.size()) break;  // a trailing ';'
     const size_t eq = s.find_first_of("=;", i);
     if (eq == std::string_view::npos || s[eq] == ';') fail("multipart: ", what, ": parameter without a value");
-    std::string name = lower(trim(s.substr(i, eq - i)));
+    std::string name = ascii_lower(trim(s.substr(i, eq - i)));
     i = eq + 1;
     while (i < s.size() && is_space(s[i])) ++i;
     std::string value;
@@ -91,7 +85,7 @@ MultipartPart parse_part_headers(std::string_view block, size_t index) {
       fail("multipart: ", where, ": a header line is empty or folded (RFC 7578 has neither)");
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) fail("multipart: ", where, ": a header line has no ':'");
-    const std::string name = lower(trim(line.substr(0, colon)));
+    const std::string name = ascii_lower(trim(line.substr(0, colon)));
     const std::string_view value = trim(line.substr(colon + 1));
     if (name == "content-disposition") {
       if (disposition) fail("multipart: ", where, " has two Content-Disposition headers");

@@ -1,9 +1,10 @@
 #include "corvid/speech/transcript_format.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <utility>
+
+#include "corvid/core/ascii.h"
 
 namespace corvid {
 
@@ -33,11 +34,6 @@ constexpr std::pair<const char*, const char*> kLanguages[] = {
     {"ha", "hausa"},      {"ba", "bashkir"},    {"jw", "javanese"},      {"su", "sundanese"}, {"yue", "cantonese"},
 };
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string trimmed(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r\n");
   if (a == std::string::npos) return "";
@@ -47,7 +43,7 @@ std::string trimmed(const std::string& s) {
 }  // namespace
 
 std::optional<std::string> whisper_language_code(const std::string& code_or_name) {
-  const std::string k = lower(trimmed(code_or_name));
+  const std::string k = ascii_lower(trimmed(code_or_name));
   for (const auto& [code, name] : kLanguages)
     if (k == code || k == name) return std::string(code);
   return std::nullopt;
