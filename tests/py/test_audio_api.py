@@ -81,6 +81,28 @@ def test_verbose_json_segments(server):
     assert last_end <= v.duration + 0.5
 
 
+def test_word_timestamps(server):
+    v = transcribe(server, response_format="verbose_json", timestamp_granularities=["word"])
+    assert v.words, "no words"
+    assert getattr(v, "segments", None) is None  # only the granularity asked for
+    assert " ".join(w.word for w in v.words).lower().replace(",", "").replace(".", "").split() == \
+        re.sub(r"[^a-z ]", "", v.text.lower()).split()
+    last = 0.0
+    for w in v.words:
+        assert w.word == w.word.strip() and w.word
+        assert last - 1e-6 <= w.start <= w.end <= v.duration + 0.5, v.words
+        last = w.end
+    both = transcribe(server, response_format="verbose_json", timestamp_granularities=["word", "segment"])
+    assert both.words and both.segments
+    assert [w.word for w in both.words] == [w.word for w in v.words]
+    # Each segment lists its own words (faster-whisper's shape: the word as decoded, its probability).
+    seg_words = [w for s in both.segments for w in s.words]
+    assert [w["word"].strip() for w in seg_words] == [w.word for w in v.words]
+    assert all(0 < w["probability"] <= 1 for w in seg_words)
+    for s in both.segments:
+        assert s.start <= s.words[0]["start"] and s.words[-1]["end"] <= s.end + 1e-6
+
+
 def test_subtitles(server):
     srt = transcribe(server, response_format="srt")
     assert re.match(r"1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n", srt), srt
@@ -110,13 +132,16 @@ def test_bad_requests(server):
         server.client.audio.transcriptions.create(model=NAME, file=("empty.wav", b""))
     assert "empty" in str(e.value)
     assert "lazy" in transcribe(server).text
-    # Translation needs a multilingual model; word timestamps are not there yet.
+    # Translation needs a multilingual model; timestamp granularities need verbose_json.
     with pytest.raises(openai.BadRequestError) as e, open(SPEECH, "rb") as f:
         server.client.audio.translations.create(model=NAME, file=f)
     assert "English-only" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
-        transcribe(server, response_format="verbose_json", timestamp_granularities=["word"])
-    assert "word timestamps are not supported yet" in str(e.value)
+        transcribe(server, response_format="json", timestamp_granularities=["word"])
+    assert "needs response_format verbose_json" in str(e.value)
+    with pytest.raises(openai.BadRequestError) as e:
+        transcribe(server, response_format="verbose_json", timestamp_granularities=["phoneme"])
+    assert "must be 'segment' or 'word'" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
         transcribe(server, language="xx-unknown")
     assert "unknown language" in str(e.value)

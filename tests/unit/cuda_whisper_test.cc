@@ -95,5 +95,34 @@ TEST(CudaWhisper, RealTinyEnTranscribesAsTheCpuDoes) {
   }
 }
 
+// Word timing on the GPU: the same words as on the CPU, each within one encoder position
+// (20 ms: the GPU's attention scores differ in the last bits, which may move a DTW step).
+TEST(CudaWhisper, RealTinyEnTimesWordsAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
+  if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
+  const audio::Audio clip = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
+  TranscribeOptions o;
+  o.beam_size = 1;
+  o.word_timestamps = true;
+  auto cpu = SpeechModel::load(dir.string(), Device::CPU);
+  auto gpu = SpeechModel::load(dir.string(), Device::CUDA);
+  const Transcript want = Transcriber(*cpu).transcribe(clip, o);
+  const Transcript got = Transcriber(*gpu).transcribe(clip, o);
+  ASSERT_EQ(got.segments.size(), want.segments.size());
+  size_t words = 0;
+  for (size_t i = 0; i < want.segments.size(); ++i) {
+    ASSERT_EQ(got.segments[i].words.size(), want.segments[i].words.size());
+    for (size_t j = 0; j < want.segments[i].words.size(); ++j, ++words) {
+      const TimedWord &a = got.segments[i].words[j], &b = want.segments[i].words[j];
+      EXPECT_EQ(a.word, b.word);
+      EXPECT_NEAR(a.start, b.start, 0.0201) << a.word;
+      EXPECT_NEAR(a.end, b.end, 0.0201) << a.word;
+      EXPECT_NEAR(a.probability, b.probability, 2e-3) << a.word;
+    }
+  }
+  EXPECT_GT(words, 5u);
+}
+
 }  // namespace
 }  // namespace corvid

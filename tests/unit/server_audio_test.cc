@@ -84,6 +84,24 @@ TEST(AudioApi, FieldsMapToOptions) {
   EXPECT_EQ(streamed.options.language, "");
 }
 
+TEST(AudioApi, GranularitiesPickTheTimedLists) {
+  const Form none{{"file", "x"}, {"response_format", "verbose_json"}};
+  const AudioRequest plain = parse(none, kTranscriptionsPath, false);
+  EXPECT_TRUE(plain.segment_timestamps);
+  EXPECT_FALSE(plain.options.word_timestamps);
+  const Form words{{"file", "x"}, {"response_format", "verbose_json"}, {"timestamp_granularities[]", "word"}};
+  const AudioRequest w = parse(words, kTranscriptionsPath, false);
+  EXPECT_FALSE(w.segment_timestamps);  // only what was asked for, as OpenAI answers
+  EXPECT_TRUE(w.options.word_timestamps);
+  const Form both{{"file", "x"},
+                  {"response_format", "verbose_json"},
+                  {"timestamp_granularities[]", "word"},
+                  {"timestamp_granularities[]", "segment"}};
+  const AudioRequest b = parse(both, kTranscriptionsPath, false);
+  EXPECT_TRUE(b.segment_timestamps);
+  EXPECT_TRUE(b.options.word_timestamps);
+}
+
 TEST(AudioApi, TranslationsNeedAMultilingualModel) {
   const Form f{{"file", "x"}, {"language", "klingon"}};  // a translation's language is ignored
   const AudioRequest r = parse(f, kTranslationsPath, true);
@@ -109,7 +127,7 @@ TEST(AudioApi, BadFieldsAreNamed) {
       {Form{{"file", "x"}, {"temperature", "1.5"}}, "temperature", "must be in [0, 1]"},
       {Form{{"file", "x"}, {"temperature", "nan"}}, "temperature", "must be a number"},
       {Form{{"file", "x"}, {"timestamp_granularities[]", "word"}}, "timestamp_granularities[]",
-       "word timestamps are not supported yet"},
+       "needs response_format verbose_json, not json"},
       {Form{{"file", "x"}, {"timestamp_granularities[]", "phoneme"}}, "timestamp_granularities[]", "'segment' or"},
       {Form{{"file", "x"}, {"stream", "maybe"}}, "stream", "true or false"},
       {Form{{"file", "x"}, {"stream", "true"}, {"response_format", "srt"}}, "stream", "json or text, not srt"},
@@ -161,6 +179,23 @@ TEST(AudioApi, ResponsesInEachFormat) {
   EXPECT_EQ(verbose["language"], "english");
   EXPECT_EQ(verbose["segments"].size(), 2u);
   EXPECT_EQ(verbose["segments"][1]["end"], 3.25);
+  EXPECT_FALSE(verbose.contains("words"));
+  EXPECT_FALSE(verbose["segments"][0].contains("words"));
+  // Word timestamps: OpenAI's top-level list (trimmed words) and each segment's own.
+  Transcript timed = t;
+  timed.segments[0].words = {{" Hello", {1}, 0.0, 0.5, 0.9}, {" there.", {2, 3}, 0.5, 1.5, 0.75}};
+  timed.segments[1].words = {{" General", {4}, 1.5, 2.0, 0.5}, {" Kenobi.", {5}, 2.0, 3.25, 0.25}};
+  r.options.word_timestamps = true;
+  r.segment_timestamps = false;
+  const Json words = Json::parse(audio_response(timed, r).body);
+  EXPECT_FALSE(words.contains("segments"));
+  ASSERT_EQ(words["words"].size(), 4u);
+  EXPECT_EQ(words["words"][1], Json::parse(R"({"end": 1.5, "start": 0.5, "word": "there."})"));
+  r.segment_timestamps = true;
+  const Json both = Json::parse(audio_response(timed, r).body);
+  EXPECT_EQ(both["segments"][1]["words"][1],
+            Json::parse(R"({"end": 3.25, "probability": 0.25, "start": 2.0, "word": " Kenobi."})"));
+  r.options.word_timestamps = false;
   r.format = TranscriptFormat::Srt;
   EXPECT_EQ(audio_response(t, r).body.rfind("1\n00:00:00,000 --> 00:00:01,500\nHello there.\n\n2\n", 0), 0u);
   r.format = TranscriptFormat::Vtt;

@@ -56,7 +56,6 @@ std::vector<float> parse_temperatures(const std::string& list) {
 }
 
 void run_transcribe(const TranscribeArgs& a) {
-  CORVID_CHECK(!a.word_timestamps, "--word-timestamps: word-level timing is not implemented yet");
   ThreadPool::set_global_threads(a.threads);
   const Device device = parse_device(a.device);
   const auto format = transcript_format_named(a.format);
@@ -75,6 +74,7 @@ void run_transcribe(const TranscribeArgs& a) {
   o.without_timestamps = a.no_timestamps;
   o.condition_on_previous_text = !a.no_condition;
   o.seed = a.seed;
+  o.word_timestamps = a.word_timestamps;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<SpeechModel> model = a.dummy_shape.empty()
                                            ? SpeechModel::load(a.model, device)
@@ -126,7 +126,7 @@ void register_transcribe(CLI::App& app) {
   cmd->add_option("--initial-prompt", a->initial_prompt, "text that came before (spelling, style)");
   cmd->add_flag("--no-timestamps", a->no_timestamps, "decode without timestamp tokens (one segment per window)");
   cmd->add_flag("--no-condition-on-previous-text", a->no_condition, "do not prompt a window with the text before it");
-  cmd->add_flag("--word-timestamps", a->word_timestamps, "word-level timing (not implemented yet: refused)");
+  cmd->add_flag("--word-timestamps", a->word_timestamps, "time every word (cross-attention alignment); verbose_json lists the words");
   cmd->add_flag("--progress", a->progress, "a progress bar on stderr");
   cmd->add_option("--seed", a->seed, "seed of the fallback temperatures' sampling");
   cmd->add_option("--dummy-shape", a->dummy_shape,

@@ -101,12 +101,20 @@ AudioRequest parse_audio_request(const MultipartForm& form, std::string_view pat
     const double temperature = form_number(*t, 0.0, 1.0);
     if (temperature > 0) r.options.temperatures = {static_cast<float>(temperature)};
   }
+  bool granularities = false, segments = false;
   for (const char* name : {"timestamp_granularities[]", "timestamp_granularities"})
     for (const MultipartPart* g : form.all(name)) {
-      if (g->body == "segment") continue;  // segments always carry their times
-      if (g->body == "word") bad(name, "word timestamps are not supported yet");
-      bad(name, std::string("'") + name + "' must be 'segment' or 'word', not '" + std::string(g->body) + "'");
+      if (g->body == "segment")
+        segments = true;
+      else if (g->body == "word")
+        r.options.word_timestamps = true;
+      else
+        bad(name, std::string("'") + name + "' must be 'segment' or 'word', not '" + std::string(g->body) + "'");
+      if (r.format != TranscriptFormat::VerboseJson)
+        bad(name, std::string("'") + name + "' needs response_format verbose_json, not " + format_name(r.format));
+      granularities = true;
     }
+  r.segment_timestamps = !granularities || segments;
   if (const MultipartPart* stream = single(form, "stream")) r.stream = form_boolean(*stream);
   if (r.stream && r.format != TranscriptFormat::Json && r.format != TranscriptFormat::Text)
     bad("stream", std::string("streaming is for response_format json or text, not ") + format_name(r.format));
@@ -119,7 +127,9 @@ AudioResponse audio_response(const Transcript& transcript, const AudioRequest& r
   switch (request.format) {
     case TranscriptFormat::Json: return {wire(Json{{"text", transcript.text()}}), "application/json"};
     case TranscriptFormat::VerboseJson:
-      return {wire(verbose_json(transcript, request.options.task)), "application/json"};
+      return {wire(verbose_json(transcript, request.options.task, request.segment_timestamps,
+                                request.options.word_timestamps)),
+              "application/json"};
     default:
       return {format_transcript(transcript, request.format, request.options.task), "text/plain; charset=utf-8"};
   }

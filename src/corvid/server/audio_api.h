@@ -41,6 +41,9 @@ struct AudioRequest {
   TranscribeOptions options;
   TranscriptFormat format = TranscriptFormat::Json;
   bool stream = false;
+  // timestamp_granularities (verbose_json): segments unless only "word" is asked for;
+  // "word" sets options.word_timestamps.
+  bool segment_timestamps = true;
 };
 
 // The form of a request to `path` (one of the two above) for a model that is

@@ -1,6 +1,8 @@
 #include "corvid/speech/transcriber.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <zlib.h>
 
 #include "corvid/audio/log_mel.h"
@@ -19,10 +21,18 @@ std::string trimmed(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
 }
 
-struct Piece {
-  double start, end;
-  std::vector<int32_t> tokens;
-};
+const Tokenizer& tokenizer_of(const SpeechModel& model) {
+  CORVID_CHECK(model.tokenizer, "whisper: transcribing needs the model's tokenizer");
+  return *model.tokenizer;
+}
+
+// faster-whisper's get_end: where the last word ends, else the last segment.
+std::optional<double> end_of(const std::vector<TimedSegment>& segments) {
+  for (auto s = segments.rbegin(); s != segments.rend(); ++s)
+    if (!s->words.empty()) return s->words.back().end;
+  if (segments.empty()) return std::nullopt;
+  return segments.back().end;
+}
 
 }  // namespace
 
@@ -42,9 +52,10 @@ double compression_ratio(const std::string& text) {
   return static_cast<double>(text.size()) / static_cast<double>(size);
 }
 
-Transcriber::Transcriber(SpeechModel& model) : model_(model), decoder_(*model.model, model.vocab) {
-  CORVID_CHECK(model.tokenizer, "whisper: transcribing needs the model's tokenizer");
-}
+Transcriber::Transcriber(SpeechModel& model)
+    : model_(model),
+      decoder_(*model.model, model.vocab),
+      aligner_(*model.model, model.vocab, tokenizer_of(model)) {}
 
 std::string Transcriber::text_of(const std::vector<int32_t>& tokens) const {
   std::vector<int32_t> text;
@@ -158,6 +169,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
   const size_t max_previous = static_cast<size_t>(c.text_positions / 2 - 1);
   int64_t seek = 0;
   int id = 0;
+  double last_speech = 0;  // seconds: where the last timed word ended
   while (seek < content) {
     const double offset = seek * kFrameSeconds;
     const int64_t size = std::min(window, content - seek);
@@ -179,7 +191,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
       seek += size;
     } else {
       const std::vector<int32_t>& tokens = r.tokens;
-      std::vector<Piece> pieces;
+      std::vector<TimedSegment> pieces;
       const size_t n = tokens.size();
       const bool single_ending = n >= 2 && !v.is_timestamp(tokens[n - 2]) && v.is_timestamp(tokens[n - 1]);
       std::vector<size_t> cuts;  // consecutive timestamps: a segment ends before the second
@@ -191,7 +203,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
         for (size_t cut : cuts) {
           std::vector<int32_t> part(tokens.begin() + static_cast<std::ptrdiff_t>(last),
                                     tokens.begin() + static_cast<std::ptrdiff_t>(cut));
-          pieces.push_back({offset + v.seconds(part.front()), offset + v.seconds(part.back()), part});
+          pieces.push_back({offset + v.seconds(part.front()), offset + v.seconds(part.back()), part, {}});
           last = cut;
         }
         if (single_ending)
@@ -205,10 +217,18 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
             if (*it != v.timestamp_begin) duration = v.seconds(*it);
             break;
           }
-        pieces.push_back({offset, offset + duration, tokens});
+        pieces.push_back({offset, offset + duration, tokens, {}});
         seek += size;
       }
-      for (Piece& p : pieces) {
+      if (o.word_timestamps) {
+        last_speech = aligner_.time_segments(pieces, encoded, 0, start, size, offset, out.language, o.word_timing,
+                                             last_speech);
+        const std::optional<double> last_word_end = end_of(pieces);
+        if (!single_ending && last_word_end && *last_word_end > offset)
+          seek = static_cast<int64_t>(std::nearbyint(*last_word_end * 100));
+        if (last_word_end) last_speech = *last_word_end;
+      }
+      for (TimedSegment& p : pieces) {
         const std::string text = text_of(p.tokens);
         if (p.start == p.end || trimmed(text).empty()) continue;
         all_tokens.insert(all_tokens.end(), p.tokens.begin(), p.tokens.end());
@@ -223,6 +243,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
         s.avg_logprob = r.avg_logprob;
         s.compression_ratio = a.compression_ratio;
         s.no_speech_prob = r.no_speech_prob;
+        s.words = std::move(p.words);
         if (on_segment) on_segment(s);
         out.segments.push_back(std::move(s));
       }

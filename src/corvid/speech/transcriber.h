@@ -11,7 +11,10 @@
 //   window is silence (no-speech probability above its threshold);
 // - windows judged silent are skipped; the decoded tokens split into segments at
 //   consecutive timestamps, and the next window starts at the last timestamp (or after
-//   the window when it ended on a lone one).
+//   the window when it ended on a lone one);
+// - with word timestamps, each window's words are timed (word_timing.h), the segments'
+//   bounds follow their words, and the next window starts where the last word ended
+//   (unless the window ended on a lone timestamp).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,7 @@
 #include "corvid/audio/audio_file.h"
 #include "corvid/speech/speech_model.h"
 #include "corvid/speech/window_decoder.h"
+#include "corvid/speech/word_timing.h"
 
 namespace corvid {
 
@@ -45,6 +49,8 @@ struct TranscribeOptions {
   bool suppress_blank = true;
   int max_new_tokens = 0;  // per window; 0: as many as fit
   uint64_t seed = 0;       // sampling at fallback temperatures
+  bool word_timestamps = false;
+  WordTimingOptions word_timing;
 };
 
 struct TranscriptSegment {
@@ -57,6 +63,7 @@ struct TranscriptSegment {
   double avg_logprob = 0;
   double compression_ratio = 0;
   float no_speech_prob = 0;
+  std::vector<TimedWord> words;  // with word_timestamps
 };
 
 struct Transcript {
@@ -94,6 +101,7 @@ class Transcriber {
 
   SpeechModel& model_;
   WindowDecoder decoder_;
+  WordAligner aligner_;
 };
 
 }  // namespace corvid

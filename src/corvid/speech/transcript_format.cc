@@ -1,5 +1,6 @@
 #include "corvid/speech/transcript_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -73,6 +74,17 @@ std::string subtitle_time(double seconds, char decimal) {
 }
 
 nlohmann::json segment_json(const TranscriptSegment& s) {
+  nlohmann::json j = segment_fields(s);
+  if (!s.words.empty()) {
+    nlohmann::json words = nlohmann::json::array();
+    for (const TimedWord& w : s.words)
+      words.push_back({{"word", w.word}, {"start", w.start}, {"end", w.end}, {"probability", w.probability}});
+    j["words"] = std::move(words);
+  }
+  return j;
+}
+
+nlohmann::json segment_fields(const TranscriptSegment& s) {
   return {{"id", s.id},
           {"seek", s.seek},
           {"start", s.start},
@@ -85,21 +97,36 @@ nlohmann::json segment_json(const TranscriptSegment& s) {
           {"no_speech_prob", s.no_speech_prob}};
 }
 
-nlohmann::json verbose_json(const Transcript& t, const std::string& task) {
-  nlohmann::json segments = nlohmann::json::array();
-  for (const TranscriptSegment& s : t.segments) segments.push_back(segment_json(s));
-  return {{"task", task},
-          {"language", whisper_language_name(t.language)},
-          {"duration", t.duration},
-          {"text", t.text()},
-          {"segments", std::move(segments)}};
+nlohmann::json words_json(const Transcript& t) {
+  nlohmann::json words = nlohmann::json::array();
+  for (const TranscriptSegment& s : t.segments)
+    for (const TimedWord& w : s.words) words.push_back({{"word", trimmed(w.word)}, {"start", w.start}, {"end", w.end}});
+  return words;
+}
+
+nlohmann::json verbose_json(const Transcript& t, const std::string& task, bool segments, bool words) {
+  nlohmann::json j = {{"task", task},
+                      {"language", whisper_language_name(t.language)},
+                      {"duration", t.duration},
+                      {"text", t.text()}};
+  if (segments) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const TranscriptSegment& s : t.segments) all.push_back(words ? segment_json(s) : segment_fields(s));
+    j["segments"] = std::move(all);
+  }
+  if (words) j["words"] = words_json(t);
+  return j;
 }
 
 std::string format_transcript(const Transcript& t, TranscriptFormat format, const std::string& task) {
   switch (format) {
     case TranscriptFormat::Text: return t.text() + "\n";
     case TranscriptFormat::Json: return nlohmann::json{{"text", t.text()}}.dump();
-    case TranscriptFormat::VerboseJson: return verbose_json(t, task).dump();
+    case TranscriptFormat::VerboseJson: {
+      const bool words = std::any_of(t.segments.begin(), t.segments.end(),
+                                     [](const TranscriptSegment& s) { return !s.words.empty(); });
+      return verbose_json(t, task, true, words).dump();
+    }
     case TranscriptFormat::Srt: {
       std::string out;
       int n = 0;

@@ -1,6 +1,6 @@
 // A Transcript written out as the OpenAI audio API's response formats (and what
 // `corvid transcribe --output-format` prints): text, json ({"text"}), verbose_json
-// (language, duration, segments with their decoding statistics), srt and vtt
+// (language, duration, segments with their decoding statistics, words when timed), srt and vtt
 // subtitles. Language codes and their English names (verbose_json's "language"
 // is the name, as OpenAI's is).
 #pragma once
@@ -20,8 +20,14 @@ enum class TranscriptFormat { Text, Json, VerboseJson, Srt, Vtt };
 std::optional<TranscriptFormat> transcript_format_named(const std::string& name);
 // The body in `format`; `task` is "transcribe" or "translate".
 std::string format_transcript(const Transcript& t, TranscriptFormat format, const std::string& task);
-nlohmann::json verbose_json(const Transcript& t, const std::string& task);
+// `segments`: the "segments" list; `words`: the "words" list (OpenAI's: trimmed word,
+// start, end) and each segment's own words (faster-whisper's: as decoded, with their
+// probability).
+nlohmann::json verbose_json(const Transcript& t, const std::string& task, bool segments = true, bool words = false);
+// A segment's fields and, when it has them, its words.
 nlohmann::json segment_json(const TranscriptSegment& s);
+nlohmann::json segment_fields(const TranscriptSegment& s);  // without the words
+nlohmann::json words_json(const Transcript& t);
 // "00:01:02,345" (srt) or "00:01:02.345" (vtt).
 std::string subtitle_time(double seconds, char decimal);
 

@@ -229,6 +229,11 @@ void WhisperModel::copy(const WhisperSequence& from, WhisperSequence& to) const 
 
 void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
                           std::span<const int64_t> want, std::vector<float>& logits) {
+  decode(seqs, tokens, want, logits, nullptr);
+}
+
+void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+                          std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross) {
   const WhisperConfig& c = config_;
   const int64_t d = c.d_model, heads = c.decoder_heads, D = c.decoder_head_dim(), T = c.audio_positions;
   CORVID_CHECK(seqs.size() == tokens.size() && !seqs.empty(), "whisper: decode needs one token list per hypothesis");
@@ -279,6 +284,10 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
     ops::add(x, h);
     layer_norm(l.cross.norm, x, h);
     apply(l.cross.q, h, q);
+    if (cross && cross->layers[li]) {
+      cross->q[li].resize(static_cast<size_t>(n * d));
+      copy_bytes(cross->q[li].data(), Device::CPU, q.data, device_, cross->q[li].size() * sizeof(float));
+    }
     for (size_t s = 0; s < seqs.size(); ++s) {
       const WhisperSequence& seq = *seqs[s];
       const int64_t a = starts[s], len = starts[s + 1] - a;
@@ -307,6 +316,62 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
   layer_norm(decoder_norm_, picked, picked);
   ops::matmul(picked, output_, out);
   copy_bytes(logits.data(), Device::CPU, out.data, device_, logits.size() * sizeof(float));
+}
+
+std::vector<float> WhisperModel::cross_attention(std::shared_ptr<const EncodedAudio> audio, int64_t window,
+                                                 const std::vector<int32_t>& tokens,
+                                                 std::span<const std::pair<int, int>> heads, int64_t frames,
+                                                 std::vector<float>& logits) {
+  const WhisperConfig& c = config_;
+  const int64_t d = c.d_model, D = c.decoder_head_dim(), T = c.audio_positions;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  CORVID_CHECK(frames >= 1 && frames <= T, "whisper: cross-attention over ", frames, " of ", T, " audio positions");
+  CrossQueries cross;
+  cross.layers.assign(static_cast<size_t>(c.decoder_layers), false);
+  cross.q.resize(static_cast<size_t>(c.decoder_layers));
+  for (const auto& [layer, head] : heads) {
+    CORVID_CHECK(layer >= 0 && layer < c.decoder_layers && head >= 0 && head < c.decoder_heads,
+                 "whisper: alignment head (", layer, ", ", head, ") is outside the decoder's ", c.decoder_layers,
+                 " layers of ", c.decoder_heads, " heads");
+    cross.layers[static_cast<size_t>(layer)] = true;
+  }
+  std::unique_ptr<WhisperSequence> seq = start(audio, window);
+  std::vector<int64_t> every(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) every[static_cast<size_t>(i)] = i;
+  WhisperSequence* one[] = {seq.get()};
+  decode(one, std::span<const std::vector<int32_t>>(&tokens, 1), every, logits, &cross);
+
+  // Scores from the host copies of the queries and of the window's keys: a few heads
+  // over a few hundred tokens, small beside the step itself.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  std::vector<float> out(heads.size() * static_cast<size_t>(n * frames));
+  std::vector<float> keys(static_cast<size_t>(frames * d));
+  int last_layer = -1;
+  for (size_t hi = 0; hi < heads.size(); ++hi) {
+    const auto [layer, head] = heads[hi];
+    if (layer != last_layer) {
+      copy_bytes(keys.data(), Device::CPU, audio->k[static_cast<size_t>(layer)].tensor.row(window * T), device_,
+                 keys.size() * sizeof(float));
+      last_layer = layer;
+    }
+    const std::vector<float>& q = cross.q[static_cast<size_t>(layer)];
+    for (int64_t t = 0; t < n; ++t) {
+      float* row = out.data() + (hi * static_cast<size_t>(n) + static_cast<size_t>(t)) * static_cast<size_t>(frames);
+      const float* qt = q.data() + t * d + head * D;
+      float top = -INFINITY;
+      for (int64_t f = 0; f < frames; ++f) {
+        const float* kf = keys.data() + f * d + head * D;
+        float dot = 0;
+        for (int64_t i = 0; i < D; ++i) dot += qt[i] * kf[i];
+        row[f] = dot * scale;
+        top = std::max(top, row[f]);
+      }
+      double sum = 0;
+      for (int64_t f = 0; f < frames; ++f) sum += row[f] = std::exp(row[f] - top);
+      for (int64_t f = 0; f < frames; ++f) row[f] = static_cast<float>(row[f] / sum);
+    }
+  }
+  return out;
 }
 
 }  // namespace corvid

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -65,7 +66,24 @@ class WhisperModel {
   void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
               std::span<const int64_t> want, std::vector<float>& logits);
 
+  // Word timing's cross-attention: `tokens` decoded afresh over window `window` of
+  // `audio`; for each (decoder layer, head) of `heads`, [tokens, frames] row-major, the
+  // softmax of that head's scaled scores over the window's first `frames` audio
+  // positions (past them is padding). `logits` gets every row's logits [tokens, vocab].
+  std::vector<float> cross_attention(std::shared_ptr<const EncodedAudio> audio, int64_t window,
+                                     const std::vector<int32_t>& tokens, std::span<const std::pair<int, int>> heads,
+                                     int64_t frames, std::vector<float>& logits);
+
  private:
+  // The cross-attention queries of the layers marked in `layers`, copied to the host
+  // during a step ([rows, d_model] per marked layer).
+  struct CrossQueries {
+    std::vector<bool> layers;
+    std::vector<std::vector<float>> q;
+  };
+  void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+              std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross);
+
   struct Norm {
     Tensor weight, bias;
   };
