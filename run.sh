@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 bash scripts/fetch-model.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCORVID_TESTS=OFF >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCORVID_TESTS=OFF -DCORVID_CUDA_PTX_ONLY=OFF >/dev/null
 cmake --build build -j "$(nproc)" --target corvid
 exec ./build/corvid serve -m models/SmolLM2-135M-Instruct.Q4_1.gguf "$@"

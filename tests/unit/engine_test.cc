@@ -166,9 +166,7 @@ TEST(Engine, StopStringsSplitAcrossTokensAreHeldBackAndCut) {
   for (const auto& p : pieces) full += p;
   // A stop string made of the end of one token's text and the start of the next one's.
   std::string stop;
-  size_t boundary = 0;
   for (size_t i = 5; i + 1 < pieces.size() && stop.empty(); ++i) {
-    boundary += pieces[i - 1].size();
     if (pieces[i].size() >= 2 && pieces[i + 1].size() >= 1 && static_cast<unsigned char>(pieces[i + 1][0]) < 0x80 &&
         static_cast<unsigned char>(pieces[i].back()) < 0x80) {
       stop = pieces[i].substr(pieces[i].size() - 1) + pieces[i + 1].substr(0, 1);

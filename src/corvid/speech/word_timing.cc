@@ -12,8 +12,7 @@ namespace corvid {
 
 namespace {
 
-constexpr double kTokensPerSecond = 50;   // encoder positions per second (20 ms each)
-constexpr double kFramesPerSecond = 100;  // log-mel frames per second
+constexpr double kTokensPerSecond = 50;  // encoder positions per second (20 ms each)
 constexpr char32_t kReplacement = 0xFFFD;
 
 // Python's `needle in haystack` on strings: a substring test (the empty string is in
