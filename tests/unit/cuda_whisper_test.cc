@@ -75,20 +75,30 @@ TEST(CudaWhisper, TinyRandomMatchesTransformers) {
   }
 }
 
-// The real tiny.en: the GPU's greedy transcript (tokens) equals the CPU's on a real clip.
-TEST(CudaWhisper, RealTinyEnTranscribesAsTheCpuDoes) {
-  SKIP_WITHOUT_GPU();
-  const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
-  if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
-  const audio::Audio clip = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
+// The real tiny.en on the CPU and on the GPU, and a real clip (where models/whisper-tiny.en
+// is fetched).
+class CudaWhisperTinyEn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
+    if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
+    clip_ = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
+    cpu_ = SpeechModel::load(dir.string(), Device::CPU);
+    gpu_ = SpeechModel::load(dir.string(), Device::CUDA);
+  }
+  audio::Audio clip_;
+  std::unique_ptr<SpeechModel> cpu_, gpu_;
+};
+
+// The GPU's greedy transcript (tokens) equals the CPU's.
+TEST_F(CudaWhisperTinyEn, TranscribesAsTheCpuDoes) {
   TranscribeOptions o;
   o.beam_size = 1;
-  auto cpu = SpeechModel::load(dir.string(), Device::CPU);
-  auto gpu = SpeechModel::load(dir.string(), Device::CUDA);
-  const Transcript want = Transcriber(*cpu).transcribe(clip, o);
+  const Transcript want = Transcriber(*cpu_).transcribe(clip_, o);
   for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
     testing::NumericsScope scope(mode);
-    const Transcript got = Transcriber(*gpu).transcribe(clip, o);
+    const Transcript got = Transcriber(*gpu_).transcribe(clip_, o);
     std::printf("tiny.en on cuda (%s): %s\n", mode == ops::QuantizedMatmul::Exact ? "exact" : "fast", got.text().c_str());
     ASSERT_EQ(got.segments.size(), want.segments.size());
     for (size_t i = 0; i < want.segments.size(); ++i) EXPECT_EQ(got.segments[i].tokens, want.segments[i].tokens);
@@ -97,18 +107,12 @@ TEST(CudaWhisper, RealTinyEnTranscribesAsTheCpuDoes) {
 
 // Word timing on the GPU: the same words as on the CPU, each within one encoder position
 // (20 ms: the GPU's attention scores differ in the last bits, which may move a DTW step).
-TEST(CudaWhisper, RealTinyEnTimesWordsAsTheCpuDoes) {
-  SKIP_WITHOUT_GPU();
-  const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
-  if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
-  const audio::Audio clip = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
+TEST_F(CudaWhisperTinyEn, TimesWordsAsTheCpuDoes) {
   TranscribeOptions o;
   o.beam_size = 1;
   o.word_timestamps = true;
-  auto cpu = SpeechModel::load(dir.string(), Device::CPU);
-  auto gpu = SpeechModel::load(dir.string(), Device::CUDA);
-  const Transcript want = Transcriber(*cpu).transcribe(clip, o);
-  const Transcript got = Transcriber(*gpu).transcribe(clip, o);
+  const Transcript want = Transcriber(*cpu_).transcribe(clip_, o);
+  const Transcript got = Transcriber(*gpu_).transcribe(clip_, o);
   ASSERT_EQ(got.segments.size(), want.segments.size());
   size_t words = 0;
   for (size_t i = 0; i < want.segments.size(); ++i) {

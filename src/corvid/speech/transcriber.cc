@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include "corvid/audio/log_mel.h"
+#include "corvid/core/ascii.h"
 #include "corvid/core/error.h"
 
 namespace corvid {
@@ -15,11 +16,6 @@ namespace {
 constexpr double kFrameSeconds = 0.01;  // one log-mel frame (hop 160 at 16 kHz)
 constexpr int64_t kInputStride = 2;     // frames per encoder position (and per timestamp step)
 
-std::string trimmed(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
 
 const Tokenizer& tokenizer_of(const SpeechModel& model) {
   CORVID_CHECK(model.tokenizer, "whisper: transcribing needs the model's tokenizer");
@@ -39,7 +35,7 @@ std::optional<double> end_of(const std::vector<TimedSegment>& segments) {
 std::string Transcript::text() const {
   std::string all;
   for (const TranscriptSegment& s : segments) all += s.text;
-  return trimmed(all);
+  return ascii_trim(all);
 }
 
 double compression_ratio(const std::string& text) {
@@ -84,7 +80,7 @@ Transcriber::Attempt Transcriber::decode_with_fallback(std::shared_ptr<const Enc
     Attempt a;
     a.result = decoder_.decode(audio, 0, r);
     a.temperature = t;
-    a.compression_ratio = compression_ratio(trimmed(text_of(a.result.tokens)));
+    a.compression_ratio = compression_ratio(ascii_trim(text_of(a.result.tokens)));
     all.push_back(a);
     bool fallback = false;
     if (o.compression_ratio_threshold) {
@@ -164,8 +160,8 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
 
   std::vector<int32_t> all_tokens;
   size_t prompt_reset_since = 0;
-  if (!trimmed(o.initial_prompt).empty())
-    all_tokens = model_.tokenizer->encode(" " + trimmed(o.initial_prompt), /*add_special_tokens=*/false);
+  if (!ascii_trim(o.initial_prompt).empty())
+    all_tokens = model_.tokenizer->encode(" " + ascii_trim(o.initial_prompt), /*add_special_tokens=*/false);
   const size_t max_previous = static_cast<size_t>(c.text_positions / 2 - 1);
   int64_t seek = 0;
   int id = 0;
@@ -230,7 +226,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
       }
       for (TimedSegment& p : pieces) {
         const std::string text = text_of(p.tokens);
-        if (p.start == p.end || trimmed(text).empty()) continue;
+        if (p.start == p.end || ascii_trim(text).empty()) continue;
         all_tokens.insert(all_tokens.end(), p.tokens.begin(), p.tokens.end());
         TranscriptSegment s;
         s.id = ++id;

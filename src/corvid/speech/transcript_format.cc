@@ -35,16 +35,11 @@ constexpr std::pair<const char*, const char*> kLanguages[] = {
     {"ha", "hausa"},      {"ba", "bashkir"},    {"jw", "javanese"},      {"su", "sundanese"}, {"yue", "cantonese"},
 };
 
-std::string trimmed(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
 
 }  // namespace
 
 std::optional<std::string> whisper_language_code(const std::string& code_or_name) {
-  const std::string k = ascii_lower(trimmed(code_or_name));
+  const std::string k = ascii_lower(ascii_trim(code_or_name));
   for (const auto& [code, name] : kLanguages)
     if (k == code || k == name) return std::string(code);
   return std::nullopt;
@@ -100,7 +95,7 @@ nlohmann::json segment_fields(const TranscriptSegment& s) {
 nlohmann::json words_json(const Transcript& t) {
   nlohmann::json words = nlohmann::json::array();
   for (const TranscriptSegment& s : t.segments)
-    for (const TimedWord& w : s.words) words.push_back({{"word", trimmed(w.word)}, {"start", w.start}, {"end", w.end}});
+    for (const TimedWord& w : s.words) words.push_back({{"word", ascii_trim(w.word)}, {"start", w.start}, {"end", w.end}});
   return words;
 }
 
@@ -132,13 +127,13 @@ std::string format_transcript(const Transcript& t, TranscriptFormat format, cons
       int n = 0;
       for (const TranscriptSegment& s : t.segments)
         out += std::to_string(++n) + "\n" + subtitle_time(s.start, ',') + " --> " + subtitle_time(s.end, ',') + "\n" +
-               trimmed(s.text) + "\n\n";
+               ascii_trim(s.text) + "\n\n";
       return out;
     }
     case TranscriptFormat::Vtt: {
       std::string out = "WEBVTT\n\n";
       for (const TranscriptSegment& s : t.segments)
-        out += subtitle_time(s.start, '.') + " --> " + subtitle_time(s.end, '.') + "\n" + trimmed(s.text) + "\n\n";
+        out += subtitle_time(s.start, '.') + " --> " + subtitle_time(s.end, '.') + "\n" + ascii_trim(s.text) + "\n\n";
       return out;
     }
   }

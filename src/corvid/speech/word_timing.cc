@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "corvid/core/ascii.h"
 #include "corvid/core/error.h"
 #include "corvid/core/utf8.h"
 #include "corvid/tokenizer/tokenizer.h"
@@ -21,11 +22,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::string strip(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r\n\f\v");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n\f\v") - a + 1);
-}
+// Python's str.strip() on the ASCII whitespace a decoded token can hold.
+std::string strip(const std::string& s) { return ascii_trim(s, " \t\r\n\f\v"); }
 
 std::u32string code_points(const std::string& s) {
   std::u32string out;
