@@ -38,7 +38,7 @@ class WhisperTiny : public ::testing::Test {
     files_ = load_safetensors_checkpoint(fixture_dir().string());
     config_ = whisper_config_from_hf(read_json_file((fixture_dir() / "config.json").string()), "tiny-random");
     WeightLoader loader(files_, WeightPlacement(Device::CPU));
-    model_ = std::make_unique<WhisperModel>(config_, loader);
+    model_ = std::make_unique<WhisperModel>(config_, loader, WhisperCapacity{2, 5, 2});
     features_ = fixtures::array_of<float>(fixture_dir() / "input_features.f32");
   }
   WeightSet files_;
@@ -163,6 +163,90 @@ TEST_F(WhisperTiny, BatchedStepsEqualSingleSteps) {
   model_->decode(orig, next, only, next_a);
   model_->decode(dup, next, only, next_copy);
   EXPECT_EQ(max_abs_diff(next_a, next_copy), 0.0f);
+}
+
+// Logits of the last token of `tokens` decoded in one step by a fresh hypothesis.
+std::vector<float> fresh_logits(WhisperModel& model, std::shared_ptr<const EncodedAudio> audio,
+                                const std::vector<int32_t>& tokens) {
+  auto seq = model.start(std::move(audio), 0);
+  WhisperSequence* one[] = {seq.get()};
+  const std::vector<std::vector<int32_t>> step = {tokens};
+  const int64_t last[] = {static_cast<int64_t>(tokens.size()) - 1};
+  std::vector<float> logits;
+  model.decode(one, step, last, logits);
+  return logits;
+}
+
+// Copy on write: a hypothesis forked in the middle of a block, both continuing with
+// different tokens past the next block boundary, each gives what a fresh hypothesis of
+// its whole token list gives (within 1e-5: one step against many) — neither sees the
+// other's writes. Dropping them returns every block.
+TEST_F(WhisperTiny, ForkedHypothesesDivergeCleanly) {
+  auto audio = model_->encode(features_, 1);
+  std::vector<int32_t> common;
+  for (int i = 0; i < 21; ++i) common.push_back((i * 37 + 5) % 500);
+  {
+    auto a = model_->start(audio, 0);
+    WhisperSequence* sa[] = {a.get()};
+    const std::vector<std::vector<int32_t>> prefix = {common};
+    const int64_t none[] = {0};
+    std::vector<float> logits;
+    model_->decode(sa, prefix, none, logits);
+    auto b = model_->start(audio, 0);
+    model_->copy(*a, *b);
+    EXPECT_EQ(model_->pool().self_blocks_used(), 2);  // shared, not copied
+    std::vector<int32_t> ta = common, tb = common;
+    std::vector<float> step_logits;
+    for (int i = 0; i < 14; ++i) {
+      ta.push_back(100 + i);
+      tb.push_back(300 + 2 * i);
+      WhisperSequence* both[] = {a.get(), b.get()};
+      const std::vector<std::vector<int32_t>> next = {{ta.back()}, {tb.back()}};
+      const int64_t rows[] = {0, 1};
+      model_->decode(both, next, rows, step_logits);
+    }
+    const size_t V = 512;
+    EXPECT_LT(max_abs_diff(std::span(step_logits.data(), V), fresh_logits(*model_, audio, ta)), 1e-5f);
+    EXPECT_LT(max_abs_diff(std::span(step_logits.data() + V, V), fresh_logits(*model_, audio, tb)), 1e-5f);
+    // 35 positions each, three blocks apiece; the first (positions 0-15) is never written
+    // after the fork and stays shared.
+    EXPECT_EQ(model_->pool().self_blocks_used(), 5);
+  }
+  EXPECT_EQ(model_->pool().self_blocks_used(), 0);
+  audio.reset();
+  EXPECT_EQ(model_->pool().cross_blocks_used(), 0);
+}
+
+// Several callers' windows in one encoder pass give each caller what encoding alone does.
+TEST_F(WhisperTiny, EncodePartsEqualSeparateEncodes) {
+  const std::vector<float> short_in = fixtures::array_of<float>(fixture_dir() / "input_features_short.f32");
+  std::vector<float> both = features_;
+  both.insert(both.end(), short_in.begin(), short_in.end());
+  const int64_t parts[] = {1, 1};
+  std::vector<float> together_a, together_b, alone_a, alone_b;
+  {
+    auto encoded = model_->encode_parts(both, parts);
+    ASSERT_EQ(encoded.size(), 2u);
+    together_a = fresh_logits(*model_, encoded[0], {500, 17, 42});
+    together_b = fresh_logits(*model_, encoded[1], {500, 17, 42});
+  }
+  alone_a = fresh_logits(*model_, model_->encode(features_, 1), {500, 17, 42});
+  alone_b = fresh_logits(*model_, model_->encode(short_in, 1), {500, 17, 42});
+  EXPECT_EQ(max_abs_diff(together_a, alone_a), 0.0f);
+  EXPECT_EQ(max_abs_diff(together_b, alone_b), 0.0f);
+  EXPECT_GT(max_abs_diff(together_a, together_b), 1e-3f);  // the windows differ
+}
+
+// A pool spent is a clear error, and what it holds is untouched: the model was sized
+// for 2 streams of 2 windows.
+TEST_F(WhisperTiny, SpentPoolRefusesCleanly) {
+  auto a = model_->encode(features_, 1);
+  auto b = model_->encode(std::vector<float>(features_.size() * 3, 0.0f), 3);
+  EXPECT_THROW(model_->encode(features_, 1), Error);
+  EXPECT_EQ(model_->pool().cross_blocks_used(), 4);
+  b.reset();
+  EXPECT_EQ(model_->pool().cross_blocks_used(), 1);
+  EXPECT_NO_THROW(model_->encode(features_, 1));
 }
 
 TEST_F(WhisperTiny, RefusesBadSteps) {

@@ -18,11 +18,13 @@ namespace corvid::cli {
 
 void run_speech_bench(const SpeechBenchArgs& a) {
   const Device device = parse_device(a.device);
-  std::unique_ptr<SpeechModel> sm = a.dummy_shape.empty() ? SpeechModel::load(a.model, device)
-                                                           : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device);
+  CORVID_CHECK(a.windows >= 1 && a.beams >= 1, "bench: --windows and --beams must be at least 1");
+  const WhisperCapacity capacity{1, a.beams, a.windows};
+  std::unique_ptr<SpeechModel> sm =
+      a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
+                            : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);
   WhisperModel& model = *sm->model;
   const WhisperConfig& c = model.config();
-  CORVID_CHECK(a.windows >= 1 && a.beams >= 1, "bench: --windows and --beams must be at least 1");
   CORVID_CHECK(a.gen + 4 <= c.text_positions, "bench: -n ", a.gen, " steps do not fit the decoder's ",
                c.text_positions, " positions");
   std::mt19937 rng(1234);

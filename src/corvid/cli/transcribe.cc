@@ -1,6 +1,7 @@
 // corvid transcribe: speech to text with a Whisper model (CTranslate2 or Hugging Face
 // folder), as faster-whisper's transcribe() decodes it; each file's transcript goes to
 // stdout in the asked format, progress and speed to stderr.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -76,9 +77,11 @@ void run_transcribe(const TranscribeArgs& a) {
   o.seed = a.seed;
   o.word_timestamps = a.word_timestamps;
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<SpeechModel> model = a.dummy_shape.empty()
-                                           ? SpeechModel::load(a.model, device)
-                                           : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device);
+  // One stream; as many hypotheses as the widest decoding asked for.
+  const WhisperCapacity capacity{1, std::max<int64_t>({WhisperCapacity{}.hypotheses, a.beam_size, a.best_of}), 1};
+  std::unique_ptr<SpeechModel> model =
+      a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
+                            : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "corvid transcribe: %s (%lld parameters) on %s, loaded in %.2f s\n", model->path.c_str(),
                static_cast<long long>(model->model->parameter_count()), device == Device::CUDA ? "cuda" : "cpu",

@@ -130,27 +130,51 @@ void check_rope_args(const char* op, const Tensor& x, std::span<const int32_t> p
                params.inv_freq.size(), " inverse frequencies for rotary_dim ", params.rotary_dim);
 }
 
-// rope_store_kv's arguments (rope_store_kv_attention's too, with rows = positions).
-void check_rope_store_kv_args(const char* op, Device device, const Tensor& q, const Tensor& k, const Tensor& v,
-                              std::span<const int32_t> positions, const RopeParams& params,
-                              std::span<const int32_t> rows, const Tensor& k_cache, const Tensor& v_cache) {
-  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}})
-    check_f32(op, name, *t);
+// store_kv's arguments: k and v [n, kv_heads, head_dim] F32, caches of a KV cache dtype
+// holding whole rows of them, one row index per token.
+void check_store_kv_args(const char* op, Device device, const Tensor& k, const Tensor& v,
+                         std::span<const int32_t> rows, const Tensor& k_cache, const Tensor& v_cache) {
+  check_f32(op, "k", k);
+  check_f32(op, "v", v);
   check_kv_caches(op, device, k_cache, v_cache);
-  CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2), "ops::", op, ": q ",
-               q.shape_str(), " and k ", k.shape_str(), " must be [n, heads, head_dim] with the same n and head_dim");
-  CORVID_CHECK(v.ndim == 3 && v.dim(0) == k.dim(0) && v.dim(1) == k.dim(1) && v.dim(2) == k.dim(2), "ops::", op,
-               ": v ", v.shape_str(), " must be shaped as k ", k.shape_str());
+  CORVID_CHECK(k.ndim == 3 && v.ndim == 3 && k.shape == v.shape, "ops::", op, ": k ", k.shape_str(), " and v ",
+               v.shape_str(), " must both be [n, kv_heads, head_dim]");
   const int64_t row_elems = k.dim(1) * k.dim(2);
   CORVID_CHECK(k_cache.numel() == v_cache.numel() && row_elems > 0 && k_cache.numel() % row_elems == 0, "ops::", op,
                ": caches ", k_cache.shape_str(), " and ", v_cache.shape_str(), " must be rows of ", row_elems,
                " values, the same number each");
-  CORVID_CHECK(rows.size() == positions.size(), "ops::", op, ": ", rows.size(), " cache rows for ", positions.size(),
-               " positions");
+  CORVID_CHECK(static_cast<int64_t>(rows.size()) == k.dim(0), "ops::", op, ": ", rows.size(), " cache rows for ",
+               k.dim(0), " tokens");
   const int64_t cache_rows = k_cache.numel() / row_elems;
   for (int32_t r : rows)
     CORVID_CHECK(r < cache_rows, "ops::", op, ": cache row ", r, " is outside the cache (", cache_rows, " rows)");
+}
+
+// rope_store_kv's arguments (rope_store_kv_attention's too, with rows = positions).
+void check_rope_store_kv_args(const char* op, Device device, const Tensor& q, const Tensor& k, const Tensor& v,
+                              std::span<const int32_t> positions, const RopeParams& params,
+                              std::span<const int32_t> rows, const Tensor& k_cache, const Tensor& v_cache) {
+  check_f32(op, "q", q);
+  CORVID_CHECK(q.ndim == 3 && k.ndim == 3 && q.dim(0) == k.dim(0) && q.dim(2) == k.dim(2), "ops::", op, ": q ",
+               q.shape_str(), " and k ", k.shape_str(), " must be [n, heads, head_dim] with the same n and head_dim");
+  check_store_kv_args(op, device, k, v, rows, k_cache, v_cache);
+  CORVID_CHECK(rows.size() == positions.size(), "ops::", op, ": ", rows.size(), " cache rows for ", positions.size(),
+               " positions");
   check_rope_args(op, q, positions, params);
+}
+
+// The CPU's store: F32 rows copied (the CPU keeps F32 caches only); negative rows skipped.
+void store_kv_rows_cpu(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
+                       const Tensor& v_cache) {
+  const int64_t row_elems = k.dim(1) * k.dim(2);
+  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0) continue;
+    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+  }
 }
 
 }  // namespace
@@ -176,15 +200,22 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
   (void)device;
   cpu::rope(q, positions, params);
   cpu::rope(k, positions, params);
-  const int64_t row_elems = k.dim(1) * k.dim(2);
-  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0) continue;
-    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
-    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
+  store_kv_rows_cpu(k, v, rows, k_cache, v_cache);
+}
+
+void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tensor& k_cache, const Tensor& v_cache) {
+  const Device device = common_device("store_kv", {&k, &v, &k_cache, &v_cache});
+  check_store_kv_args("store_kv", device, k, v, rows, k_cache, v_cache);
+  if (rows.empty()) return;
+#ifdef CORVID_HAVE_CUDA
+  if (device == Device::CUDA) {
+    cuda::OpScope scope("store_kv");
+    cuda::store_kv(k, v, rows, k_cache, v_cache);
+    return;
   }
+#endif
+  (void)device;
+  store_kv_rows_cpu(k, v, rows, k_cache, v_cache);
 }
 
 // act(gate) * up's checks (silu_mul, gelu_tanh_mul): three F32 tensors of one shape, one device.

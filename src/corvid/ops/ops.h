@@ -90,6 +90,11 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
                    const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
 
+// rope_store_kv's store alone, for a model without rotary positions (Whisper): row
+// rows[i] of k_cache and v_cache becomes k[i] and v[i] (k, v [n, kv_heads, head_dim]
+// F32; caches as rope_store_kv's); a negative row stores nothing.
+void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tensor& k_cache, const Tensor& v_cache);
+
 // out = silu(gate) * up, elementwise, all F32 of equal shape. out may alias gate.
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 

@@ -42,7 +42,8 @@ bool is_speech_model(const std::string& path) {
   return fs::exists(dir / "model.bin") || hf_whisper(dir);
 }
 
-std::unique_ptr<SpeechModel> SpeechModel::load(const std::string& path, Device device) {
+std::unique_ptr<SpeechModel> SpeechModel::load(const std::string& path, Device device,
+                                               const WhisperCapacity& capacity) {
   const fs::path dir(path);
   CORVID_CHECK(fs::is_directory(dir), path, ": a Whisper model is a folder (CTranslate2's or Hugging Face's)");
   auto m = std::make_unique<SpeechModel>();
@@ -62,12 +63,12 @@ std::unique_ptr<SpeechModel> SpeechModel::load(const std::string& path, Device d
   m->tokenizer = whisper_tokenizer(dir);
   m->vocab = whisper_vocab(*m->tokenizer, m->config.vocab_size, extras, path);
   WeightLoader loader(m->weights, WeightPlacement(device));
-  m->model = std::make_unique<WhisperModel>(m->config, loader);
+  m->model = std::make_unique<WhisperModel>(m->config, loader, capacity);
   return m;
 }
 
 std::unique_ptr<SpeechModel> SpeechModel::dummy(const WhisperConfig& config, const std::string& tokenizer_dir,
-                                                Device device) {
+                                                Device device, const WhisperCapacity& capacity) {
   auto m = std::make_unique<SpeechModel>();
   m->path = "dummy";
   m->config = config;
@@ -75,7 +76,7 @@ std::unique_ptr<SpeechModel> SpeechModel::dummy(const WhisperConfig& config, con
   m->vocab = whisper_vocab(*m->tokenizer, config.vocab_size, optional_json(fs::path(tokenizer_dir) / "config.json"),
                            tokenizer_dir);
   WeightLoader loader("dummy whisper", DType::F16, 1, WeightPlacement(device));
-  m->model = std::make_unique<WhisperModel>(config, loader);
+  m->model = std::make_unique<WhisperModel>(config, loader, capacity);
   return m;
 }
 

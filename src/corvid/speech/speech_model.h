@@ -26,11 +26,13 @@ struct SpeechModel {
   std::unique_ptr<Tokenizer> tokenizer;  // null for dummy weights
   WhisperVocab vocab;
 
-  static std::unique_ptr<SpeechModel> load(const std::string& path, Device device);
+  // The decoder's KV pools are sized for `capacity` (whisper_kv_pool.h).
+  static std::unique_ptr<SpeechModel> load(const std::string& path, Device device,
+                                           const WhisperCapacity& capacity = {});
   // Made-up weights of `config`'s shape with the vocabulary of `tokenizer_dir`'s
   // tokenizer (a Whisper model folder), for benchmarks.
   static std::unique_ptr<SpeechModel> dummy(const WhisperConfig& config, const std::string& tokenizer_dir,
-                                            Device device);
+                                            Device device, const WhisperCapacity& capacity = {});
 };
 
 // Whether `path` is a folder holding a Whisper checkpoint (either layout).

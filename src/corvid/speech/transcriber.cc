@@ -169,7 +169,10 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
   while (seek < content) {
     const double offset = seek * kFrameSeconds;
     const int64_t size = std::min(window, content - seek);
-    auto encoded = seek == 0 && first ? first : encode_at(seek);
+    // The language detection's window is used once and let go (the model's pools hold
+    // a stream's windows one at a time).
+    std::shared_ptr<const EncodedAudio> encoded = std::move(first);
+    if (!encoded) encoded = encode_at(seek);
     std::vector<int32_t> prompt;
     if (all_tokens.size() > prompt_reset_since) {
       prompt.push_back(v.sot_prev);

@@ -109,6 +109,10 @@ WindowResult WindowDecoder::decode(std::shared_ptr<const EncodedAudio> audio, in
                " tokens leaves no room in the decoder's ", c.text_positions, " positions");
   CORVID_CHECK(r.beam_size >= 1 && r.best_of >= 1 && r.temperature >= 0 && r.patience > 0,
                "whisper: beam_size and best_of must be at least 1, temperature non-negative, patience positive");
+  const int64_t hypotheses = std::max(r.beam_size, r.temperature > 0 ? r.best_of : 1);
+  CORVID_CHECK(hypotheses <= model_.pool().capacity().hypotheses, "whisper: ", hypotheses,
+               " hypotheses at once (beam_size / best_of) exceed the ", model_.pool().capacity().hypotheses,
+               " this model was sized for");
   Rules rules;
   rules.timestamps = prompt.back() != vocab_.no_timestamps;
   rules.suppress_blank = r.suppress_blank;
@@ -213,7 +217,6 @@ WindowResult WindowDecoder::beam_search(Hypothesis first, const std::vector<floa
     size_t parent;
     int32_t token;
   };
-  std::vector<std::unique_ptr<WhisperSequence>> spare;
   for (int t = 0; t < max_new; ++t) {
     std::vector<Candidate> candidates;
     for (size_t b = 0; b < live.size(); ++b) {
@@ -266,19 +269,12 @@ WindowResult WindowDecoder::beam_search(Hypothesis first, const std::vector<floa
       for (size_t j = i + 1; j < keep.size(); ++j) later_sibling |= keep[j].parent == cand.parent;
       if (!later_sibling) continue;
       const WhisperSequence& parent = *live[cand.parent].seq;
-      if (!spare.empty()) {
-        next[i].seq = std::move(spare.back());
-        spare.pop_back();
-      } else {
-        next[i].seq = model_.start(parent.audio, parent.window);
-      }
-      model_.copy(parent, *next[i].seq);
+      next[i].seq = model_.start(parent.audio, parent.window);
+      model_.copy(parent, *next[i].seq);  // shares the parent's blocks: no device work
     }
     for (size_t i = 0; i < keep.size(); ++i)
       if (!next[i].seq) next[i].seq = std::move(live[keep[i].parent].seq);
-    for (Hypothesis& h : live)
-      if (h.seq) spare.push_back(std::move(h.seq));
-    live = std::move(next);
+    live = std::move(next);  // parents no child took: their blocks go back
     if (t + 1 < max_new) {
       std::vector<Hypothesis*> ptrs;
       for (Hypothesis& h : live) ptrs.push_back(&h);

@@ -15,7 +15,24 @@ Tensor heads_view(const Tensor& t, int64_t row, int64_t rows, int64_t heads, int
   return Tensor(DType::F32, {rows, heads, head_dim}, t.row(row), t.device);
 }
 
+// A pool layer's storage [rows, heads, head_dim] as the matrix [rows, d].
+Tensor as_rows(const Tensor& t) { return Tensor(DType::F32, {t.dim(0), t.dim(1) * t.dim(2)}, t.data, t.device); }
+
 }  // namespace
+
+EncodedAudio::~EncodedAudio() {
+  if (pool)
+    for (int32_t b : blocks) pool->release_cross(b);
+}
+
+WhisperSequence::~WhisperSequence() { release(); }
+
+void WhisperSequence::release() {
+  if (pool)
+    for (int32_t b : blocks) pool->release_self(b);
+  blocks.clear();
+  length = 0;
+}
 
 WhisperModel::Norm WhisperModel::norm(WeightLoader& w, const std::string& name) const {
   return {w.get(name + ".weight", {config_.d_model}, WeightRole::Norm),
@@ -49,7 +66,7 @@ WhisperModel::Mlp WhisperModel::mlp(WeightLoader& w, const std::string& prefix, 
   return m;
 }
 
-WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
+WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w, const WhisperCapacity& capacity)
     : config_(config), device_(w.device()), eps_(static_cast<float>(config.layer_norm_eps)) {
   const WhisperConfig& c = config_;
   c.validate(w.source());
@@ -103,6 +120,7 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w)
   all_last_.assign(static_cast<size_t>(c.audio_positions), static_cast<int32_t>(c.audio_positions - 1));
   frame_ids_.resize(static_cast<size_t>(c.audio_positions));
   for (size_t i = 0; i < frame_ids_.size(); ++i) frame_ids_[i] = static_cast<int32_t>(i);
+  pool_ = std::make_shared<WhisperKvPool>(c, capacity, device_);
 }
 
 void WhisperModel::apply(const Linear& l, const Tensor& x, const Tensor& out, int64_t rows_per_window) const {
@@ -127,11 +145,32 @@ void WhisperModel::run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, in
 
 std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> features, int64_t windows,
                                                    bool keep_states) {
+  const int64_t parts[] = {windows};
+  return encode_parts(features, parts, keep_states).front();
+}
+
+std::vector<std::shared_ptr<EncodedAudio>> WhisperModel::encode_parts(std::span<const float> features,
+                                                                      std::span<const int64_t> parts,
+                                                                      bool keep_states) {
   const WhisperConfig& c = config_;
+  int64_t windows = 0;
+  for (int64_t p : parts) {
+    CORVID_CHECK(p >= 1, "whisper: an encode part of ", p, " windows");
+    windows += p;
+  }
   const int64_t d = c.d_model, frames = c.input_frames(), T = c.audio_positions, mels = c.n_mels;
   CORVID_CHECK(windows >= 1 && static_cast<int64_t>(features.size()) == windows * mels * frames,
                "whisper: encode takes ", windows, " windows of [", mels, ", ", frames, "] features, got ",
                features.size(), " values");
+  // The cross pool's blocks first: a spent pool refuses before any work.
+  std::vector<std::shared_ptr<EncodedAudio>> out;
+  for (int64_t p : parts) {
+    auto audio = std::make_shared<EncodedAudio>();
+    audio->pool = pool_;
+    audio->windows = p;
+    for (int64_t w = 0; w < p; ++w) audio->blocks.push_back(pool_->take_cross());
+    out.push_back(std::move(audio));
+  }
   if (enc_windows_ < windows) {
     enc_windows_ = windows;
     mel_ = DeviceTensor(device_, DType::F32, {windows * frames, mels});
@@ -187,17 +226,30 @@ std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> featur
     ops::add(x, h);
     run_mlp(l.mlp, x, enc_, n, T);
   }
-  auto out = std::make_shared<EncodedAudio>();
-  out->windows = windows;
-  out->states = DeviceTensor(device_, DType::F32, {n, d});
-  layer_norm(encoder_norm_, x, out->states.tensor);
-  for (const DecoderLayer& l : decoder_) {
-    out->k.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
-    out->v.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{n, d});
-    apply(l.cross.k, out->states.tensor, out->k.back().tensor, T);
-    apply(l.cross.v, out->states.tensor, out->v.back().tensor, T);
+  // The final norm, then each window's cross-attention keys and values straight into
+  // its block of the cross pool.
+  const Tensor states = enc_.h.rows(n);
+  layer_norm(encoder_norm_, x, states);
+  int64_t first = 0;
+  for (const std::shared_ptr<EncodedAudio>& audio : out) {
+    const int64_t p = audio->windows;
+    for (size_t li = 0; li < decoder_.size(); ++li) {
+      const Tensor keys = as_rows(pool_->cross().keys(static_cast<int64_t>(li)));
+      const Tensor values = as_rows(pool_->cross().values(static_cast<int64_t>(li)));
+      for (int64_t w = 0; w < p; ++w) {
+        const Tensor in(DType::F32, {T, d}, states.row((first + w) * T), device_);
+        const int64_t row = int64_t{audio->blocks[static_cast<size_t>(w)]} * T;
+        apply(decoder_[li].cross.k, in, Tensor(DType::F32, {T, d}, keys.row(row), device_), T);
+        apply(decoder_[li].cross.v, in, Tensor(DType::F32, {T, d}, values.row(row), device_), T);
+      }
+    }
+    if (keep_states) {
+      audio->states = DeviceTensor(device_, DType::F32, {p * T, d});
+      copy_bytes(audio->states.tensor.data, device_, states.row(first * T), device_,
+                 static_cast<size_t>(p * T * d) * sizeof(float));
+    }
+    first += p;
   }
-  if (!keep_states) out->states = DeviceTensor();
   return out;
 }
 
@@ -207,24 +259,66 @@ std::unique_ptr<WhisperSequence> WhisperModel::start(std::shared_ptr<const Encod
   auto s = std::make_unique<WhisperSequence>();
   s->audio = std::move(audio);
   s->window = window;
-  for (int64_t i = 0; i < config_.decoder_layers; ++i) {
-    s->k.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{config_.text_positions, config_.d_model});
-    s->v.emplace_back(device_, DType::F32, std::initializer_list<int64_t>{config_.text_positions, config_.d_model});
-  }
+  s->pool = pool_;
   return s;
 }
 
 void WhisperModel::copy(const WhisperSequence& from, WhisperSequence& to) const {
-  CORVID_CHECK(from.k.size() == to.k.size(), "whisper: copying between hypotheses of different models");
+  CORVID_CHECK(from.pool == pool_ && (to.pool == pool_ || !to.pool), "whisper: copying between hypotheses of different models");
+  if (&from == &to) return;
+  to.release();
+  to.pool = pool_;
   to.audio = from.audio;
   to.window = from.window;
   to.length = from.length;
-  const size_t bytes = static_cast<size_t>(from.length * config_.d_model) * sizeof(float);
-  if (bytes == 0) return;
-  for (size_t i = 0; i < from.k.size(); ++i) {
-    copy_bytes(to.k[i].tensor.data, device_, from.k[i].tensor.data, device_, bytes);
-    copy_bytes(to.v[i].tensor.data, device_, from.v[i].tensor.data, device_, bytes);
+  for (int32_t b : from.blocks) pool_->share_self(b);
+  to.blocks = from.blocks;
+}
+
+void WhisperModel::claim_blocks(WhisperSequence& seq, int64_t count, std::vector<int32_t>& copy_from,
+                                std::vector<int32_t>& copy_to) const {
+  constexpr int64_t bs = WhisperKvPool::kSelfBlock;
+  const int64_t last = (seq.length + count - 1) / bs;  // the block of the step's last position
+  for (int64_t b = seq.length / bs; b <= last; ++b) {
+    if (b >= static_cast<int64_t>(seq.blocks.size())) {
+      seq.blocks.push_back(pool_->take_self());
+      continue;
+    }
+    int32_t& block = seq.blocks[static_cast<size_t>(b)];
+    if (!pool_->self_shared(block)) continue;
+    // Written into while another hypothesis holds it: this one's own copy of the rows so far.
+    const int32_t mine = pool_->take_self();
+    for (int64_t r = 0; r < seq.length - b * bs; ++r) {
+      copy_from.push_back(static_cast<int32_t>(block * bs + r));
+      copy_to.push_back(static_cast<int32_t>(mine * bs + r));
+    }
+    pool_->release_self(block);
+    block = mine;
   }
+}
+
+std::vector<ops::Indices> WhisperModel::stage(const std::vector<std::vector<int32_t>>& arrays) {
+  step_indices_.clear();
+  std::vector<size_t> offsets;
+  for (const std::vector<int32_t>& a : arrays) {
+    offsets.push_back(step_indices_.size());
+    step_indices_.insert(step_indices_.end(), a.begin(), a.end());
+  }
+  const int32_t* dev = nullptr;
+  if (device_ != Device::CPU && !step_indices_.empty()) {
+    if (step_indices_.size() > step_indices_capacity_) {
+      step_indices_capacity_ = std::max<size_t>(step_indices_.size() * 2, 1024);
+      step_indices_device_ = DeviceBuffer(device_, step_indices_capacity_ * sizeof(int32_t));
+    }
+    copy_bytes(step_indices_device_.data(), device_, step_indices_.data(), Device::CPU,
+               step_indices_.size() * sizeof(int32_t));
+    dev = static_cast<const int32_t*>(step_indices_device_.data());
+  }
+  std::vector<ops::Indices> out;
+  for (size_t i = 0; i < arrays.size(); ++i)
+    out.emplace_back(std::span<const int32_t>(step_indices_.data() + offsets[i], arrays[i].size()),
+                     dev ? dev + offsets[i] : nullptr);
+  return out;
 }
 
 void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
@@ -236,50 +330,80 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
                           std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross) {
   const WhisperConfig& c = config_;
   const int64_t d = c.d_model, heads = c.decoder_heads, D = c.decoder_head_dim(), T = c.audio_positions;
+  constexpr int64_t bs = WhisperKvPool::kSelfBlock;
   CORVID_CHECK(seqs.size() == tokens.size() && !seqs.empty(), "whisper: decode needs one token list per hypothesis");
-  std::vector<int32_t> ids, positions;
-  std::vector<int64_t> starts;
+  // Every check before any block changes hands: a refused step changes nothing.
+  int64_t n = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const WhisperSequence& seq = *seqs[s];
+    CORVID_CHECK(seq.pool == pool_ && seq.audio && seq.audio->pool == pool_,
+                 "whisper: a hypothesis that is not this model's (start() makes them)");
     CORVID_CHECK(!tokens[s].empty(), "whisper: a hypothesis appends no token");
     CORVID_CHECK(seq.length + static_cast<int64_t>(tokens[s].size()) <= c.text_positions, "whisper: ",
-                 seq.length + tokens[s].size(), " tokens exceed the decoder's ", c.text_positions, " positions");
-    starts.push_back(static_cast<int64_t>(ids.size()));
-    for (size_t i = 0; i < tokens[s].size(); ++i) {
-      CORVID_CHECK(tokens[s][i] >= 0 && tokens[s][i] < c.vocab_size, "whisper: token ", tokens[s][i],
-                   " is outside the vocabulary");
-      ids.push_back(tokens[s][i]);
-      positions.push_back(static_cast<int32_t>(seq.length + static_cast<int64_t>(i)));
-    }
+                 seq.length + static_cast<int64_t>(tokens[s].size()), " tokens exceed the decoder's ",
+                 c.text_positions, " positions");
+    for (int32_t t : tokens[s])
+      CORVID_CHECK(t >= 0 && t < c.vocab_size, "whisper: token ", t, " is outside the vocabulary");
+    n += static_cast<int64_t>(tokens[s].size());
   }
-  starts.push_back(static_cast<int64_t>(ids.size()));
-  const int64_t n = static_cast<int64_t>(ids.size());
   for (int64_t r : want) CORVID_CHECK(r >= 0 && r < n, "whisper: logits of row ", r, " of a ", n, "-token step");
+
+  std::vector<int32_t> copy_from, copy_to;
+  try {
+    for (size_t s = 0; s < seqs.size(); ++s)
+      claim_blocks(*seqs[s], static_cast<int64_t>(tokens[s].size()), copy_from, copy_to);
+  } catch (...) {
+    // The pool ran out part way: the copies already promised still happen, so that every
+    // hypothesis reads what it wrote; the step itself does not run.
+    copy_self_rows(stage({copy_from, copy_to}));
+    throw;
+  }
+  size_t width = 1;
+  for (WhisperSequence* seq : seqs) width = std::max(width, seq->blocks.size());
+  // The step's index arrays, in the order stage() hands them back.
+  enum { kIds, kPositions, kQuerySeq, kRows, kSelfTables, kCrossTables, kCrossPositions, kWant, kCopyFrom, kCopyTo };
+  std::vector<std::vector<int32_t>> arrays(kCopyTo + 1);
+  arrays[kSelfTables].assign(seqs.size() * width, 0);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const WhisperSequence& seq = *seqs[s];
+    for (size_t i = 0; i < tokens[s].size(); ++i) {
+      const int64_t p = seq.length + static_cast<int64_t>(i);
+      arrays[kIds].push_back(tokens[s][i]);
+      arrays[kPositions].push_back(static_cast<int32_t>(p));
+      arrays[kQuerySeq].push_back(static_cast<int32_t>(s));
+      arrays[kRows].push_back(static_cast<int32_t>(seq.blocks[static_cast<size_t>(p / bs)] * bs + p % bs));
+      arrays[kCrossPositions].push_back(static_cast<int32_t>(T - 1));
+    }
+    std::copy(seq.blocks.begin(), seq.blocks.end(), arrays[kSelfTables].begin() + static_cast<ptrdiff_t>(s * width));
+    arrays[kCrossTables].push_back(seq.audio->blocks[static_cast<size_t>(seq.window)]);
+  }
+  for (int64_t r : want) arrays[kWant].push_back(static_cast<int32_t>(r));
+  arrays[kCopyFrom] = std::move(copy_from);
+  arrays[kCopyTo] = std::move(copy_to);
+  const std::vector<ops::Indices> idx = stage(arrays);
+  copy_self_rows({idx[kCopyFrom], idx[kCopyTo]});
+
   dec_.ensure(n);
   const Tensor x = dec_.x.rows(n), h = dec_.h.rows(n);
-  ops::embedding(embed_tokens_, ops::Indices(ids), x);
-  ops::embedding(decoder_positions_, ops::Indices(positions), h);
+  ops::embedding(embed_tokens_, idx[kIds], x);
+  ops::embedding(decoder_positions_, idx[kPositions], h);
   ops::add(x, h);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
+  const ops::PagedKV self_kv{bs, idx[kSelfTables], static_cast<int64_t>(width), idx[kQuerySeq]};
+  const ops::PagedKV cross_kv{T, idx[kCrossTables], 1, idx[kQuerySeq]};
   for (size_t li = 0; li < decoder_.size(); ++li) {
     const DecoderLayer& l = decoder_[li];
+    const int64_t layer = static_cast<int64_t>(li);
     const Tensor q = dec_.q.rows(n), k = dec_.k.rows(n), v = dec_.v.rows(n), attn = dec_.attn.rows(n);
+    const Tensor q3 = heads_view(q, 0, n, heads, D), attn3 = heads_view(attn, 0, n, heads, D);
     layer_norm(l.self.norm, x, h);
     apply(l.self.q, h, q);
     apply(l.self.k, h, k);
     apply(l.self.v, h, v);
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      WhisperSequence& seq = *seqs[s];
-      const int64_t a = starts[s], len = starts[s + 1] - a;
-      const Tensor& kc = seq.k[li].tensor;
-      const Tensor& vc = seq.v[li].tensor;
-      copy_bytes(kc.row(seq.length), device_, k.row(a), device_, row_bytes * static_cast<size_t>(len));
-      copy_bytes(vc.row(seq.length), device_, v.row(a), device_, row_bytes * static_cast<size_t>(len));
-      const ops::Indices pos(std::span<const int32_t>(positions.data() + a, static_cast<size_t>(len)));
-      ops::attention(heads_view(q, a, len, heads, D), heads_view(kc, 0, c.text_positions, heads, D),
-                     heads_view(vc, 0, c.text_positions, heads, D), pos, scale, 0, heads_view(attn, a, len, heads, D));
-    }
+    const BlockPool& self = pool_->self();
+    ops::store_kv(heads_view(k, 0, n, heads, D), heads_view(v, 0, n, heads, D), idx[kRows], self.keys(layer),
+                  self.values(layer));
+    ops::paged_attention(q3, self.keys(layer), self.values(layer), self_kv, idx[kPositions], scale, 0, attn3);
     apply(l.self.o, attn, h);
     ops::add(x, h);
     layer_norm(l.cross.norm, x, h);
@@ -288,20 +412,13 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
       cross->q[li].resize(static_cast<size_t>(n * d));
       copy_bytes(cross->q[li].data(), Device::CPU, q.data, device_, cross->q[li].size() * sizeof(float));
     }
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      const WhisperSequence& seq = *seqs[s];
-      const int64_t a = starts[s], len = starts[s + 1] - a;
-      const Tensor& ck = seq.audio->k[li].tensor;
-      const Tensor& cv = seq.audio->v[li].tensor;
-      const ops::Indices pos(std::span<const int32_t>(all_last_.data(), static_cast<size_t>(len)));
-      ops::attention(heads_view(q, a, len, heads, D), heads_view(ck, seq.window * T, T, heads, D),
-                     heads_view(cv, seq.window * T, T, heads, D), pos, scale, 0, heads_view(attn, a, len, heads, D));
-    }
+    ops::paged_attention(q3, pool_->cross().keys(layer), pool_->cross().values(layer), cross_kv,
+                         idx[kCrossPositions], scale, 0, attn3);
     apply(l.cross.o, attn, h);
     ops::add(x, h);
     run_mlp(l.mlp, x, dec_, n);
   }
-  for (size_t s = 0; s < seqs.size(); ++s) seqs[s]->length += starts[s + 1] - starts[s];
+  for (size_t s = 0; s < seqs.size(); ++s) seqs[s]->length += static_cast<int64_t>(tokens[s].size());
   // Logits of the wanted rows only: gather them, normalise, project.
   const int64_t m = static_cast<int64_t>(want.size());
   logits.assign(static_cast<size_t>(m * c.vocab_size), 0.0f);
@@ -311,11 +428,32 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
     logits_ = DeviceTensor(device_, DType::F32, {std::max<int64_t>(m, 8), c.vocab_size});
   }
   const Tensor picked = picked_.rows(m), out = logits_.rows(m);
-  for (int64_t i = 0; i < m; ++i)
-    copy_bytes(picked.row(i), device_, x.row(want[static_cast<size_t>(i)]), device_, row_bytes);
+  ops::embedding(x, idx[kWant], picked);
   layer_norm(decoder_norm_, picked, picked);
   ops::matmul(picked, output_, out);
   copy_bytes(logits.data(), Device::CPU, out.data, device_, logits.size() * sizeof(float));
+}
+
+// Copy on write's device work: self-attention rows from[i] → to[i] of every layer,
+// gathered into copy_rows_ and stored back.
+void WhisperModel::copy_self_rows(const std::vector<ops::Indices>& from_to) {
+  const ops::Indices& from = from_to[0];
+  const ops::Indices& to = from_to[1];
+  const int64_t m = static_cast<int64_t>(from.size());
+  if (m == 0) return;
+  const WhisperConfig& c = config_;
+  const int64_t d = c.d_model, heads = c.decoder_heads, D = c.decoder_head_dim();
+  if (copy_rows_.tensor.rows() < 2 * m || !copy_rows_.tensor.data)
+    copy_rows_ = DeviceTensor(device_, DType::F32, {std::max<int64_t>(2 * m, 64), d});
+  const Tensor keys = copy_rows_.rows(m);
+  const Tensor values(DType::F32, {m, d}, copy_rows_.tensor.row(m), device_);
+  const BlockPool& self = pool_->self();
+  for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
+    ops::embedding(as_rows(self.keys(layer)), from, keys);
+    ops::embedding(as_rows(self.values(layer)), from, values);
+    ops::store_kv(heads_view(keys, 0, m, heads, D), heads_view(values, 0, m, heads, D), to, self.keys(layer),
+                  self.values(layer));
+  }
 }
 
 std::vector<float> WhisperModel::cross_attention(std::shared_ptr<const EncodedAudio> audio, int64_t window,
@@ -350,8 +488,9 @@ std::vector<float> WhisperModel::cross_attention(std::shared_ptr<const EncodedAu
   for (size_t hi = 0; hi < heads.size(); ++hi) {
     const auto [layer, head] = heads[hi];
     if (layer != last_layer) {
-      copy_bytes(keys.data(), Device::CPU, audio->k[static_cast<size_t>(layer)].tensor.row(window * T), device_,
-                 keys.size() * sizeof(float));
+      const Tensor pool_keys = as_rows(pool_->cross().keys(layer));
+      copy_bytes(keys.data(), Device::CPU, pool_keys.row(int64_t{audio->blocks[static_cast<size_t>(window)]} * T),
+                 device_, keys.size() * sizeof(float));
       last_layer = layer;
     }
     const std::vector<float>& q = cross.q[static_cast<size_t>(layer)];

@@ -21,30 +21,45 @@
 #include "corvid/models/layers/scratch.h"
 #include "corvid/models/whisper/encoder_cpu.h"
 #include "corvid/models/whisper/whisper_config.h"
+#include "corvid/models/whisper/whisper_kv_pool.h"
+#include "corvid/ops/indices.h"
 
 namespace corvid {
 
-// The encoder's work for `windows` windows: per decoder layer the cross-attention keys
-// and values [windows * 1500, d] (window w's rows from w * 1500), and, when asked for,
-// the encoder's output states [windows * 1500, d].
+// The encoder's work for `windows` windows: window w's cross-attention keys and values
+// of every decoder layer are block blocks[w] of the model's cross pool (audio_positions
+// rows), held until this is dropped; and, when asked for, the encoder's output states
+// [windows * 1500, d].
 struct EncodedAudio {
   int64_t windows = 0;
-  std::vector<DeviceTensor> k, v;
+  std::vector<int32_t> blocks;
   DeviceTensor states;
+  std::shared_ptr<WhisperKvPool> pool;
+  EncodedAudio() = default;
+  EncodedAudio(const EncodedAudio&) = delete;
+  EncodedAudio& operator=(const EncodedAudio&) = delete;
+  ~EncodedAudio();
 };
 
-// One hypothesis being decoded: its self-attention cache (per layer [text_positions, d])
-// and the window it attends to.
+// One hypothesis being decoded: its self-attention block table (WhisperKvPool) and the
+// window it attends to. Dropping it returns its blocks.
 struct WhisperSequence {
   std::shared_ptr<const EncodedAudio> audio;
   int64_t window = 0;
-  int64_t length = 0;  // tokens in the cache
-  std::vector<DeviceTensor> k, v;
+  int64_t length = 0;           // tokens in the cache
+  std::vector<int32_t> blocks;  // entry b: positions [b * kSelfBlock, (b + 1) * kSelfBlock)
+  std::shared_ptr<WhisperKvPool> pool;
+  WhisperSequence() = default;
+  WhisperSequence(const WhisperSequence&) = delete;
+  WhisperSequence& operator=(const WhisperSequence&) = delete;
+  ~WhisperSequence();
+  void release();  // back to empty: its blocks returned
 };
 
 class WhisperModel {
  public:
-  WhisperModel(const WhisperConfig& config, WeightLoader& weights);
+  // The KV pools are sized for `capacity` (whisper_kv_pool.h) and allocated here.
+  WhisperModel(const WhisperConfig& config, WeightLoader& weights, const WhisperCapacity& capacity = {});
 
   const WhisperConfig& config() const { return config_; }
   Device device() const { return device_; }
@@ -53,11 +68,18 @@ class WhisperModel {
   // Encodes `windows` windows of features, each [n_mels, 3000] row-major (mel-major,
   // as LogMel gives them), back to back in `features`.
   std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows, bool keep_states = false);
+  // Several callers' windows in one pass: part i is parts[i] windows, back to back in
+  // `features`; each part gets its own EncodedAudio (what running them one by one gives).
+  std::vector<std::shared_ptr<EncodedAudio>> encode_parts(std::span<const float> features,
+                                                          std::span<const int64_t> parts, bool keep_states = false);
 
-  // A new empty hypothesis over window `window` of `audio`.
+  // A new empty hypothesis over window `window` of `audio`. Thread-safe, as are copy()
+  // and dropping a hypothesis (no device work: blocks change hands).
   std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const;
-  // `to` becomes a copy of `from` (beam search keeping one hypothesis twice).
+  // `to` becomes a copy of `from` (beam search keeping one hypothesis twice), sharing
+  // its blocks until either writes to them.
   void copy(const WhisperSequence& from, WhisperSequence& to) const;
+  const WhisperKvPool& pool() const { return *pool_; }
 
   // One decoder step over many hypotheses: tokens[s] are appended to seqs[s] (each at
   // least one token, all within text_positions). `want` picks rows of the step
@@ -83,6 +105,17 @@ class WhisperModel {
   };
   void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
               std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross);
+  // Blocks for the positions a step writes: new blocks past a table's end, and a copy of
+  // any shared block it writes into; the copies' (source, destination) pool rows go to
+  // `copy_from` / `copy_to`.
+  void claim_blocks(WhisperSequence& seq, int64_t count, std::vector<int32_t>& copy_from,
+                    std::vector<int32_t>& copy_to) const;
+  // The step's index arrays on the device: `arrays` (host, laid out by the caller) as
+  // ops::Indices views of one upload.
+  std::vector<ops::Indices> stage(const std::vector<std::vector<int32_t>>& arrays);
+  // Copy on write's device work: self-attention rows from_to[0][i] become rows
+  // from_to[1][i], in every decoder layer.
+  void copy_self_rows(const std::vector<ops::Indices>& from_to);
 
   struct Norm {
     Tensor weight, bias;
@@ -132,10 +165,15 @@ class WhisperModel {
 
   // Step buffers, grown as needed.
   layers::Scratch enc_, dec_;
-  DeviceTensor mel_, patches1_, conv_out_, patches2_, picked_, logits_;
+  DeviceTensor mel_, patches1_, conv_out_, patches2_, picked_, logits_, copy_rows_;
   int64_t enc_windows_ = 0;
   std::vector<int32_t> frame_ids_;  // 0 .. audio_positions - 1
   std::vector<int32_t> all_last_;  // [audio_positions] of audio_positions - 1: every query sees every frame
+  std::shared_ptr<WhisperKvPool> pool_;
+  // A step's index arrays, laid end to end and uploaded in one copy (GPU devices).
+  std::vector<int32_t> step_indices_;
+  DeviceBuffer step_indices_device_;
+  size_t step_indices_capacity_ = 0;
 };
 
 }  // namespace corvid

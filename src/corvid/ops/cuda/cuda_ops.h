@@ -58,6 +58,7 @@ void rope(const Tensor& x, const Indices& positions, const RopeParams& params);
 void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                    const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
+void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tensor& k_cache, const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 // Whether matmul_glu (ops.h) runs as one GEMV (one token, a direct-load int8 format:
 // gemv.h gemv_dp4a_glu_supports); then it writes out only.

@@ -414,6 +414,25 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
   });
 }
 
+// rope_store_kv_kernel with no rotated pair (half 0) and no q heads: every k and v
+// element is an item stored as is.
+void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tensor& k_cache, const Tensor& v_cache) {
+  Context& ctx = context();
+  const int64_t n = k.dim(0);
+  if (n == 0) return;
+  const int kv_heads = static_cast<int>(k.dim(1)), head_dim = static_cast<int>(k.dim(2));
+  const int64_t items = int64_t{2} * kv_heads * head_dim;
+  CORVID_CHECK(n <= 65535 && items < (int64_t{1} << 30), "CUDA store_kv: ", n, " tokens of ", items,
+               " items each is too many for one launch");
+  const RopeStoreKvArgs args{nullptr, k.ptr<float>(), v.ptr<float>(), nullptr, ctx.indices(UploadSlot::Rows, rows),
+                             nullptr, k_cache.data, v_cache.data, 1.0f, 0, kv_heads, head_dim, 0, false};
+  const dim3 grid(blocks_for(items, kThreads), static_cast<unsigned>(n));
+  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+    using E = decltype(elem);
+    launch_pdl("store_kv_kernel", rope_store_kv_kernel<E, 1>, grid, dim3(kThreads), ctx.stream, args);
+  });
+}
+
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   Context& ctx = context();
   const int64_t count = gate.numel();

@@ -1,0 +1,89 @@
+#include "corvid/models/whisper/whisper_kv_pool.h"
+
+#include "corvid/core/error.h"
+#include "corvid/kv/state_spec.h"
+
+namespace corvid {
+
+namespace {
+
+std::vector<LayerState> decoder_spec(const WhisperConfig& c) {
+  return uniform_kv_spec(c.decoder_layers, c.decoder_heads, c.decoder_head_dim());
+}
+
+int64_t checked(int64_t value, const char* what) {
+  CORVID_CHECK(value >= 1, "whisper: a capacity of ", value, " ", what, " (at least 1)");
+  return value;
+}
+
+}  // namespace
+
+// A hypothesis of full length holds ceil(text_positions / kSelfBlock) blocks; one more
+// per hypothesis covers the copy a fork makes of its parent's last block while the
+// parent still holds it.
+WhisperKvPool::WhisperKvPool(const WhisperConfig& config, const WhisperCapacity& capacity, Device device)
+    : capacity_(capacity),
+      blocks_per_hypothesis_((config.text_positions + kSelfBlock - 1) / kSelfBlock),
+      self_(decoder_spec(config), kSelfBlock,
+            checked(capacity.streams, "streams") * checked(capacity.hypotheses, "hypotheses") *
+                (blocks_per_hypothesis_ + 1),
+            device),
+      cross_(decoder_spec(config), config.audio_positions,
+             capacity.streams * checked(capacity.windows, "windows"), device) {}
+
+int64_t WhisperKvPool::bytes() const {
+  auto pool_bytes = [](const BlockPool& p) {
+    int64_t sum = 0;
+    for (int64_t l = 0; l < p.num_layers(); ++l) sum += static_cast<int64_t>(p.keys(l).nbytes() + p.values(l).nbytes());
+    return sum;
+  };
+  return pool_bytes(self_) + pool_bytes(cross_);
+}
+
+int32_t WhisperKvPool::take_self() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::optional<int32_t> b = self_.allocate();
+  CORVID_CHECK(b.has_value(), "whisper: all ", self_.num_blocks(), " self-attention blocks are in use (",
+               capacity_.streams, " streams of ", capacity_.hypotheses, " hypotheses)");
+  return *b;
+}
+
+int32_t WhisperKvPool::take_cross() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::optional<int32_t> b = cross_.allocate();
+  CORVID_CHECK(b.has_value(), "whisper: all ", cross_.num_blocks(), " encoded windows are in use (",
+               capacity_.streams, " streams of ", capacity_.windows, " windows)");
+  return *b;
+}
+
+void WhisperKvPool::share_self(int32_t block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  self_.ref(block);
+}
+
+bool WhisperKvPool::self_shared(int32_t block) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return self_.refcount(block) > 1;
+}
+
+void WhisperKvPool::release_self(int32_t block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (self_.unref(block) == 0) self_.free(block);
+}
+
+void WhisperKvPool::release_cross(int32_t block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cross_.unref(block) == 0) cross_.free(block);
+}
+
+int64_t WhisperKvPool::self_blocks_used() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return self_.num_referenced();
+}
+
+int64_t WhisperKvPool::cross_blocks_used() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cross_.num_referenced();
+}
+
+}  // namespace corvid
