@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <utility>
 #include <string>
 
@@ -163,20 +162,6 @@ void check_rope_store_kv_args(const char* op, Device device, const Tensor& q, co
   check_rope_args(op, q, positions, params);
 }
 
-// The CPU's store: F32 rows copied (the CPU keeps F32 caches only); negative rows skipped.
-void store_kv_rows_cpu(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
-                       const Tensor& v_cache) {
-  const int64_t row_elems = k.dim(1) * k.dim(2);
-  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0) continue;
-    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
-    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
-  }
-}
-
 }  // namespace
 
 void rope(const Tensor& x, const Indices& positions, const RopeParams& params) {
@@ -200,22 +185,14 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
   (void)device;
   cpu::rope(q, positions, params);
   cpu::rope(k, positions, params);
-  store_kv_rows_cpu(k, v, rows, k_cache, v_cache);
+  cpu::store_kv(k, v, rows, k_cache, v_cache);
 }
 
 void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tensor& k_cache, const Tensor& v_cache) {
   const Device device = common_device("store_kv", {&k, &v, &k_cache, &v_cache});
   check_store_kv_args("store_kv", device, k, v, rows, k_cache, v_cache);
   if (rows.empty()) return;
-#ifdef CORVID_HAVE_CUDA
-  if (device == Device::CUDA) {
-    cuda::OpScope scope("store_kv");
-    cuda::store_kv(k, v, rows, k_cache, v_cache);
-    return;
-  }
-#endif
-  (void)device;
-  store_kv_rows_cpu(k, v, rows, k_cache, v_cache);
+  CORVID_DISPATCH(device, store_kv, k, v, rows, k_cache, v_cache);
 }
 
 // act(gate) * up's checks (silu_mul, gelu_tanh_mul): three F32 tensors of one shape, one device.

@@ -40,21 +40,24 @@ int64_t WhisperKvPool::bytes() const {
   return pool_bytes(self_) + pool_bytes(cross_);
 }
 
-int32_t WhisperKvPool::take_self() {
+int32_t WhisperKvPool::take(BlockPool& pool, const char* blocks, int64_t per_stream, const char* unit) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::optional<int32_t> b = self_.allocate();
-  CORVID_CHECK(b.has_value(), "whisper: all ", self_.num_blocks(), " self-attention blocks are in use (",
-               capacity_.streams, " streams of ", capacity_.hypotheses, " hypotheses)");
+  const std::optional<int32_t> b = pool.allocate();
+  CORVID_CHECK(b.has_value(), "whisper: all ", pool.num_blocks(), " ", blocks, " are in use (", capacity_.streams,
+               " streams of ", per_stream, " ", unit, ")");
   return *b;
 }
 
-int32_t WhisperKvPool::take_cross() {
+void WhisperKvPool::release(BlockPool& pool, int32_t block) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::optional<int32_t> b = cross_.allocate();
-  CORVID_CHECK(b.has_value(), "whisper: all ", cross_.num_blocks(), " encoded windows are in use (",
-               capacity_.streams, " streams of ", capacity_.windows, " windows)");
-  return *b;
+  if (pool.unref(block) == 0) pool.free(block);
 }
+
+int32_t WhisperKvPool::take_self() {
+  return take(self_, "self-attention blocks", capacity_.hypotheses, "hypotheses");
+}
+
+int32_t WhisperKvPool::take_cross() { return take(cross_, "encoded windows", capacity_.windows, "windows"); }
 
 void WhisperKvPool::share_self(int32_t block) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -66,15 +69,9 @@ bool WhisperKvPool::self_shared(int32_t block) const {
   return self_.refcount(block) > 1;
 }
 
-void WhisperKvPool::release_self(int32_t block) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (self_.unref(block) == 0) self_.free(block);
-}
+void WhisperKvPool::release_self(int32_t block) { release(self_, block); }
 
-void WhisperKvPool::release_cross(int32_t block) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (cross_.unref(block) == 0) cross_.free(block);
-}
+void WhisperKvPool::release_cross(int32_t block) { release(cross_, block); }
 
 int64_t WhisperKvPool::self_blocks_used() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -59,6 +59,11 @@ class WhisperKvPool {
   int64_t cross_blocks_used() const;
 
  private:
+  // A fresh block of `pool`, or the error naming what is spent: `blocks`, and the
+  // capacity's streams of `per_stream` `unit`.
+  int32_t take(BlockPool& pool, const char* blocks, int64_t per_stream, const char* unit);
+  void release(BlockPool& pool, int32_t block);  // one holder fewer; freed at none
+
   WhisperCapacity capacity_;
   int64_t blocks_per_hypothesis_;
   BlockPool self_, cross_;

@@ -355,7 +355,8 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
   } catch (...) {
     // The pool ran out part way: the copies already promised still happen, so that every
     // hypothesis reads what it wrote; the step itself does not run.
-    copy_self_rows(stage({copy_from, copy_to}));
+    const std::vector<ops::Indices> rows = stage({copy_from, copy_to});
+    copy_self_rows(rows[0], rows[1]);
     throw;
   }
   size_t width = 1;
@@ -381,7 +382,7 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
   arrays[kCopyFrom] = std::move(copy_from);
   arrays[kCopyTo] = std::move(copy_to);
   const std::vector<ops::Indices> idx = stage(arrays);
-  copy_self_rows({idx[kCopyFrom], idx[kCopyTo]});
+  copy_self_rows(idx[kCopyFrom], idx[kCopyTo]);
 
   dec_.ensure(n);
   const Tensor x = dec_.x.rows(n), h = dec_.h.rows(n);
@@ -436,9 +437,7 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
 
 // Copy on write's device work: self-attention rows from[i] → to[i] of every layer,
 // gathered into copy_rows_ and stored back.
-void WhisperModel::copy_self_rows(const std::vector<ops::Indices>& from_to) {
-  const ops::Indices& from = from_to[0];
-  const ops::Indices& to = from_to[1];
+void WhisperModel::copy_self_rows(const ops::Indices& from, const ops::Indices& to) {
   const int64_t m = static_cast<int64_t>(from.size());
   if (m == 0) return;
   const WhisperConfig& c = config_;

@@ -113,9 +113,9 @@ class WhisperModel {
   // The step's index arrays on the device: `arrays` (host, laid out by the caller) as
   // ops::Indices views of one upload.
   std::vector<ops::Indices> stage(const std::vector<std::vector<int32_t>>& arrays);
-  // Copy on write's device work: self-attention rows from_to[0][i] become rows
-  // from_to[1][i], in every decoder layer.
-  void copy_self_rows(const std::vector<ops::Indices>& from_to);
+  // Copy on write's device work: self-attention rows from[i] become rows to[i], in
+  // every decoder layer.
+  void copy_self_rows(const ops::Indices& from, const ops::Indices& to);
 
   struct Norm {
     Tensor weight, bias;

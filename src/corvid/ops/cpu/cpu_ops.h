@@ -20,6 +20,8 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
 void gelu(const Tensor& x);
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params);
+void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
+              const Tensor& v_cache);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(const Tensor& x, const Tensor& y);
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);

@@ -111,6 +111,20 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float
   });
 }
 
+// F32 rows copied (the CPU keeps F32 caches only); negative rows skipped.
+void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
+              const Tensor& v_cache) {
+  const int64_t row_elems = k.dim(1) * k.dim(2);
+  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0) continue;
+    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
+                row_bytes);
+  }
+}
+
 void rope(const Tensor& x, std::span<const int32_t> positions, const RopeParams& params) {
   const int64_t n = x.dim(0), heads = x.dim(1), head_dim = x.dim(2);
   const int half = params.rotary_dim / 2;
