@@ -40,7 +40,7 @@ class AudioServer:
 
 @pytest.fixture(scope="module")
 def server():
-    s = AudioServer()
+    s = AudioServer("--speech-streams", "3")
     yield s
     s.stop()
 
@@ -52,6 +52,7 @@ def transcribe(server, **kwargs):
 
 def test_banner_models_and_health(server):
     assert f"{NAME} (Whisper" in server.banner and "English-only" in server.banner
+    assert re.search(r"3 streams, \d+ MiB of KV", server.banner), server.banner
     assert "/v1/audio/transcriptions -H 'Authorization: Bearer $KEY' -F file=@" in server.banner
     assert [m.id for m in server.client.models.list().data] == [NAME]
     assert server.client.models.retrieve(NAME).id == NAME
@@ -167,8 +168,9 @@ def test_bad_requests(server):
 
 
 def test_concurrent_requests_all_succeed(server):
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        texts = list(pool.map(lambda _: transcribe(server).text, range(4)))
+    # More requests than streams: three run batched, the rest wait their turn; all agree.
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
+        texts = list(pool.map(lambda _: transcribe(server).text, range(5)))
     assert len(set(texts)) == 1 and "lazy" in texts[0]
 
 

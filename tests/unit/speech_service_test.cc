@@ -1,9 +1,10 @@
-// SpeechService with a fake transcriber: jobs run one at a time in arrival order, the
-// queue's bound refuses with 429's reason, a cancelled job stops (queued or running)
-// and still reports once, shutdown finishes the queue, many submitting threads all get
-// their answers, and a transcription gives the device up between windows.
+// SpeechService with a fake transcriber: jobs start in arrival order, one at a time on
+// one stream and side by side on several, the queue's bound refuses with 429's reason,
+// a cancelled job stops (queued or running) and still reports once, shutdown finishes
+// the queue, and many submitting threads all get their answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "corvid/core/error.h"
 #include "corvid/engine/request.h"
 #include "corvid/speech/speech_service.h"
 
@@ -36,13 +38,19 @@ struct Fake {
   std::shared_future<void> gate;
   std::mutex mutex;
   std::vector<size_t> order;  // jobs in the order they started
+  std::vector<int> workers;   // the worker each ran on
+  size_t started() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return order.size();
+  }
 
   SpeechService::Transcribe fn() {
-    return [this](const SpeechJob& j, const Transcriber::SegmentCallback& on_segment,
+    return [this](int worker, const SpeechJob& j, const Transcriber::SegmentCallback& on_segment,
                   const Transcriber::ProgressCallback& progress) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         order.push_back(j.audio.samples.size());
+        workers.push_back(worker);
       }
       if (gate.valid()) gate.wait();
       Transcript t;
@@ -151,7 +159,7 @@ TEST(SpeechService, CancelStopsQueuedAndRunningJobs) {
 }
 
 TEST(SpeechService, FailuresAndThrowingCallbacksKeepTheWorker) {
-  SpeechService service([](const SpeechJob& j, const Transcriber::SegmentCallback& on_segment,
+  SpeechService service([](int, const SpeechJob& j, const Transcriber::SegmentCallback& on_segment,
                            const Transcriber::ProgressCallback&) -> Transcript {
     if (j.audio.samples.size() == 2) throw Error("whisper: bad window");
     on_segment(TranscriptSegment{});
@@ -194,24 +202,58 @@ TEST(SpeechService, ConcurrentSubmittersAllComplete) {
   for (Outcome& o : outcomes) EXPECT_EQ(o.promise.get_future().get(), "w0 w1 w2");
 }
 
-TEST(SpeechService, GivesTheDeviceUpBetweenWindows) {
-  // Another model's steps (this thread) get turns while a long transcription runs.
-  DeviceTurns turns;
+TEST(SpeechService, StreamsRunJobsSideBySide) {
+  // Three streams: the first three jobs all start while the gate holds them; the
+  // fourth waits for a free worker.
   Fake fake;
-  fake.pause = 2ms;
+  std::promise<void> open;
+  fake.gate = open.get_future().share();
   SpeechServiceConfig config;
-  config.device_turns = &turns;
+  config.streams = 3;
   SpeechService service(fake.fn(), config);
-  Outcome o;
-  service.submit(job(200), o.callbacks());
-  auto f = o.promise.get_future();
-  int steps = 0;
-  while (f.wait_for(0ms) != std::future_status::ready) {
-    const DeviceTurns::Turn turn(&turns);
-    ++steps;
+  std::vector<Outcome> outcomes(4);
+  for (size_t i = 0; i < outcomes.size(); ++i) service.submit(job(i + 1), outcomes[i].callbacks());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (fake.started() < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(fake.started(), 3u) << "three streams run three jobs at once, and no more";
+  EXPECT_EQ(service.waiting(), 1u);
+  open.set_value();
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    std::string expected;
+    for (size_t w = 0; w <= i; ++w) expected += (w ? " w" : "w") + std::to_string(w);
+    EXPECT_EQ(outcomes[i].promise.get_future().get(), expected);
   }
-  EXPECT_GT(steps, 20);  // ~one per window, not one for the whole transcription
-  EXPECT_EQ(f.get().substr(0, 5), "w0 w1");
+  std::vector<int> first_three(fake.workers.begin(), fake.workers.begin() + 3);
+  std::sort(first_three.begin(), first_three.end());
+  EXPECT_EQ(first_three, (std::vector<int>{0, 1, 2})) << "each running job has its own worker";
+}
+
+TEST(SpeechService, CancelOnOneStreamLeavesTheOthers) {
+  Fake fake;
+  fake.pause = 10ms;
+  SpeechServiceConfig config;
+  config.streams = 2;
+  SpeechService service(fake.fn(), config);
+  Outcome cancelled, kept;
+  const uint64_t a = service.submit(job(1000), cancelled.callbacks());  // 10 s unless cancelled
+  service.submit(job(20), kept.callbacks());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (fake.started() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  service.cancel(a);
+  auto f = cancelled.promise.get_future();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_NE(f.get().find("cancelled"), std::string::npos);
+  const std::string text = kept.promise.get_future().get();
+  EXPECT_EQ(text.substr(0, 5), "w0 w1");
+  EXPECT_EQ(kept.segments.load(), 20);
+}
+
+TEST(SpeechService, RefusesZeroStreams) {
+  Fake fake;
+  SpeechServiceConfig config;
+  config.streams = 0;
+  EXPECT_THROW(SpeechService(fake.fn(), config), Error);
 }
 
 }  // namespace

@@ -7,19 +7,16 @@
 #include <algorithm>
 #include <cmath>
 
-#include "binary_file_util.h"
 #include "corvid/core/error.h"
-#include "corvid/formats/json_file.h"
-#include "corvid/formats/safetensors.h"
 #include "corvid/models/whisper/whisper_model.h"
-#include "fixture_util.h"
+#include "whisper_tiny_fixture.h"
 
 namespace corvid {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fixture_dir() { return fixtures::source_dir() / "tests" / "data" / "whisper" / "tiny-random"; }
+fs::path fixture_dir() { return fixtures::tiny_whisper_dir(); }
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());
@@ -34,17 +31,10 @@ int32_t argmax(std::span<const float> row) {
 
 class WhisperTiny : public ::testing::Test {
  protected:
-  void SetUp() override {
-    files_ = load_safetensors_checkpoint(fixture_dir().string());
-    config_ = whisper_config_from_hf(read_json_file((fixture_dir() / "config.json").string()), "tiny-random");
-    WeightLoader loader(files_, WeightPlacement(Device::CPU));
-    model_ = std::make_unique<WhisperModel>(config_, loader, WhisperCapacity{2, 5, 2});
-    features_ = fixtures::array_of<float>(fixture_dir() / "input_features.f32");
-  }
-  WeightSet files_;
-  WhisperConfig config_;
-  std::unique_ptr<WhisperModel> model_;
-  std::vector<float> features_;
+  fixtures::TinyWhisper tiny_{WhisperCapacity{2, 5, 2}};
+  const WhisperConfig& config_ = tiny_.config;
+  WhisperModel* model_ = tiny_.model.get();
+  const std::vector<float>& features_ = tiny_.features;
 };
 
 TEST_F(WhisperTiny, ConfigReadsTheCheckpoint) {

@@ -23,14 +23,17 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "corvid/audio/audio_file.h"
+#include "corvid/core/error.h"
 #include "corvid/formats/json_file.h"
 #include "corvid/speech/speech_model.h"
+#include "corvid/speech/speech_service.h"
 #include "corvid/speech/transcriber.h"
 #include "fixture_util.h"
 
@@ -89,6 +92,8 @@ struct Setting {
 };
 const Setting kSettings[] = {{"greedy_timestamps", 1, false}, {"greedy_notimestamps", 1, true}, {"beam5", 5, true}};
 
+constexpr int kStreams = 4;  // the concurrent test's SpeechService streams
+
 // (model, setting); the long-form test ignores the setting and runs on the first only.
 using Case = std::tuple<const char*, Setting>;
 
@@ -102,7 +107,7 @@ class WhisperRealSpeech : public ::testing::TestWithParam<Case> {
       GTEST_SKIP() << "CORVID_REAL_WEIGHTS=1 runs " << model_name_ << " " << setting_.name;
     const fs::path dir = fixtures::source_dir() / "models" / model_name_;
     if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model " << model_name_;
-    model_ = SpeechModel::load(dir.string(), Device::CPU);
+    model_ = SpeechModel::load(dir.string(), Device::CPU, WhisperCapacity{kStreams, 5, 1});
     reference_ = read_json_file((speech_dir() / "reference.json").string());
     texts_ = read_json_file((speech_dir() / "sentences.json").string())["text"];
   }
@@ -190,6 +195,58 @@ TEST_P(WhisperRealSpeech, LongFormFollowsTheRecording) {
   std::printf("%s long.opus: %zu segments, WER %.3f (faster-whisper %.3f, %zu segments)\n", model_name_.c_str(),
               got.segments.size(), wer, fw_wer, want["segments"].size());
   EXPECT_LE(wer, fw_wer + 0.02);
+}
+
+// Four streams at once through one batcher (SpeechService, as the server runs them):
+// each clip gets the transcript, word timing included, that it gets alone. On the CPU
+// a step's rows do not depend on what it batches with them, so this is exact.
+TEST_P(WhisperRealSpeech, ConcurrentStreamsTranscribeAsOneByOne) {
+  TranscribeOptions o = options(setting_.beam_size, setting_.without_timestamps, false);
+  o.word_timestamps = true;
+  std::vector<std::string> files;
+  for (const auto& [file, unused] : reference_["results"][model_name_].items()) files.push_back(file);
+  files.resize(std::min<size_t>(files.size(), 8));
+  std::vector<Transcript> alone;
+  {
+    Transcriber transcriber(*model_);
+    for (const std::string& f : files) alone.push_back(transcriber.transcribe(clip(f), o));
+  }
+  SpeechServiceConfig config;
+  config.streams = kStreams;
+  config.max_waiting = files.size();
+  std::vector<std::promise<Transcript>> results(files.size());
+  {
+    SpeechService service(*model_, config);
+    for (size_t i = 0; i < files.size(); ++i) {
+      SpeechCallbacks cb;
+      cb.done = [&results, i](Transcript t) { results[i].set_value(std::move(t)); };
+      cb.failed = [&results, i](const std::string& e) { results[i].set_exception(std::make_exception_ptr(Error(e))); };
+      service.submit(SpeechJob{clip(files[i]), o}, std::move(cb));
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Transcript got = results[i].get_future().get();
+    const Transcript& want = alone[i];
+    ASSERT_EQ(got.segments.size(), want.segments.size()) << files[i];
+    for (size_t s = 0; s < got.segments.size(); ++s) {
+      const TranscriptSegment &g = got.segments[s], &w = want.segments[s];
+      EXPECT_EQ(g.tokens, w.tokens) << files[i];
+      EXPECT_EQ(g.start, w.start) << files[i];
+      EXPECT_EQ(g.end, w.end) << files[i];
+      EXPECT_EQ(g.avg_logprob, w.avg_logprob) << files[i];
+      EXPECT_EQ(g.no_speech_prob, w.no_speech_prob) << files[i];
+      ASSERT_EQ(g.words.size(), w.words.size()) << files[i];
+      for (size_t k = 0; k < g.words.size(); ++k) {
+        EXPECT_EQ(g.words[k].word, w.words[k].word) << files[i];
+        EXPECT_EQ(g.words[k].start, w.words[k].start) << files[i];
+        EXPECT_EQ(g.words[k].end, w.words[k].end) << files[i];
+        EXPECT_EQ(g.words[k].probability, w.words[k].probability) << files[i];
+      }
+    }
+    EXPECT_GT(got.segments.size(), 0u) << files[i];
+  }
+  EXPECT_EQ(model_->model->pool().self_blocks_used(), 0);
+  EXPECT_EQ(model_->model->pool().cross_blocks_used(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, WhisperRealSpeech,

@@ -31,6 +31,7 @@ struct BenchArgs {
   bool eager = false;       // decode steps run op by op (no CUDA graph), e.g. for CORVID_OP_TIMES
   std::string dummy_shape;  // a Whisper shape: -m names a Whisper folder for its tokenizer
   int windows = 1, beams = 1;  // Whisper: windows per encoder batch, hypotheses per decoder step
+  int streams = 1;             // Whisper: concurrent transcriptions, batched
 };
 
 struct Stat { double mean = 0, stdev = 0; };
@@ -48,7 +49,7 @@ void run_bench(const BenchArgs& a) {
   if (!a.dummy_shape.empty() || is_speech_model(a.common.model)) {
     return run_speech_bench(SpeechBenchArgs{.model = a.common.model, .device = a.common.device,
                                             .dummy_shape = a.dummy_shape, .gen = a.gen, .reps = a.reps,
-                                            .windows = a.windows, .beams = a.beams});
+                                            .windows = a.windows, .beams = a.beams, .streams = a.streams});
   }
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),
@@ -126,6 +127,10 @@ void register_bench(CLI::App& app) {
                   "-m names a Whisper folder for the tokenizer");
   cmd->add_option("--windows", args->windows, "Whisper: 30-s windows encoded in one batch")->check(CLI::PositiveNumber);
   cmd->add_option("--beams", args->beams, "Whisper: hypotheses per decoder step (beam size, best-of)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--streams", args->streams,
+                  "Whisper: concurrent transcriptions as the server batches them: one window each in one encoder "
+                  "pass, and steps over every stream's --beams hypotheses")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] { run_bench(*args); });
 }

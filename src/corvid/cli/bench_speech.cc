@@ -4,6 +4,9 @@
 // that many), over -n steps after the 4-token start-of-transcript prompt. A window of
 // speech is about 100 tokens (150 words a minute), so the estimated real-time factor of
 // greedy decoding is (encode + 100 steps) / 30 s.
+// --streams S measures what the server's batcher runs for S concurrent transcriptions:
+// S windows (one per stream) in one encoder pass, and steps over S x beams hypotheses,
+// each stream's over its own window; the estimate is then (encode + 100 steps) / (S x 30 s).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,8 +21,11 @@ namespace corvid::cli {
 
 void run_speech_bench(const SpeechBenchArgs& a) {
   const Device device = parse_device(a.device);
-  CORVID_CHECK(a.windows >= 1 && a.beams >= 1, "bench: --windows and --beams must be at least 1");
-  const WhisperCapacity capacity{1, a.beams, a.windows};
+  CORVID_CHECK(a.windows >= 1 && a.beams >= 1 && a.streams >= 1,
+               "bench: --windows, --beams and --streams must be at least 1");
+  const int streams = a.streams, windows = streams > 1 ? streams : a.windows;
+  const int hyps = streams * a.beams;
+  const WhisperCapacity capacity{streams, a.beams, streams > 1 ? 1 : a.windows};
   std::unique_ptr<SpeechModel> sm =
       a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
                             : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);
@@ -29,36 +35,39 @@ void run_speech_bench(const SpeechBenchArgs& a) {
                c.text_positions, " positions");
   std::mt19937 rng(1234);
   std::normal_distribution<float> noise(0.0f, 0.5f);
-  std::vector<float> features(static_cast<size_t>(a.windows * c.n_mels * c.input_frames()));
+  std::vector<float> features(static_cast<size_t>(windows * c.n_mels * c.input_frames()));
   for (float& f : features) f = noise(rng);  // log-mel values are around [-1, 1.5]
   const std::vector<int32_t> prompt = {sm->vocab.sot, sm->vocab.sot, sm->vocab.sot, sm->vocab.sot};
   const std::vector<int32_t> one = {sm->vocab.timestamp_begin};
+  const std::vector<int64_t> parts(static_cast<size_t>(streams), 1);
 
   using clock = std::chrono::steady_clock;
   std::vector<double> encode_ms, step_ms;
   std::vector<float> logits;
   for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms up
     auto t0 = clock::now();
-    std::shared_ptr<EncodedAudio> audio = model.encode(features, a.windows);
+    std::vector<std::shared_ptr<EncodedAudio>> audio;
+    if (streams > 1) audio = model.encode_parts(features, parts);
+    else audio.push_back(model.encode(features, windows));
     synchronize(device);
     const double enc = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     std::vector<std::unique_ptr<WhisperSequence>> seqs;
     std::vector<WhisperSequence*> ptrs;
-    for (int b = 0; b < a.beams; ++b) {
-      seqs.push_back(model.start(audio, 0));
+    for (int h = 0; h < hyps; ++h) {
+      seqs.push_back(model.start(audio[static_cast<size_t>(h / a.beams)], 0));
       ptrs.push_back(seqs.back().get());
     }
-    std::vector<int64_t> want(static_cast<size_t>(a.beams));
-    std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(a.beams), prompt);
-    for (int b = 0; b < a.beams; ++b) want[static_cast<size_t>(b)] = static_cast<int64_t>((b + 1) * prompt.size()) - 1;
+    std::vector<int64_t> want(static_cast<size_t>(hyps));
+    std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(hyps), prompt);
+    for (int h = 0; h < hyps; ++h) want[static_cast<size_t>(h)] = static_cast<int64_t>((h + 1) * prompt.size()) - 1;
     model.decode(ptrs, tokens, want, logits);
     std::fill(tokens.begin(), tokens.end(), one);
-    for (int b = 0; b < a.beams; ++b) want[static_cast<size_t>(b)] = b;
+    for (int h = 0; h < hyps; ++h) want[static_cast<size_t>(h)] = h;
     t0 = clock::now();
     for (int64_t i = 0; i < a.gen; ++i) model.decode(ptrs, tokens, want, logits);  // logits to the host: synchronous
     const double steps = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     if (r) {
-      encode_ms.push_back(enc / static_cast<double>(a.windows));
+      encode_ms.push_back(enc / static_cast<double>(windows));
       step_ms.push_back(steps / static_cast<double>(std::max<int64_t>(a.gen, 1)));
     }
   }
@@ -72,10 +81,16 @@ void run_speech_bench(const SpeechBenchArgs& a) {
               a.dummy_shape.empty() ? "checkpoint" : a.dummy_shape.c_str(),
               static_cast<double>(model.parameter_count()) / 1e6, device_backend(device).description().c_str(),
               ThreadPool::global().size());
-  std::printf("encode: %.2f ms per 30-s window (%d in a batch)\n", enc, a.windows);
-  std::printf("decode: %.3f ms per step of %d hypotheses, %lld steps (%.0f tokens/s)\n", step, a.beams,
-              static_cast<long long>(a.gen), 1000.0 * a.beams / step);
-  std::printf("rtf: %.4f (one window: encode + 100 steps, over 30 s)\n", (enc + 100 * step) / 30000.0);
+  std::printf("encode: %.2f ms per 30-s window (%d in a batch)\n", enc, windows);
+  std::printf("decode: %.3f ms per step of %d hypotheses, %lld steps (%.0f tokens/s)\n", step, hyps,
+              static_cast<long long>(a.gen), 1000.0 * hyps / step);
+  if (streams == 1) {
+    std::printf("rtf: %.4f (one window: encode + 100 steps, over 30 s)\n", (enc + 100 * step) / 30000.0);
+  } else {
+    const double rtf = (enc * streams + 100 * step) / (30000.0 * streams);
+    std::printf("rtf: %.5f = %.0fx real time (%d streams, a window each: encode + 100 steps, over %d x 30 s)\n", rtf,
+                1.0 / rtf, streams, streams);
+  }
 }
 
 }  // namespace corvid::cli

@@ -13,7 +13,8 @@ struct SpeechBenchArgs {
   int64_t gen = 128;        // decoder steps timed
   int reps = 3;
   int windows = 1;          // 30-s windows encoded in one batch
-  int beams = 1;            // hypotheses per decoder step
+  int beams = 1;            // hypotheses per decoder step (per stream)
+  int streams = 1;          // > 1: that many transcriptions batched, a window each (--windows is ignored)
 };
 
 void run_speech_bench(const SpeechBenchArgs& args);

@@ -18,6 +18,11 @@ void add_speech_options(CLI::App& cmd, SpeechArgs& args) {
   cmd.add_option("--speech-max-waiting", args.max_waiting, "transcriptions queued before new ones get 429")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd.add_option("--speech-streams", args.streams,
+                 "transcriptions run at once: their encodes and decoder steps are batched; the speech model's "
+                 "KV pools are sized for this many up front")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
 }
 
 SpeechServing::SpeechServing(const SpeechArgs& args, Device device, DeviceTurns* turns) : args_(args) {
@@ -29,11 +34,13 @@ SpeechServing::SpeechServing(const SpeechArgs& args, Device device, DeviceTurns*
     if (p.filename().empty()) p = p.parent_path();  // a folder given with a trailing slash
     name_ = p.filename().string();
   }
-  model_ = SpeechModel::load(args.path, device);
+  WhisperCapacity capacity;
+  capacity.streams = args.streams;
+  model_ = SpeechModel::load(args.path, device, capacity);
   SpeechServiceConfig config;
   config.max_waiting = static_cast<size_t>(args.max_waiting);
-  config.device_turns = turns;
-  service_ = std::make_unique<SpeechService>(*model_, config);
+  config.streams = static_cast<int>(args.streams);
+  service_ = std::make_unique<SpeechService>(*model_, config, turns);
 }
 
 server::SpeechBackend SpeechServing::backend() {
@@ -47,10 +54,12 @@ void SpeechServing::add_limits(server::HttpLimits& limits) const {
 }
 
 void SpeechServing::describe_model() const {
-  std::printf("corvid serve: %s (Whisper, %.0fM parameters, %s, on %s): /v1/audio/transcriptions%s\n",
+  std::printf("corvid serve: %s (Whisper, %.0fM parameters, %s, on %s, %lld streams, %.0f MiB of KV): "
+              "/v1/audio/transcriptions%s\n",
               name_.c_str(), static_cast<double>(model_->model->parameter_count()) / 1e6,
               model_->vocab.multilingual ? "multilingual" : "English-only",
-              device_backend(model_->model->device()).description().c_str(),
+              device_backend(model_->model->device()).description().c_str(), static_cast<long long>(args_.streams),
+              static_cast<double>(model_->model->pool().bytes()) / (1 << 20),
               model_->vocab.multilingual ? ", /v1/audio/translations" : "");
 }
 

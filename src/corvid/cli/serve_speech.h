@@ -1,5 +1,5 @@
-// The speech side of corvid serve (--speech-model): a Whisper model and the worker that
-// transcribes with it, for the /v1/audio/ routes beside a text model or alone.
+// The speech side of corvid serve (--speech-model): a Whisper model and the workers that
+// transcribe with it, for the /v1/audio/ routes beside a text model or alone.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,6 +22,7 @@ struct SpeechArgs {
   std::string name;          // --speech-model-name ("": the folder's name)
   int64_t max_audio_mb = 25;  // the audio routes' body limit (OpenAI's 25 MB upload limit)
   int64_t max_waiting = 16;   // transcriptions queued before new ones get 429
+  int64_t streams = 4;        // transcriptions run at once, their steps batched (--speech-streams)
 };
 
 void add_speech_options(CLI::App& cmd, SpeechArgs& args);

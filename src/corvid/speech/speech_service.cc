@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "corvid/core/error.h"
 #include "corvid/engine/request.h"
 
 namespace corvid {
@@ -11,41 +12,34 @@ namespace {
 // Thrown from the worker's callbacks to end a cancelled transcription; never escapes run_one.
 struct Cancelled {};
 
-// The device turn a transcription holds, given up between windows.
-class HeldTurn {
- public:
-  explicit HeldTurn(DeviceTurns* turns) : turns_(turns) {}
-  ~HeldTurn() { give(); }
-  HeldTurn(const HeldTurn&) = delete;
-  HeldTurn& operator=(const HeldTurn&) = delete;
-  void take() {
-    if (turns_ && !held_) turns_->acquire();
-    held_ = true;
-  }
-  void give() {
-    if (turns_ && held_) turns_->release();
-    held_ = false;
-  }
-
- private:
-  DeviceTurns* turns_;
-  bool held_ = false;
-};
+// The model's workers: a Transcriber each, over one batcher (both live in the function,
+// which the workers call, each with its own index).
+SpeechService::Transcribe batched(SpeechModel& model, int streams, DeviceTurns* device_turns) {
+  CORVID_CHECK(streams >= 1, "speech: ", streams, " streams");
+  CORVID_CHECK(model.model->capacity().streams >= streams, "speech: the model's KV pools hold ",
+               model.model->capacity().streams, " streams, not ", streams);
+  WhisperBatcherConfig config;
+  config.device_turns = device_turns;
+  auto batcher = std::make_shared<WhisperBatcher>(*model.model, config);
+  auto transcribers = std::make_shared<std::vector<std::unique_ptr<Transcriber>>>();
+  for (int w = 0; w < streams; ++w) transcribers->push_back(std::make_unique<Transcriber>(model, *batcher));
+  return [batcher, transcribers](int worker, const SpeechJob& job, const Transcriber::SegmentCallback& on_segment,
+                                 const Transcriber::ProgressCallback& progress) {
+    const WhisperBatcher::Stream stream(*batcher);
+    return (*transcribers)[static_cast<size_t>(worker)]->transcribe(job.audio, job.options, on_segment, progress);
+  };
+}
 
 }  // namespace
 
-SpeechService::SpeechService(SpeechModel& model, SpeechServiceConfig config)
-    : SpeechService(
-          // The Transcriber lives in the function, which only the worker thread calls.
-          [transcriber = std::make_shared<Transcriber>(model)](const SpeechJob& job,
-                                                               const Transcriber::SegmentCallback& on_segment,
-                                                               const Transcriber::ProgressCallback& progress) {
-            return transcriber->transcribe(job.audio, job.options, on_segment, progress);
-          },
-          config) {}
+SpeechService::SpeechService(SpeechModel& model, SpeechServiceConfig config, DeviceTurns* device_turns)
+    : SpeechService(batched(model, config.streams, device_turns), config) {}
 
 SpeechService::SpeechService(Transcribe transcribe, SpeechServiceConfig config)
-    : transcribe_(std::move(transcribe)), config_(config), thread_([this] { run(); }) {}
+    : transcribe_(std::move(transcribe)), config_(config) {
+  CORVID_CHECK(config_.streams >= 1, "speech: ", config_.streams, " streams");
+  for (int w = 0; w < config_.streams; ++w) workers_.emplace_back([this, w] { run(w); });
+}
 
 SpeechService::~SpeechService() { shutdown(); }
 
@@ -55,7 +49,8 @@ void SpeechService::shutdown() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : workers_)
+    if (t.joinable()) t.join();
 }
 
 uint64_t SpeechService::submit(SpeechJob job, SpeechCallbacks callbacks) {
@@ -76,8 +71,8 @@ uint64_t SpeechService::submit(SpeechJob job, SpeechCallbacks callbacks) {
 
 void SpeechService::cancel(uint64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (id == running_) {
-    running_cancelled_ = true;
+  if (auto it = running_.find(id); it != running_.end()) {
+    it->second = true;
     return;
   }
   for (Entry& e : queue_)
@@ -89,7 +84,7 @@ size_t SpeechService::waiting() const {
   return queue_.size();
 }
 
-void SpeechService::run() {
+void SpeechService::run(int worker) {
   for (;;) {
     Entry entry;
     {
@@ -98,20 +93,19 @@ void SpeechService::run() {
       if (queue_.empty()) return;  // stopping, and everything queued is done
       entry = std::move(queue_.front());
       queue_.pop_front();
-      running_ = entry.id;
-      running_cancelled_ = entry.cancelled;
+      running_[entry.id] = entry.cancelled;
     }
-    run_one(entry);
+    run_one(worker, entry);
     std::lock_guard<std::mutex> lock(mutex_);
-    running_ = 0;
+    running_.erase(entry.id);
   }
 }
 
-void SpeechService::run_one(Entry& entry) {
+void SpeechService::run_one(int worker, Entry& entry) {
   const SpeechCallbacks& cb = entry.callbacks;
-  auto check = [this] {
+  auto check = [this, id = entry.id] {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (running_cancelled_) throw Cancelled{};
+    if (running_.at(id)) throw Cancelled{};
   };
   // Exceptions from the callbacks themselves are the requester's bugs; they must not
   // take the worker (and every later request) down.
@@ -124,19 +118,12 @@ void SpeechService::run_one(Entry& entry) {
   Transcript transcript;
   try {
     check();
-    HeldTurn turn(config_.device_turns);
-    turn.take();
     const Transcriber::SegmentCallback on_segment = [&](const TranscriptSegment& s) {
       check();
       if (cb.segment) cb.segment(s);
     };
-    // After each window: the other model may run a step before the next one.
-    const Transcriber::ProgressCallback progress = [&](double, double) {
-      turn.give();
-      check();
-      turn.take();
-    };
-    transcript = transcribe_(entry.job, on_segment, progress);
+    const Transcriber::ProgressCallback progress = [&](double, double) { check(); };
+    transcript = transcribe_(worker, entry.job, on_segment, progress);
   } catch (const Cancelled&) {
     return report_failure("the transcription was cancelled");
   } catch (const std::exception& e) {

@@ -1,10 +1,12 @@
 // SpeechService: transcription for a server. Jobs (16-kHz audio and its options) come
-// from any thread (the HTTP workers) into a bounded FIFO queue; one worker thread owns
-// the Transcriber, which is not thread-safe, and runs them one at a time. Concurrent
-// requests all complete, each after those before it: serialised on the one worker (a
-// Whisper model's windows are not batched across requests yet).
+// from any thread (the HTTP workers) into a bounded FIFO queue; `streams` worker
+// threads take them in arrival order, each with its own Transcriber, so that up to
+// `streams` transcriptions run at once. Their model work goes through one
+// WhisperBatcher: the windows they encode and the decoder steps they take at the same
+// time run as one encode and one step (speech/whisper_batcher.h). The model's KV pools
+// must be sized for `streams` (SpeechModel::load's capacity).
 //
-// Callbacks run on the worker thread: each final segment as it is decoded (streamed
+// Callbacks run on the job's worker thread: each final segment as it is decoded (streamed
 // answers), then exactly one of done (the transcript) or failed (a message). They must
 // not block: they post to the requester's own thread (a connection strand).
 #pragma once
@@ -13,15 +15,17 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "corvid/audio/audio_file.h"
-#include "corvid/core/device_turns.h"
 #include "corvid/speech/speech_model.h"
 #include "corvid/speech/transcriber.h"
+#include "corvid/speech/whisper_batcher.h"
 
 namespace corvid {
 
@@ -37,22 +41,22 @@ struct SpeechCallbacks {
 };
 
 struct SpeechServiceConfig {
-  size_t max_waiting = 16;  // jobs queued (not counting the one running) before submit() refuses: 429
-  // Set when another model shares the device (a text engine in the same server): each
-  // window is decoded in a turn of it (core/device_turns.h). Outlives the service.
-  DeviceTurns* device_turns = nullptr;
+  size_t max_waiting = 16;  // jobs queued (not counting those running) before submit() refuses: 429
+  int streams = 1;          // transcriptions run at once (worker threads)
 };
 
 class SpeechService {
  public:
-  // What the worker runs for a job; the service passes callbacks that report segments
-  // and check for cancellation (a callback that throws ends the transcription); the
-  // progress callback, between windows, is where the device changes hands.
-  using Transcribe = std::function<Transcript(const SpeechJob&, const Transcriber::SegmentCallback&,
+  // What worker `worker` (0 .. streams - 1) runs for a job; the service passes
+  // callbacks that report segments and check for cancellation (a callback that throws
+  // ends the transcription).
+  using Transcribe = std::function<Transcript(int worker, const SpeechJob&, const Transcriber::SegmentCallback&,
                                               const Transcriber::ProgressCallback&)>;
 
-  // Transcribes with `model` (which outlives the service) through one Transcriber.
-  explicit SpeechService(SpeechModel& model, SpeechServiceConfig config = {});
+  // Transcribes with `model` (which outlives the service): a Transcriber per worker,
+  // over one WhisperBatcher. `device_turns`: set when another model shares the device
+  // (a text engine in the same server); each merged step runs in a turn of it.
+  explicit SpeechService(SpeechModel& model, SpeechServiceConfig config = {}, DeviceTurns* device_turns = nullptr);
   // Runs jobs through `transcribe` (tests give a fake one).
   explicit SpeechService(Transcribe transcribe, SpeechServiceConfig config = {});
   ~SpeechService();
@@ -62,13 +66,13 @@ class SpeechService {
   // Queues `job`; returns its id for cancel(). Throws RequestRejected: QueueFull (429)
   // when max_waiting jobs wait, Unavailable (503) once shutdown() has begun.
   uint64_t submit(SpeechJob job, SpeechCallbacks callbacks);
-  // The requester is gone: a waiting job is skipped, a running one stops after its
-  // current window. Its failed callback still runs (once, on the worker). Unknown or
+  // The requester is gone: a waiting job is skipped, a running one stops at its next
+  // segment or window. Its failed callback still runs (once, on the worker). Unknown or
   // finished ids are ignored.
   void cancel(uint64_t id);
-  size_t waiting() const;  // jobs queued behind the running one
+  size_t waiting() const;  // jobs queued behind those running
 
-  // Refuses new jobs, finishes those queued, and joins the worker (the destructor calls it).
+  // Refuses new jobs, finishes those queued, and joins the workers (the destructor calls it).
   void shutdown();
 
  private:
@@ -78,8 +82,8 @@ class SpeechService {
     SpeechCallbacks callbacks;
     bool cancelled = false;
   };
-  void run();
-  void run_one(Entry& entry);
+  void run(int worker);
+  void run_one(int worker, Entry& entry);
 
   Transcribe transcribe_;
   SpeechServiceConfig config_;
@@ -87,10 +91,9 @@ class SpeechService {
   std::condition_variable wake_;
   std::deque<Entry> queue_;
   uint64_t next_id_ = 1;
-  uint64_t running_ = 0;            // the running job's id (0: none)
-  bool running_cancelled_ = false;  // cancel() came for it
+  std::map<uint64_t, bool> running_;  // the running jobs' ids: whether cancel() came for each
   bool stopping_ = false;
-  std::thread thread_;  // last: started once everything above exists
+  std::vector<std::thread> workers_;  // last: started once everything above exists
 };
 
 }  // namespace corvid

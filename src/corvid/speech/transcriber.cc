@@ -48,10 +48,13 @@ double compression_ratio(const std::string& text) {
   return static_cast<double>(text.size()) / static_cast<double>(size);
 }
 
-Transcriber::Transcriber(SpeechModel& model)
+Transcriber::Transcriber(SpeechModel& model) : Transcriber(model, *model.model) {}
+
+Transcriber::Transcriber(SpeechModel& model, WhisperSteps& steps)
     : model_(model),
-      decoder_(*model.model, model.vocab),
-      aligner_(*model.model, model.vocab, tokenizer_of(model)) {}
+      steps_(steps),
+      decoder_(steps, model.vocab),
+      aligner_(steps, model.vocab, tokenizer_of(model)) {}
 
 std::string Transcriber::text_of(const std::vector<int32_t>& tokens) const {
   std::vector<int32_t> text;
@@ -142,7 +145,7 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
     for (int64_t m = 0; m < c.n_mels; ++m)
       std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(m * frames + seek), n,
                   slice.begin() + static_cast<std::ptrdiff_t>(m * window));
-    return model_.model->encode(slice, 1);
+    return steps_.encode(slice, 1);
   };
 
   std::shared_ptr<const EncodedAudio> first;

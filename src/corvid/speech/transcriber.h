@@ -79,7 +79,10 @@ double compression_ratio(const std::string& text);
 
 class Transcriber {
  public:
+  // Runs the model's steps itself (one transcription at a time on its device)...
   explicit Transcriber(SpeechModel& model);
+  // ...or through `steps` (a WhisperBatcher over model.model), which outlives it.
+  Transcriber(SpeechModel& model, WhisperSteps& steps);
 
   using SegmentCallback = std::function<void(const TranscriptSegment&)>;
   using ProgressCallback = std::function<void(double done_seconds, double total_seconds)>;
@@ -100,6 +103,7 @@ class Transcriber {
   std::string text_of(const std::vector<int32_t>& tokens) const;
 
   SpeechModel& model_;
+  WhisperSteps& steps_;
   WindowDecoder decoder_;
   WordAligner aligner_;
 };

@@ -32,7 +32,7 @@ float log_sum_exp(const std::vector<float>& row, size_t from, size_t to) {
 
 }  // namespace
 
-WindowDecoder::WindowDecoder(WhisperModel& model, const WhisperVocab& vocab) : model_(model), vocab_(vocab) {
+WindowDecoder::WindowDecoder(WhisperSteps& model, const WhisperVocab& vocab) : model_(model), vocab_(vocab) {
   suppress_ = vocab.suppress;
   // Never sampled, whatever the checkpoint's list says (faster-whisper adds them too).
   for (int32_t t : {vocab.transcribe, vocab.translate, vocab.sot, vocab.sot_prev, vocab.sot_lm, vocab.no_speech})
@@ -110,8 +110,8 @@ WindowResult WindowDecoder::decode(std::shared_ptr<const EncodedAudio> audio, in
   CORVID_CHECK(r.beam_size >= 1 && r.best_of >= 1 && r.temperature >= 0 && r.patience > 0,
                "whisper: beam_size and best_of must be at least 1, temperature non-negative, patience positive");
   const int64_t hypotheses = std::max(r.beam_size, r.temperature > 0 ? r.best_of : 1);
-  CORVID_CHECK(hypotheses <= model_.pool().capacity().hypotheses, "whisper: ", hypotheses,
-               " hypotheses at once (beam_size / best_of) exceed the ", model_.pool().capacity().hypotheses,
+  CORVID_CHECK(hypotheses <= model_.capacity().hypotheses, "whisper: ", hypotheses,
+               " hypotheses at once (beam_size / best_of) exceed the ", model_.capacity().hypotheses,
                " this model was sized for");
   Rules rules;
   rules.timestamps = prompt.back() != vocab_.no_timestamps;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "corvid/models/whisper/whisper_model.h"
+#include "corvid/models/whisper/whisper_steps.h"
 #include "corvid/speech/whisper_vocab.h"
 
 namespace corvid {
@@ -43,7 +44,7 @@ struct WindowResult {
 
 class WindowDecoder {
  public:
-  WindowDecoder(WhisperModel& model, const WhisperVocab& vocab);
+  WindowDecoder(WhisperSteps& model, const WhisperVocab& vocab);
 
   WindowResult decode(std::shared_ptr<const EncodedAudio> audio, int64_t window, const WindowRequest& request);
   // Language probabilities of a window (multilingual models): the softmax over the
@@ -74,7 +75,7 @@ class WindowDecoder {
   void step(const std::vector<Hypothesis*>& hyps, std::vector<float>& rows);
   double score(const Hypothesis& h, float length_penalty) const;
 
-  WhisperModel& model_;
+  WhisperSteps& model_;
   const WhisperVocab& vocab_;
   std::vector<int32_t> suppress_;  // rule 1, sorted
 };

@@ -185,7 +185,7 @@ void merge_punctuations(std::vector<TimedWord>& words, const std::string& prepen
 
 }  // namespace word_timing
 
-WordAligner::WordAligner(WhisperModel& model, const WhisperVocab& vocab, const Tokenizer& tokenizer)
+WordAligner::WordAligner(WhisperSteps& model, const WhisperVocab& vocab, const Tokenizer& tokenizer)
     : model_(model), vocab_(vocab), tokenizer_(tokenizer), heads_(vocab.alignment_heads) {
   if (heads_.empty()) {
     // No list in the checkpoint: openai-whisper's default, every head of the second

@@ -70,7 +70,7 @@ void merge_punctuations(std::vector<TimedWord>& words, const std::string& prepen
 
 class WordAligner {
  public:
-  WordAligner(WhisperModel& model, const WhisperVocab& vocab, const Tokenizer& tokenizer);
+  WordAligner(WhisperSteps& model, const WhisperVocab& vocab, const Tokenizer& tokenizer);
 
   // find_alignment: the words of `text_tokens` (no specials) in window `window` of
   // `audio`, timed in seconds from the window's start; `frames` log-mel frames of the
@@ -87,7 +87,7 @@ class WordAligner {
                        const std::string& language, const WordTimingOptions& options, double last_speech);
 
  private:
-  WhisperModel& model_;
+  WhisperSteps& model_;
   const WhisperVocab& vocab_;
   const Tokenizer& tokenizer_;
   std::vector<std::pair<int, int>> heads_;  // the checkpoint's, or openai-whisper's default

@@ -321,18 +321,10 @@ std::vector<ops::Indices> WhisperModel::stage(const std::vector<std::vector<int3
   return out;
 }
 
-void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
-                          std::span<const int64_t> want, std::vector<float>& logits) {
-  decode(seqs, tokens, want, logits, nullptr);
-}
-
-void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
-                          std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross) {
+void WhisperModel::check_step(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+                              std::span<const int64_t> want) const {
   const WhisperConfig& c = config_;
-  const int64_t d = c.d_model, heads = c.decoder_heads, D = c.decoder_head_dim(), T = c.audio_positions;
-  constexpr int64_t bs = WhisperKvPool::kSelfBlock;
   CORVID_CHECK(seqs.size() == tokens.size() && !seqs.empty(), "whisper: decode needs one token list per hypothesis");
-  // Every check before any block changes hands: a refused step changes nothing.
   int64_t n = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const WhisperSequence& seq = *seqs[s];
@@ -347,6 +339,22 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
     n += static_cast<int64_t>(tokens[s].size());
   }
   for (int64_t r : want) CORVID_CHECK(r >= 0 && r < n, "whisper: logits of row ", r, " of a ", n, "-token step");
+}
+
+void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+                          std::span<const int64_t> want, std::vector<float>& logits) {
+  decode(seqs, tokens, want, logits, nullptr);
+}
+
+void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+                          std::span<const int64_t> want, std::vector<float>& logits, CrossQueries* cross) {
+  const WhisperConfig& c = config_;
+  const int64_t d = c.d_model, heads = c.decoder_heads, D = c.decoder_head_dim(), T = c.audio_positions;
+  constexpr int64_t bs = WhisperKvPool::kSelfBlock;
+  // Every check before any block changes hands: a refused step changes nothing.
+  check_step(seqs, tokens, want);
+  int64_t n = 0;
+  for (const std::vector<int32_t>& t : tokens) n += static_cast<int64_t>(t.size());
 
   std::vector<int32_t> copy_from, copy_to;
   try {

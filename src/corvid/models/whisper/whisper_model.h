@@ -22,6 +22,7 @@
 #include "corvid/models/whisper/encoder_cpu.h"
 #include "corvid/models/whisper/whisper_config.h"
 #include "corvid/models/whisper/whisper_kv_pool.h"
+#include "corvid/models/whisper/whisper_steps.h"
 #include "corvid/ops/indices.h"
 
 namespace corvid {
@@ -56,45 +57,37 @@ struct WhisperSequence {
   void release();  // back to empty: its blocks returned
 };
 
-class WhisperModel {
+class WhisperModel final : public WhisperSteps {
  public:
   // The KV pools are sized for `capacity` (whisper_kv_pool.h) and allocated here.
   WhisperModel(const WhisperConfig& config, WeightLoader& weights, const WhisperCapacity& capacity = {});
 
-  const WhisperConfig& config() const { return config_; }
+  const WhisperConfig& config() const override { return config_; }
+  const WhisperCapacity& capacity() const override { return pool_->capacity(); }
   Device device() const { return device_; }
   int64_t parameter_count() const { return storage_.parameters; }
 
-  // Encodes `windows` windows of features, each [n_mels, 3000] row-major (mel-major,
-  // as LogMel gives them), back to back in `features`.
-  std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows, bool keep_states = false);
+  // WhisperSteps, run on the calling thread. start(), copy() and dropping a hypothesis
+  // are thread-safe (blocks change hands; no device work); the rest is one thread's.
+  std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows,
+                                       bool keep_states = false) override;
+  std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const override;
+  void copy(const WhisperSequence& from, WhisperSequence& to) const override;
+  void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+              std::span<const int64_t> want, std::vector<float>& logits) override;
+  std::vector<float> cross_attention(std::shared_ptr<const EncodedAudio> audio, int64_t window,
+                                     const std::vector<int32_t>& tokens, std::span<const std::pair<int, int>> heads,
+                                     int64_t frames, std::vector<float>& logits) override;
+
   // Several callers' windows in one pass: part i is parts[i] windows, back to back in
   // `features`; each part gets its own EncodedAudio (what running them one by one gives).
   std::vector<std::shared_ptr<EncodedAudio>> encode_parts(std::span<const float> features,
                                                           std::span<const int64_t> parts, bool keep_states = false);
-
-  // A new empty hypothesis over window `window` of `audio`. Thread-safe, as are copy()
-  // and dropping a hypothesis (no device work: blocks change hands).
-  std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const;
-  // `to` becomes a copy of `from` (beam search keeping one hypothesis twice), sharing
-  // its blocks until either writes to them.
-  void copy(const WhisperSequence& from, WhisperSequence& to) const;
+  // decode()'s checks of one caller's part of a step, without running it: throws the
+  // error decode() would (a batcher refuses one caller without failing the others).
+  void check_step(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
+                  std::span<const int64_t> want) const;
   const WhisperKvPool& pool() const { return *pool_; }
-
-  // One decoder step over many hypotheses: tokens[s] are appended to seqs[s] (each at
-  // least one token, all within text_positions). `want` picks rows of the step
-  // (indices into the tokens laid end to end) whose logits come back in `logits`
-  // ([want.size(), vocab] row-major, host).
-  void decode(std::span<WhisperSequence* const> seqs, std::span<const std::vector<int32_t>> tokens,
-              std::span<const int64_t> want, std::vector<float>& logits);
-
-  // Word timing's cross-attention: `tokens` decoded afresh over window `window` of
-  // `audio`; for each (decoder layer, head) of `heads`, [tokens, frames] row-major, the
-  // softmax of that head's scaled scores over the window's first `frames` audio
-  // positions (past them is padding). `logits` gets every row's logits [tokens, vocab].
-  std::vector<float> cross_attention(std::shared_ptr<const EncodedAudio> audio, int64_t window,
-                                     const std::vector<int32_t>& tokens, std::span<const std::pair<int, int>> heads,
-                                     int64_t frames, std::vector<float>& logits);
 
  private:
   // The cross-attention queries of the layers marked in `layers`, copied to the host
