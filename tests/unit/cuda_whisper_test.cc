@@ -75,6 +75,69 @@ TEST(CudaWhisper, TinyRandomMatchesTransformers) {
   }
 }
 
+// Decoder steps replayed from recordings (CUDA graphs) against the same steps op by op:
+// three hypotheses (one forked mid-way, so copy on write runs before a replay), then
+// two after one is dropped (a second recording), over enough steps to cross several
+// self-attention blocks. The recorded steps read full-width block tables, so the
+// attention's splits may differ from the op-by-op step's: equal within fp32 rounding.
+TEST(CudaWhisper, RecordedStepsMatchOpByOp) {
+  SKIP_WITHOUT_GPU();
+  const WeightSet files = load_safetensors_checkpoint(tiny_dir().string());
+  const WhisperConfig config = whisper_config_from_hf(read_json_file((tiny_dir() / "config.json").string()), "tiny");
+  WeightLoader loader(files, WeightPlacement(Device::CUDA));
+  WhisperModel model(config, loader, WhisperCapacity{1, 3, 1});
+  const auto features = fixtures::array_of<float>(tiny_dir() / "input_features.f32");
+  testing::NumericsScope scope(ops::QuantizedMatmul::Exact);
+  auto run = [&](bool record, std::vector<int32_t>& tokens_out) {
+    model.set_step_recording(record);
+    auto audio = model.encode(features, 1);
+    std::vector<std::unique_ptr<WhisperSequence>> hyps;
+    hyps.push_back(model.start(audio, 0));
+    hyps.push_back(model.start(audio, 0));
+    std::vector<float> trace, logits;
+    std::vector<int32_t> next = {500, 501};
+    const int64_t V = config.vocab_size;
+    for (int step = 0; step < 70; ++step) {
+      if (step == 20) {  // fork hypothesis 0: the next write into its last block copies it
+        hyps.push_back(model.start(audio, 0));
+        model.copy(*hyps[0], *hyps[2]);
+        next.push_back((next[0] + 1) % static_cast<int32_t>(V));
+      }
+      if (step == 45) {  // drop hypothesis 1: steps of two from here
+        hyps.erase(hyps.begin() + 1);
+        next.erase(next.begin() + 1);
+      }
+      std::vector<WhisperSequence*> seqs;
+      std::vector<std::vector<int32_t>> tokens;
+      std::vector<int64_t> want;
+      for (size_t h = 0; h < hyps.size(); ++h) {
+        seqs.push_back(hyps[h].get());
+        tokens.push_back({next[h]});
+        want.push_back(static_cast<int64_t>(h));
+      }
+      model.decode(seqs, tokens, want, logits);
+      trace.insert(trace.end(), logits.begin(), logits.end());
+      for (size_t h = 0; h < hyps.size(); ++h) {
+        const auto row = logits.begin() + static_cast<std::ptrdiff_t>(h * static_cast<size_t>(V));
+        next[h] = static_cast<int32_t>(std::max_element(row, row + V) - row);
+        tokens_out.push_back(next[h]);
+      }
+    }
+    return trace;
+  };
+  std::vector<int32_t> eager_tokens, recorded_tokens;
+  const std::vector<float> eager = run(false, eager_tokens);
+  const uint64_t before = model.replayed_steps();
+  const std::vector<float> recorded = run(true, recorded_tokens);
+  EXPECT_GT(model.replayed_steps() - before, 60u) << "the steps ran from recordings";
+  EXPECT_EQ(recorded_tokens, eager_tokens);
+  ASSERT_EQ(recorded.size(), eager.size());
+  const float err = worst(recorded, eager);
+  EXPECT_LT(err, 1e-4f);
+  std::printf("whisper recorded steps: %llu replayed, logits within %.3g of op by op\n",
+              static_cast<unsigned long long>(model.replayed_steps() - before), err);
+}
+
 // The real tiny.en on the CPU and on the GPU, and a real clip (where models/whisper-tiny.en
 // is fetched).
 class CudaWhisperTinyEn : public ::testing::Test {

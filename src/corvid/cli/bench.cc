@@ -49,7 +49,8 @@ void run_bench(const BenchArgs& a) {
   if (!a.dummy_shape.empty() || is_speech_model(a.common.model)) {
     return run_speech_bench(SpeechBenchArgs{.model = a.common.model, .device = a.common.device,
                                             .dummy_shape = a.dummy_shape, .gen = a.gen, .reps = a.reps,
-                                            .windows = a.windows, .beams = a.beams, .streams = a.streams});
+                                            .windows = a.windows, .beams = a.beams, .streams = a.streams,
+                                            .eager = a.eager});
   }
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),

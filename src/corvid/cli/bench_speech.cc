@@ -30,6 +30,7 @@ void run_speech_bench(const SpeechBenchArgs& a) {
       a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
                             : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);
   WhisperModel& model = *sm->model;
+  model.set_step_recording(!a.eager);
   const WhisperConfig& c = model.config();
   CORVID_CHECK(a.gen + 4 <= c.text_positions, "bench: -n ", a.gen, " steps do not fit the decoder's ",
                c.text_positions, " positions");
@@ -82,8 +83,9 @@ void run_speech_bench(const SpeechBenchArgs& a) {
               static_cast<double>(model.parameter_count()) / 1e6, device_backend(device).description().c_str(),
               ThreadPool::global().size());
   std::printf("encode: %.2f ms per 30-s window (%d in a batch)\n", enc, windows);
-  std::printf("decode: %.3f ms per step of %d hypotheses, %lld steps (%.0f tokens/s)\n", step, hyps,
-              static_cast<long long>(a.gen), 1000.0 * hyps / step);
+  std::printf("decode: %.3f ms per step of %d hypotheses, %lld steps (%.0f tokens/s; %s)\n", step, hyps,
+              static_cast<long long>(a.gen), 1000.0 * hyps / step,
+              model.replayed_steps() > 0 ? "replayed from a recording" : "op by op");
   if (streams == 1) {
     std::printf("rtf: %.4f (one window: encode + 100 steps, over 30 s)\n", (enc + 100 * step) / 30000.0);
   } else {

@@ -15,6 +15,7 @@ struct SpeechBenchArgs {
   int windows = 1;          // 30-s windows encoded in one batch
   int beams = 1;            // hypotheses per decoder step (per stream)
   int streams = 1;          // > 1: that many transcriptions batched, a window each (--windows is ignored)
+  bool eager = false;       // decoder steps op by op, not replayed from recordings
 };
 
 void run_speech_bench(const SpeechBenchArgs& args);

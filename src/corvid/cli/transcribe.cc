@@ -1,8 +1,11 @@
 // corvid transcribe: speech to text with a Whisper model (CTranslate2 or Hugging Face
 // folder), as faster-whisper's transcribe() decodes it; each file's transcript goes to
-// stdout in the asked format, progress and speed to stderr.
+// stdout in the asked format (in the order given), progress and speed to stderr. With
+// --streams N, N files are transcribed at once, their steps batched (SpeechService, as
+// the server runs them); each gets the transcript it gets alone.
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -13,6 +16,7 @@
 #include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/speech/speech_model.h"
+#include "corvid/speech/speech_service.h"
 #include "corvid/speech/transcript_format.h"
 
 namespace corvid::cli {
@@ -37,6 +41,7 @@ struct TranscribeArgs {
   bool progress = false;
   std::string dummy_shape;
   uint64_t seed = 0;
+  int streams = 1;
 };
 
 std::vector<float> parse_temperatures(const std::string& list) {
@@ -77,8 +82,10 @@ void run_transcribe(const TranscribeArgs& a) {
   o.seed = a.seed;
   o.word_timestamps = a.word_timestamps;
   const auto t0 = std::chrono::steady_clock::now();
-  // One stream; as many hypotheses as the widest decoding asked for.
-  const WhisperCapacity capacity{1, std::max<int64_t>({WhisperCapacity{}.hypotheses, a.beam_size, a.best_of}), 1};
+  const int streams = std::max(1, std::min(a.streams, static_cast<int>(a.files.size())));
+  // As many hypotheses as the widest decoding asked for, per stream.
+  const WhisperCapacity capacity{streams, std::max<int64_t>({WhisperCapacity{}.hypotheses, a.beam_size, a.best_of}),
+                                 1};
   std::unique_ptr<SpeechModel> model =
       a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
                             : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);
@@ -86,25 +93,67 @@ void run_transcribe(const TranscribeArgs& a) {
   std::fprintf(stderr, "corvid transcribe: %s (%lld parameters) on %s, loaded in %.2f s\n", model->path.c_str(),
                static_cast<long long>(model->model->parameter_count()), device == Device::CUDA ? "cuda" : "cpu",
                load_s);
-  Transcriber transcriber(*model);
-  for (const std::string& file : a.files) {
-    const audio::Audio audio = audio::resample(audio::read_file(file), audio::kWhisperSampleRate);
-    const auto start = std::chrono::steady_clock::now();
-    Transcriber::ProgressCallback progress;
-    if (a.progress)
-      progress = [&](double done, double total) {
-        const int width = 40, filled = total > 0 ? static_cast<int>(width * done / total) : width;
-        std::fprintf(stderr, "\r[%s%s] %.0f / %.0f s", std::string(static_cast<size_t>(filled), '#').c_str(),
-                     std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total);
-        if (done >= total) std::fprintf(stderr, "\n");
-      };
-    const Transcript t = transcriber.transcribe(audio, o, {}, progress);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto print = [&](const Transcript& t) {
     std::fputs(format_transcript(t, *format, o.task).c_str(), stdout);
     if (*format == TranscriptFormat::Json || *format == TranscriptFormat::VerboseJson) std::fputs("\n", stdout);
     std::fflush(stdout);
-    std::fprintf(stderr, "corvid transcribe: %s: %.2f s of audio (%s) in %.2f s, %.1fx real time\n", file.c_str(),
-                 t.duration, t.language.c_str(), seconds, seconds > 0 ? t.duration / seconds : 0.0);
+  };
+  const auto all_start = std::chrono::steady_clock::now();
+  double audio_seconds = 0;
+  if (streams == 1) {
+    Transcriber transcriber(*model);
+    for (const std::string& file : a.files) {
+      const audio::Audio audio = audio::resample(audio::read_file(file), audio::kWhisperSampleRate);
+      const auto start = std::chrono::steady_clock::now();
+      Transcriber::ProgressCallback progress;
+      if (a.progress)
+        progress = [&](double done, double total) {
+          const int width = 40, filled = total > 0 ? static_cast<int>(width * done / total) : width;
+          std::fprintf(stderr, "\r[%s%s] %.0f / %.0f s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                       std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total);
+          if (done >= total) std::fprintf(stderr, "\n");
+        };
+      const Transcript t = transcriber.transcribe(audio, o, {}, progress);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      print(t);
+      audio_seconds += t.duration;
+      std::fprintf(stderr, "corvid transcribe: %s: %.2f s of audio (%s) in %.2f s, %.1fx real time\n", file.c_str(),
+                   t.duration, t.language.c_str(), seconds, seconds > 0 ? t.duration / seconds : 0.0);
+    }
+  } else {
+    // Every file decoded first (a bad one fails before any work), then all queued: the
+    // service runs `streams` at once; transcripts are printed in the order given.
+    std::vector<audio::Audio> audio;
+    for (const std::string& file : a.files)
+      audio.push_back(audio::resample(audio::read_file(file), audio::kWhisperSampleRate));
+    SpeechServiceConfig config;
+    config.streams = streams;
+    config.max_waiting = a.files.size();
+    std::vector<std::promise<Transcript>> results(a.files.size());
+    SpeechService service(*model, config);
+    for (size_t i = 0; i < a.files.size(); ++i) {
+      SpeechCallbacks cb;
+      cb.done = [&results, i](Transcript t) { results[i].set_value(std::move(t)); };
+      cb.failed = [&results, i](const std::string& e) { results[i].set_exception(std::make_exception_ptr(Error(e))); };
+      service.submit(SpeechJob{std::move(audio[i]), o}, std::move(cb));
+    }
+    for (size_t i = 0; i < a.files.size(); ++i) {
+      Transcript t;
+      try {
+        t = results[i].get_future().get();
+      } catch (const Error& e) {
+        fail(a.files[i], ": ", e.what());
+      }
+      print(t);
+      audio_seconds += t.duration;
+      std::fprintf(stderr, "corvid transcribe: %s: %.2f s of audio (%s)\n", a.files[i].c_str(), t.duration,
+                   t.language.c_str());
+    }
+  }
+  if (a.files.size() > 1) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - all_start).count();
+    std::fprintf(stderr, "corvid transcribe: %zu files, %.1f s of audio in %.2f s, %.1fx real time (%d streams)\n",
+                 a.files.size(), audio_seconds, seconds, seconds > 0 ? audio_seconds / seconds : 0.0, streams);
   }
 }
 
@@ -130,7 +179,11 @@ void register_transcribe(CLI::App& app) {
   cmd->add_flag("--no-timestamps", a->no_timestamps, "decode without timestamp tokens (one segment per window)");
   cmd->add_flag("--no-condition-on-previous-text", a->no_condition, "do not prompt a window with the text before it");
   cmd->add_flag("--word-timestamps", a->word_timestamps, "time every word (cross-attention alignment); verbose_json lists the words");
-  cmd->add_flag("--progress", a->progress, "a progress bar on stderr");
+  cmd->add_flag("--progress", a->progress, "a progress bar on stderr (one stream)");
+  cmd->add_option("--streams", a->streams,
+                  "files transcribed at once, their encodes and decoder steps batched (each gets the transcript "
+                  "it gets alone)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--seed", a->seed, "seed of the fallback temperatures' sampling");
   cmd->add_option("--dummy-shape", a->dummy_shape,
                   "made-up weights of a public shape (tiny ... large-v3-turbo); -m gives the tokenizer")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
@@ -309,6 +310,7 @@ std::vector<ops::Indices> WhisperModel::stage(const std::vector<std::vector<int3
     if (step_indices_.size() > step_indices_capacity_) {
       step_indices_capacity_ = std::max<size_t>(step_indices_.size() * 2, 1024);
       step_indices_device_ = DeviceBuffer(device_, step_indices_capacity_ * sizeof(int32_t));
+      ++buffers_generation_;
     }
     copy_bytes(step_indices_device_.data(), device_, step_indices_.data(), Device::CPU,
                step_indices_.size() * sizeof(int32_t));
@@ -367,9 +369,18 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
     copy_self_rows(rows[0], rows[1]);
     throw;
   }
+  // A step of one new token per hypothesis, every row's logits wanted (greedy, beam
+  // search and sampling after the prompt) replays a recording per hypothesis count, with
+  // the block tables at their full width; any other step runs op by op.
+  const int64_t m = static_cast<int64_t>(want.size());
+  bool recorded = record_steps_ && cross == nullptr && m == n && n == static_cast<int64_t>(seqs.size()) &&
+                  n <= kMaxRecordedRows && device_backend(device_).supports_capture();
+  for (int64_t i = 0; recorded && i < m; ++i) recorded = want[static_cast<size_t>(i)] == i;
   size_t width = 1;
   for (WhisperSequence* seq : seqs) width = std::max(width, seq->blocks.size());
-  // The step's index arrays, in the order stage() hands them back.
+  if (recorded) width = static_cast<size_t>(pool_->blocks_per_hypothesis());
+  // The step's index arrays, in the order stage() hands them back (the copies last: the
+  // others' offsets, which a recording holds, depend on the step's shape alone).
   enum { kIds, kPositions, kQuerySeq, kRows, kSelfTables, kCrossTables, kCrossPositions, kWant, kCopyFrom, kCopyTo };
   std::vector<std::vector<int32_t>> arrays(kCopyTo + 1);
   arrays[kSelfTables].assign(seqs.size() * width, 0);
@@ -392,55 +403,99 @@ void WhisperModel::decode(std::span<WhisperSequence* const> seqs, std::span<cons
   const std::vector<ops::Indices> idx = stage(arrays);
   copy_self_rows(idx[kCopyFrom], idx[kCopyTo]);
 
+  // Every buffer the step writes, at its size before it runs (nothing grows while recording).
   dec_.ensure(n);
-  const Tensor x = dec_.x.rows(n), h = dec_.h.rows(n);
-  ops::embedding(embed_tokens_, idx[kIds], x);
-  ops::embedding(decoder_positions_, idx[kPositions], h);
-  ops::add(x, h);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const ops::PagedKV self_kv{bs, idx[kSelfTables], static_cast<int64_t>(width), idx[kQuerySeq]};
-  const ops::PagedKV cross_kv{T, idx[kCrossTables], 1, idx[kQuerySeq]};
-  for (size_t li = 0; li < decoder_.size(); ++li) {
-    const DecoderLayer& l = decoder_[li];
-    const int64_t layer = static_cast<int64_t>(li);
-    const Tensor q = dec_.q.rows(n), k = dec_.k.rows(n), v = dec_.v.rows(n), attn = dec_.attn.rows(n);
-    const Tensor q3 = heads_view(q, 0, n, heads, D), attn3 = heads_view(attn, 0, n, heads, D);
-    layer_norm(l.self.norm, x, h);
-    apply(l.self.q, h, q);
-    apply(l.self.k, h, k);
-    apply(l.self.v, h, v);
-    const BlockPool& self = pool_->self();
-    ops::store_kv(heads_view(k, 0, n, heads, D), heads_view(v, 0, n, heads, D), idx[kRows], self.keys(layer),
-                  self.values(layer));
-    ops::paged_attention(q3, self.keys(layer), self.values(layer), self_kv, idx[kPositions], scale, 0, attn3);
-    apply(l.self.o, attn, h);
-    ops::add(x, h);
-    layer_norm(l.cross.norm, x, h);
-    apply(l.cross.q, h, q);
-    if (cross && cross->layers[li]) {
-      cross->q[li].resize(static_cast<size_t>(n * d));
-      copy_bytes(cross->q[li].data(), Device::CPU, q.data, device_, cross->q[li].size() * sizeof(float));
-    }
-    ops::paged_attention(q3, pool_->cross().keys(layer), pool_->cross().values(layer), cross_kv,
-                         idx[kCrossPositions], scale, 0, attn3);
-    apply(l.cross.o, attn, h);
-    ops::add(x, h);
-    run_mlp(l.mlp, x, dec_, n);
-  }
-  for (size_t s = 0; s < seqs.size(); ++s) seqs[s]->length += static_cast<int64_t>(tokens[s].size());
-  // Logits of the wanted rows only: gather them, normalise, project.
-  const int64_t m = static_cast<int64_t>(want.size());
-  logits.assign(static_cast<size_t>(m * c.vocab_size), 0.0f);
-  if (m == 0) return;
-  if (picked_.tensor.rows() < m || !picked_.tensor.data) {
+  if (m > 0 && (picked_.tensor.rows() < m || !picked_.tensor.data)) {
     picked_ = DeviceTensor(device_, DType::F32, {std::max<int64_t>(m, 8), d});
     logits_ = DeviceTensor(device_, DType::F32, {std::max<int64_t>(m, 8), c.vocab_size});
+    ++buffers_generation_;
   }
-  const Tensor picked = picked_.rows(m), out = logits_.rows(m);
-  ops::embedding(x, idx[kWant], picked);
-  layer_norm(decoder_norm_, picked, picked);
-  ops::matmul(picked, output_, out);
-  copy_bytes(logits.data(), Device::CPU, out.data, device_, logits.size() * sizeof(float));
+  auto run = [&] {
+    const Tensor x = dec_.x.rows(n), h = dec_.h.rows(n);
+    ops::embedding(embed_tokens_, idx[kIds], x);
+    ops::embedding(decoder_positions_, idx[kPositions], h);
+    ops::add(x, h);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const ops::PagedKV self_kv{bs, idx[kSelfTables], static_cast<int64_t>(width), idx[kQuerySeq]};
+    const ops::PagedKV cross_kv{T, idx[kCrossTables], 1, idx[kQuerySeq]};
+    for (size_t li = 0; li < decoder_.size(); ++li) {
+      const DecoderLayer& l = decoder_[li];
+      const int64_t layer = static_cast<int64_t>(li);
+      const Tensor q = dec_.q.rows(n), k = dec_.k.rows(n), v = dec_.v.rows(n), attn = dec_.attn.rows(n);
+      const Tensor q3 = heads_view(q, 0, n, heads, D), attn3 = heads_view(attn, 0, n, heads, D);
+      layer_norm(l.self.norm, x, h);
+      apply(l.self.q, h, q);
+      apply(l.self.k, h, k);
+      apply(l.self.v, h, v);
+      const BlockPool& self = pool_->self();
+      ops::store_kv(heads_view(k, 0, n, heads, D), heads_view(v, 0, n, heads, D), idx[kRows], self.keys(layer),
+                    self.values(layer));
+      ops::paged_attention(q3, self.keys(layer), self.values(layer), self_kv, idx[kPositions], scale, 0, attn3);
+      apply(l.self.o, attn, h);
+      ops::add(x, h);
+      layer_norm(l.cross.norm, x, h);
+      apply(l.cross.q, h, q);
+      if (cross && cross->layers[li]) {
+        cross->q[li].resize(static_cast<size_t>(n * d));
+        copy_bytes(cross->q[li].data(), Device::CPU, q.data, device_, cross->q[li].size() * sizeof(float));
+      }
+      ops::paged_attention(q3, pool_->cross().keys(layer), pool_->cross().values(layer), cross_kv,
+                           idx[kCrossPositions], scale, 0, attn3);
+      apply(l.cross.o, attn, h);
+      ops::add(x, h);
+      run_mlp(l.mlp, x, dec_, n);
+    }
+    if (m == 0) return;
+    // Logits of the wanted rows only: gather them, normalise, project.
+    const Tensor picked = picked_.rows(m), out = logits_.rows(m);
+    ops::embedding(x, idx[kWant], picked);
+    layer_norm(decoder_norm_, picked, picked);
+    ops::matmul(picked, output_, out);
+  };
+  if (recorded) run_recorded(n, run);
+  else run();
+  for (size_t s = 0; s < seqs.size(); ++s) seqs[s]->length += static_cast<int64_t>(tokens[s].size());
+  logits.assign(static_cast<size_t>(m * c.vocab_size), 0.0f);
+  if (m > 0) copy_bytes(logits.data(), Device::CPU, logits_.tensor.data, device_, logits.size() * sizeof(float));
+}
+
+void WhisperModel::run_recorded(int64_t rows, const std::function<void()>& run) {
+  DeviceBackend& backend = device_backend(device_);
+  StepRecording& rec = recordings_[rows];
+  const StepRecording want{-1, true, backend.layout_generation(), dec_.generation, buffers_generation_,
+                           static_cast<int>(ops::quantized_matmul())};
+  if (!rec.warm || !rec.same_buffers(want)) {
+    // A new shape (or one whose buffers moved) runs op by op first: scratch, workspaces
+    // and library state reach their sizes for it, so that recording it (next time)
+    // allocates nothing.
+    if (rec.id >= 0) backend.drop(rec.id);
+    run();
+    rec = want;
+    return;
+  }
+  if (rec.id < 0) {
+    backend.begin_capture();
+    try {
+      run();
+    } catch (const Error& e) {
+      backend.abort_capture();
+      // Recording is off from now on (it cannot be had here); the step runs op by op.
+      std::fprintf(stderr, "corvid: recording a Whisper decoder step failed (%s); steps run op by op\n", e.what());
+      record_steps_ = false;
+      run();
+      return;
+    }
+    rec.id = backend.end_capture();
+  }
+  backend.replay(rec.id);
+  ++replayed_steps_;
+}
+
+WhisperModel::~WhisperModel() {
+  if (device_ == Device::CPU) return;
+  DeviceBackend& backend = device_backend(device_);
+  for (const auto& [rows, rec] : recordings_)
+    if (rec.id >= 0) backend.drop(rec.id);
 }
 
 // Copy on write's device work: self-attention rows from[i] → to[i] of every layer,

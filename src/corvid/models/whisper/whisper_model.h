@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <utility>
@@ -61,6 +63,9 @@ class WhisperModel final : public WhisperSteps {
  public:
   // The KV pools are sized for `capacity` (whisper_kv_pool.h) and allocated here.
   WhisperModel(const WhisperConfig& config, WeightLoader& weights, const WhisperCapacity& capacity = {});
+  ~WhisperModel() override;
+  WhisperModel(const WhisperModel&) = delete;
+  WhisperModel& operator=(const WhisperModel&) = delete;
 
   const WhisperConfig& config() const override { return config_; }
   const WhisperCapacity& capacity() const override { return pool_->capacity(); }
@@ -89,6 +94,14 @@ class WhisperModel final : public WhisperSteps {
                   std::span<const int64_t> want) const;
   const WhisperKvPool& pool() const { return *pool_; }
 
+  // Decoder steps of one token per hypothesis replay a recording (a CUDA graph) per
+  // hypothesis count, up to kMaxRecordedRows, on a device that records work; off: every
+  // step runs op by op (benchmarks compare the two).
+  static constexpr int64_t kMaxRecordedRows = 256;
+  void set_step_recording(bool on) { record_steps_ = on; }
+  bool step_recording() const { return record_steps_; }
+  uint64_t replayed_steps() const { return replayed_steps_; }  // steps that ran from a recording
+
  private:
   // The cross-attention queries of the layers marked in `layers`, copied to the host
   // during a step ([rows, d_model] per marked layer).
@@ -106,6 +119,10 @@ class WhisperModel final : public WhisperSteps {
   // The step's index arrays on the device: `arrays` (host, laid out by the caller) as
   // ops::Indices views of one upload.
   std::vector<ops::Indices> stage(const std::vector<std::vector<int32_t>>& arrays);
+  // Runs `run` (a decoder step of `rows` hypotheses) from its recording: op by op the
+  // first time that shape is seen, recorded the second (and again whenever a buffer it
+  // holds has moved), replayed after.
+  void run_recorded(int64_t rows, const std::function<void()>& run);
   // Copy on write's device work: self-attention rows from[i] become rows to[i], in
   // every decoder layer.
   void copy_self_rows(const ops::Indices& from, const ops::Indices& to);
@@ -167,6 +184,22 @@ class WhisperModel final : public WhisperSteps {
   std::vector<int32_t> step_indices_;
   DeviceBuffer step_indices_device_;
   size_t step_indices_capacity_ = 0;
+  uint64_t buffers_generation_ = 0;  // bumped when step_indices_device_, picked_ or logits_ move
+
+  // What a recording was made against: any change makes it stale.
+  struct StepRecording {
+    int64_t id = -1;
+    bool warm = false;  // the shape ran once op by op
+    uint64_t backend_generation = 0, scratch_generation = 0, buffers_generation = 0;
+    int numerics = 0;  // ops::quantized_matmul(): the kernels it picked
+    bool same_buffers(const StepRecording& o) const {
+      return backend_generation == o.backend_generation && scratch_generation == o.scratch_generation &&
+             buffers_generation == o.buffers_generation && numerics == o.numerics;
+    }
+  };
+  bool record_steps_ = true;
+  uint64_t replayed_steps_ = 0;
+  std::map<int64_t, StepRecording> recordings_;  // by hypothesis count
 };
 
 }  // namespace corvid
