@@ -27,9 +27,17 @@ WhisperKvPool::WhisperKvPool(const WhisperConfig& config, const WhisperCapacity&
       self_(decoder_spec(config), kSelfBlock,
             checked(capacity.streams, "streams") * checked(capacity.hypotheses, "hypotheses") *
                 (blocks_per_hypothesis_ + 1),
-            device),
+            device, kv_dtype(device)),
       cross_(decoder_spec(config), config.audio_positions,
-             capacity.streams * checked(capacity.windows, "windows"), device) {}
+             capacity.streams * checked(capacity.windows, "windows"), device, kv_dtype(device)) {}
+
+// F16 on the GPU halves what a step reads; the code paths take it (store_kv, paged
+// attention, the copy-on-write gather, word timing's host copy), but it has not been
+// checked on a GPU yet, so every device keeps F32 until it is.
+DType WhisperKvPool::kv_dtype(Device device) {
+  (void)device;
+  return DType::F32;
+}
 
 int64_t WhisperKvPool::bytes() const {
   auto pool_bytes = [](const BlockPool& p) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "corvid/core/dtype.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/models/whisper/whisper_config.h"
 
@@ -44,7 +45,10 @@ class WhisperKvPool {
   // Bytes of both pools (what the capacity costs on the device).
   int64_t bytes() const;
 
-  // Storage per decoder layer: [blocks * block_size, heads, head_dim] F32.
+  // The element type of both pools: F32 (the CPU kernels' only KV type). F16 on the GPU,
+  // where a decoder step's time is mostly reading them, is wired but not yet enabled.
+  static DType kv_dtype(Device device);
+  // Storage per decoder layer: [blocks * block_size, heads, head_dim] of kv_dtype.
   const BlockPool& self() const { return self_; }
   const BlockPool& cross() const { return cross_; }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "corvid/core/error.h"
+#include "corvid/core/half.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/ops.h"
 
@@ -17,7 +18,7 @@ Tensor heads_view(const Tensor& t, int64_t row, int64_t rows, int64_t heads, int
 }
 
 // A pool layer's storage [rows, heads, head_dim] as the matrix [rows, d].
-Tensor as_rows(const Tensor& t) { return Tensor(DType::F32, {t.dim(0), t.dim(1) * t.dim(2)}, t.data, t.device); }
+Tensor as_rows(const Tensor& t) { return Tensor(t.dtype, {t.dim(0), t.dim(1) * t.dim(2)}, t.data, t.device); }
 
 }  // namespace
 
@@ -227,23 +228,34 @@ std::vector<std::shared_ptr<EncodedAudio>> WhisperModel::encode_parts(std::span<
     ops::add(x, h);
     run_mlp(l.mlp, x, enc_, n, T);
   }
-  // The final norm, then each window's cross-attention keys and values straight into
-  // its block of the cross pool.
+  // The final norm, then every window's cross-attention keys and values, one GEMM per
+  // layer for all of them, stored into each window's block of the cross pool (in the
+  // pool's element type).
   const Tensor states = enc_.h.rows(n);
   layer_norm(encoder_norm_, x, states);
+  std::vector<int32_t> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (const std::shared_ptr<EncodedAudio>& audio : out)
+    for (int32_t block : audio->blocks)
+      for (int64_t i = 0; i < T; ++i) rows.push_back(static_cast<int32_t>(int64_t{block} * T + i));
+  const ops::Indices pool_rows = stage({rows}).front();
+  const int64_t dec_heads = c.decoder_heads, dec_D = c.decoder_head_dim();
+  constexpr int64_t kStoreRows = 32768;  // store_kv's launch takes at most 65535 rows
+  for (size_t li = 0; li < decoder_.size(); ++li) {
+    const Tensor k = enc_.k.rows(n), v = enc_.v.rows(n);
+    apply(decoder_[li].cross.k, states, k, T);
+    apply(decoder_[li].cross.v, states, v, T);
+    const BlockPool& cross_pool = pool_->cross();
+    for (int64_t r = 0; r < n; r += kStoreRows) {
+      const int64_t m = std::min(kStoreRows, n - r);
+      ops::store_kv(heads_view(k, r, m, dec_heads, dec_D), heads_view(v, r, m, dec_heads, dec_D),
+                    pool_rows.slice(static_cast<size_t>(r), static_cast<size_t>(m)),
+                    cross_pool.keys(static_cast<int64_t>(li)), cross_pool.values(static_cast<int64_t>(li)));
+    }
+  }
   int64_t first = 0;
   for (const std::shared_ptr<EncodedAudio>& audio : out) {
     const int64_t p = audio->windows;
-    for (size_t li = 0; li < decoder_.size(); ++li) {
-      const Tensor keys = as_rows(pool_->cross().keys(static_cast<int64_t>(li)));
-      const Tensor values = as_rows(pool_->cross().values(static_cast<int64_t>(li)));
-      for (int64_t w = 0; w < p; ++w) {
-        const Tensor in(DType::F32, {T, d}, states.row((first + w) * T), device_);
-        const int64_t row = int64_t{audio->blocks[static_cast<size_t>(w)]} * T;
-        apply(decoder_[li].cross.k, in, Tensor(DType::F32, {T, d}, keys.row(row), device_), T);
-        apply(decoder_[li].cross.v, in, Tensor(DType::F32, {T, d}, values.row(row), device_), T);
-      }
-    }
     if (keep_states) {
       audio->states = DeviceTensor(device_, DType::F32, {p * T, d});
       copy_bytes(audio->states.tensor.data, device_, states.row(first * T), device_,
@@ -551,8 +563,14 @@ std::vector<float> WhisperModel::cross_attention(std::shared_ptr<const EncodedAu
     const auto [layer, head] = heads[hi];
     if (layer != last_layer) {
       const Tensor pool_keys = as_rows(pool_->cross().keys(layer));
-      copy_bytes(keys.data(), Device::CPU, pool_keys.row(int64_t{audio->blocks[static_cast<size_t>(window)]} * T),
-                 device_, keys.size() * sizeof(float));
+      const void* from = pool_keys.row(int64_t{audio->blocks[static_cast<size_t>(window)]} * T);
+      if (pool_keys.dtype == DType::F32) {
+        copy_bytes(keys.data(), Device::CPU, from, device_, keys.size() * sizeof(float));
+      } else {  // F16 (the GPU's pools)
+        std::vector<uint16_t> half(keys.size());
+        copy_bytes(half.data(), Device::CPU, from, device_, half.size() * sizeof(uint16_t));
+        for (size_t i = 0; i < half.size(); ++i) keys[i] = f16_to_f32(half[i]);
+      }
       last_layer = layer;
     }
     const std::vector<float>& q = cross.q[static_cast<size_t>(layer)];
