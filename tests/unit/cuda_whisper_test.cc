@@ -15,6 +15,7 @@
 #include "corvid/speech/transcriber.h"
 #include "cuda_test_util.h"
 #include "fixture_util.h"
+#include "whisper_greedy_step.h"
 
 namespace corvid {
 namespace {
@@ -94,7 +95,7 @@ TEST(CudaWhisper, RecordedStepsMatchOpByOp) {
     std::vector<std::unique_ptr<WhisperSequence>> hyps;
     hyps.push_back(model.start(audio, 0));
     hyps.push_back(model.start(audio, 0));
-    std::vector<float> trace, logits;
+    std::vector<float> trace;
     std::vector<int32_t> next = {500, 501};
     const int64_t V = config.vocab_size;
     for (int step = 0; step < 70; ++step) {
@@ -107,21 +108,8 @@ TEST(CudaWhisper, RecordedStepsMatchOpByOp) {
         hyps.erase(hyps.begin() + 1);
         next.erase(next.begin() + 1);
       }
-      std::vector<WhisperSequence*> seqs;
-      std::vector<std::vector<int32_t>> tokens;
-      std::vector<int64_t> want;
-      for (size_t h = 0; h < hyps.size(); ++h) {
-        seqs.push_back(hyps[h].get());
-        tokens.push_back({next[h]});
-        want.push_back(static_cast<int64_t>(h));
-      }
-      model.decode(seqs, tokens, want, logits);
-      trace.insert(trace.end(), logits.begin(), logits.end());
-      for (size_t h = 0; h < hyps.size(); ++h) {
-        const auto row = logits.begin() + static_cast<std::ptrdiff_t>(h * static_cast<size_t>(V));
-        next[h] = static_cast<int32_t>(std::max_element(row, row + V) - row);
-        tokens_out.push_back(next[h]);
-      }
+      fixtures::greedy_step(model, hyps, next, trace);
+      tokens_out.insert(tokens_out.end(), next.begin(), next.end());
     }
     return trace;
   };

@@ -12,6 +12,7 @@
 
 #include "corvid/core/error.h"
 #include "corvid/speech/whisper_batcher.h"
+#include "whisper_greedy_step.h"
 #include "whisper_tiny_fixture.h"
 
 namespace corvid {
@@ -27,7 +28,6 @@ int32_t argmax(std::span<const float> row) {
 // then `steps` greedy steps; odd streams fork a second hypothesis after the prompt (a
 // copy sharing blocks) fed the runner-up token. Returns every logits row it got.
 std::vector<float> run_stream(WhisperSteps& steps, const std::vector<float>& features, int i, int n_steps) {
-  const int64_t V = steps.config().vocab_size;
   std::shared_ptr<EncodedAudio> audio = steps.encode(features, 1);
   std::vector<std::unique_ptr<WhisperSequence>> hyps;
   hyps.push_back(steps.start(audio, 0));
@@ -49,20 +49,7 @@ std::vector<float> run_stream(WhisperSteps& steps, const std::vector<float>& fea
     row[static_cast<size_t>(next[0])] = -INFINITY;
     next.push_back(argmax(row));
   }
-  for (int s = 0; s < n_steps; ++s) {
-    std::vector<WhisperSequence*> seqs;
-    std::vector<std::vector<int32_t>> tokens;
-    std::vector<int64_t> want;
-    for (size_t h = 0; h < hyps.size(); ++h) {
-      seqs.push_back(hyps[h].get());
-      tokens.push_back({next[h]});
-      want.push_back(static_cast<int64_t>(h));
-    }
-    steps.decode(seqs, tokens, want, logits);
-    trace.insert(trace.end(), logits.begin(), logits.end());
-    for (size_t h = 0; h < hyps.size(); ++h)
-      next[h] = argmax(std::span<const float>(logits).subspan(h * static_cast<size_t>(V), static_cast<size_t>(V)));
-  }
+  for (int s = 0; s < n_steps; ++s) fixtures::greedy_step(steps, hyps, next, trace);
   return trace;
 }
 

@@ -40,16 +40,16 @@ void run_speech_bench(const SpeechBenchArgs& a) {
   for (float& f : features) f = noise(rng);  // log-mel values are around [-1, 1.5]
   const std::vector<int32_t> prompt = {sm->vocab.sot, sm->vocab.sot, sm->vocab.sot, sm->vocab.sot};
   const std::vector<int32_t> one = {sm->vocab.timestamp_begin};
-  const std::vector<int64_t> parts(static_cast<size_t>(streams), 1);
+  // The encoder pass: one part per stream, or one of --windows windows.
+  const std::vector<int64_t> parts = streams > 1 ? std::vector<int64_t>(static_cast<size_t>(streams), 1)
+                                                 : std::vector<int64_t>{windows};
 
   using clock = std::chrono::steady_clock;
   std::vector<double> encode_ms, step_ms;
   std::vector<float> logits;
   for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms up
     auto t0 = clock::now();
-    std::vector<std::shared_ptr<EncodedAudio>> audio;
-    if (streams > 1) audio = model.encode_parts(features, parts);
-    else audio.push_back(model.encode(features, windows));
+    const std::vector<std::shared_ptr<EncodedAudio>> audio = model.encode_parts(features, parts);
     synchronize(device);
     const double enc = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     std::vector<std::unique_ptr<WhisperSequence>> seqs;

@@ -15,7 +15,6 @@ struct Cancelled {};
 // The model's workers: a Transcriber each, over one batcher (both live in the function,
 // which the workers call, each with its own index).
 SpeechService::Transcribe batched(SpeechModel& model, int streams, DeviceTurns* device_turns) {
-  CORVID_CHECK(streams >= 1, "speech: ", streams, " streams");
   CORVID_CHECK(model.model->capacity().streams >= streams, "speech: the model's KV pools hold ",
                model.model->capacity().streams, " streams, not ", streams);
   WhisperBatcherConfig config;

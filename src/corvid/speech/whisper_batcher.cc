@@ -108,30 +108,29 @@ void WhisperBatcher::run_batch(const std::vector<Call*>& batch) {
   }
   run_encodes(encodes);
   run_decodes(decodes);
-  for (Call* c : batch) {
-    if (c->kind != Call::Kind::Other) continue;
-    try {
-      c->work();
-    } catch (...) {
-      c->error = std::current_exception();
-    }
+  for (Call* c : batch)
+    if (c->kind == Call::Kind::Other) run_alone(*c, c->work, nullptr);
+}
+
+void WhisperBatcher::run_alone(Call& call, const std::function<void()>& work, uint64_t Stats::*runs) {
+  try {
+    work();
+  } catch (...) {
+    call.error = std::current_exception();
   }
+  if (runs) count(runs);
+}
+
+void WhisperBatcher::count(uint64_t Stats::*field, uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.*field += n;
 }
 
 void WhisperBatcher::run_encodes(const std::vector<Call*>& calls) {
   auto alone = [this](Call* c) {
-    try {
-      c->encoded = model_.encode(c->features, c->windows, c->keep_states);
-    } catch (...) {
-      c->error = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.encode_runs;
+    run_alone(*c, [&] { c->encoded = model_.encode(c->features, c->windows, c->keep_states); }, &Stats::encode_runs);
   };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.encode_calls += calls.size();
-  }
+  count(&Stats::encode_calls, calls.size());
   for (const bool keep : {false, true}) {
     std::vector<Call*> group;
     for (Call* c : calls)
@@ -147,8 +146,7 @@ void WhisperBatcher::run_encodes(const std::vector<Call*>& calls) {
     try {
       std::vector<std::shared_ptr<EncodedAudio>> encoded = model_.encode_parts(features, parts, keep);
       for (size_t i = 0; i < group.size(); ++i) group[i]->encoded = std::move(encoded[i]);
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++stats_.encode_runs;
+      count(&Stats::encode_runs);
     } catch (...) {
       // Some call is malformed, or the windows do not all fit at once: each on its own.
       for (Call* c : group) alone(c);
@@ -158,18 +156,9 @@ void WhisperBatcher::run_encodes(const std::vector<Call*>& calls) {
 
 void WhisperBatcher::run_decodes(const std::vector<Call*>& calls) {
   auto alone = [this](Call* c) {
-    try {
-      model_.decode(c->seqs, c->tokens, c->want, *c->logits);
-    } catch (...) {
-      c->error = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.decode_steps;
+    run_alone(*c, [&] { model_.decode(c->seqs, c->tokens, c->want, *c->logits); }, &Stats::decode_steps);
   };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.decode_calls += calls.size();
-  }
+  count(&Stats::decode_calls, calls.size());
   // A call the model would refuse fails here, before it could fail a merged step.
   std::vector<Call*> valid;
   for (Call* c : calls) {
@@ -201,10 +190,7 @@ void WhisperBatcher::run_decodes(const std::vector<Call*>& calls) {
     for (Call* c : valid) alone(c);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.decode_steps;
-  }
+  count(&Stats::decode_steps);
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   size_t row = 0;
   for (Call* c : valid) {

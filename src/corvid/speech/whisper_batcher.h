@@ -104,6 +104,10 @@ class WhisperBatcher final : public WhisperSteps {
   void run_batch(const std::vector<Call*>& batch);
   void run_encodes(const std::vector<Call*>& calls);
   void run_decodes(const std::vector<Call*>& calls);
+  // Runs `work` for `call` alone, keeping its error for the caller; counts a model run
+  // in `runs` (a Stats field) unless null.
+  void run_alone(Call& call, const std::function<void()>& work, uint64_t Stats::*runs);
+  void count(uint64_t Stats::*field, uint64_t n = 1);  // stats_.*field += n, under the lock
 
   WhisperModel& model_;
   WhisperBatcherConfig config_;
