@@ -1,6 +1,7 @@
 // Whisper on the GPU: the tiny random checkpoint against transformers (encoder states,
-// teacher-forced logits, greedy tokens) in both numerics, and the real tiny.en's
-// transcript of a real clip against the CPU's (where models/whisper-tiny.en is fetched).
+// teacher-forced logits, greedy tokens) in both numerics and both KV types, recorded
+// steps against op by op, and the real tiny.en's and base's transcripts of a real clip
+// against the CPU's (where scripts/fetch-model.sh fetched them).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,49 +31,57 @@ float worst(std::span<const float> a, std::span<const float> b) {
   return m;
 }
 
-// Exact: fp32 GEMMs (measured: ...); Fast: 16-bit GEMM operands.
+// Exact: fp32 GEMMs; Fast: 16-bit GEMM operands. Each with F32 and F16 KV pools (F16,
+// the GPU's default, rounds the keys and values to 11 bits: the logits move by ~1e-3).
 TEST(CudaWhisper, TinyRandomMatchesTransformers) {
   SKIP_WITHOUT_GPU();
   const WeightSet files = load_safetensors_checkpoint(tiny_dir().string());
   const WhisperConfig config = whisper_config_from_hf(read_json_file((tiny_dir() / "config.json").string()), "tiny");
-  WeightLoader loader(files, WeightPlacement(Device::CUDA));
-  WhisperModel model(config, loader);
   const auto features = fixtures::array_of<float>(tiny_dir() / "input_features.f32");
   const auto want_states = fixtures::array_of<float>(tiny_dir() / "encoder_out.f32");
   const auto want_logits = fixtures::array_of<float>(tiny_dir() / "decoder_logits.f32");
   const auto want_greedy = fixtures::array_of<int32_t>(tiny_dir() / "greedy_tokens.i32");
-  for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
-    testing::NumericsScope scope(mode);
-    const bool exact = mode == ops::QuantizedMatmul::Exact;
-    auto audio = model.encode(features, 1, true);
-    const std::vector<float> states = testing::to_host(audio->states.tensor);
-    const float states_err = worst(states, want_states);
-    EXPECT_LT(states_err, exact ? 2e-4f : 3e-2f) << (exact ? "exact" : "fast");
-    auto seq = model.start(audio, 0);
-    WhisperSequence* seqs[] = {seq.get()};
-    const std::vector<std::vector<int32_t>> tokens = {{500, 17, 42, 99, 3, 250, 7, 480}};
-    const int64_t rows[] = {0, 1, 2, 3, 4, 5, 6, 7};
-    std::vector<float> logits;
-    model.decode(seqs, tokens, rows, logits);
-    const float logits_err = worst(logits, want_logits);
-    EXPECT_LT(logits_err, exact ? 5e-4f : 5e-2f) << (exact ? "exact" : "fast");
-    auto g = model.start(audio, 0);
-    WhisperSequence* gs[] = {g.get()};
-    int32_t token = 500;
-    size_t agree = 0;
-    const int64_t last[] = {0};
-    for (size_t i = 0; i < want_greedy.size(); ++i) {
-      const std::vector<std::vector<int32_t>> step = {{token}};
-      model.decode(gs, step, last, logits);
-      token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      if (token != want_greedy[i]) break;
-      ++agree;
+  for (const DType kv : {DType::F32, DType::F16}) {
+    WeightLoader loader(files, WeightPlacement(Device::CUDA));
+    WhisperCapacity capacity;
+    capacity.kv_dtype = kv;
+    WhisperModel model(config, loader, capacity);
+    ASSERT_EQ(model.pool().kv_dtype(), kv);
+    const bool f32_kv = kv == DType::F32;
+    for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
+      testing::NumericsScope scope(mode);
+      const bool exact = mode == ops::QuantizedMatmul::Exact;
+      const std::string what = std::string(exact ? "exact" : "fast") + (f32_kv ? ", f32 kv" : ", f16 kv");
+      auto audio = model.encode(features, 1, true);
+      const std::vector<float> states = testing::to_host(audio->states.tensor);
+      const float states_err = worst(states, want_states);
+      EXPECT_LT(states_err, exact ? 2e-4f : 3e-2f) << what;
+      auto seq = model.start(audio, 0);
+      WhisperSequence* seqs[] = {seq.get()};
+      const std::vector<std::vector<int32_t>> tokens = {{500, 17, 42, 99, 3, 250, 7, 480}};
+      const int64_t rows[] = {0, 1, 2, 3, 4, 5, 6, 7};
+      std::vector<float> logits;
+      model.decode(seqs, tokens, rows, logits);
+      const float logits_err = worst(logits, want_logits);
+      EXPECT_LT(logits_err, exact ? (f32_kv ? 5e-4f : 1e-2f) : 5e-2f) << what;
+      auto g = model.start(audio, 0);
+      WhisperSequence* gs[] = {g.get()};
+      int32_t token = 500;
+      size_t agree = 0;
+      const int64_t last[] = {0};
+      for (size_t i = 0; i < want_greedy.size(); ++i) {
+        const std::vector<std::vector<int32_t>> step = {{token}};
+        model.decode(gs, step, last, logits);
+        token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (token != want_greedy[i]) break;
+        ++agree;
+      }
+      if (exact && f32_kv) {
+        EXPECT_EQ(agree, want_greedy.size());
+      }
+      std::printf("whisper tiny-random %s: states %.3g, logits %.3g, greedy %zu/%zu equal\n", what.c_str(),
+                  states_err, logits_err, agree, want_greedy.size());
     }
-    if (exact) {
-      EXPECT_EQ(agree, want_greedy.size());
-    }
-    std::printf("whisper tiny-random %s: states %.3g, logits %.3g, greedy %zu/%zu equal\n", exact ? "exact" : "fast",
-                states_err, logits_err, agree, want_greedy.size());
   }
 }
 
@@ -81,12 +90,14 @@ TEST(CudaWhisper, TinyRandomMatchesTransformers) {
 // two after one is dropped (a second recording), over enough steps to cross several
 // self-attention blocks. The recorded steps read full-width block tables, so the
 // attention's splits may differ from the op-by-op step's: equal within fp32 rounding.
-TEST(CudaWhisper, RecordedStepsMatchOpByOp) {
+class CudaWhisperKv : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaWhisperKv, RecordedStepsMatchOpByOp) {
   SKIP_WITHOUT_GPU();
   const WeightSet files = load_safetensors_checkpoint(tiny_dir().string());
   const WhisperConfig config = whisper_config_from_hf(read_json_file((tiny_dir() / "config.json").string()), "tiny");
   WeightLoader loader(files, WeightPlacement(Device::CUDA));
-  WhisperModel model(config, loader, WhisperCapacity{1, 3, 1});
+  WhisperModel model(config, loader, WhisperCapacity{1, 3, 1, GetParam()});
   const auto features = fixtures::array_of<float>(tiny_dir() / "input_features.f32");
   testing::NumericsScope scope(ops::QuantizedMatmul::Exact);
   auto run = [&](bool record, std::vector<int32_t>& tokens_out) {
@@ -122,35 +133,49 @@ TEST(CudaWhisper, RecordedStepsMatchOpByOp) {
   ASSERT_EQ(recorded.size(), eager.size());
   const float err = worst(recorded, eager);
   EXPECT_LT(err, 1e-4f);
-  std::printf("whisper recorded steps: %llu replayed, logits within %.3g of op by op\n",
+  std::printf("whisper recorded steps (%s kv): %llu replayed, logits within %.3g of op by op\n",
+              std::string(dtype_name(GetParam())).c_str(),
               static_cast<unsigned long long>(model.replayed_steps() - before), err);
 }
 
-// The real tiny.en on the CPU and on the GPU, and a real clip (where models/whisper-tiny.en
-// is fetched).
-class CudaWhisperTinyEn : public ::testing::Test {
+INSTANTIATE_TEST_SUITE_P(KvTypes, CudaWhisperKv, ::testing::Values(DType::F32, DType::F16),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+// The real tiny.en and base on the CPU and on the GPU (F32 and F16 KV), over a real clip
+// (where scripts/fetch-model.sh has fetched them).
+struct RealModel {
+  const char* name;
+  DType kv;
+};
+
+class CudaWhisperReal : public ::testing::TestWithParam<RealModel> {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_GPU();
-    const fs::path dir = fixtures::source_dir() / "models" / "whisper-tiny.en";
-    if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model whisper-tiny.en";
+    const fs::path dir = fixtures::source_dir() / "models" / GetParam().name;
+    if (!fs::exists(dir / "model.bin"))
+      GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model " << GetParam().name;
     clip_ = audio::read_file((fixtures::source_dir() / "tests" / "data" / "audio" / "speech_16k.wav").string());
     cpu_ = SpeechModel::load(dir.string(), Device::CPU);
-    gpu_ = SpeechModel::load(dir.string(), Device::CUDA);
+    WhisperCapacity capacity;
+    capacity.kv_dtype = GetParam().kv;
+    gpu_ = SpeechModel::load(dir.string(), Device::CUDA, capacity);
   }
   audio::Audio clip_;
   std::unique_ptr<SpeechModel> cpu_, gpu_;
 };
 
 // The GPU's greedy transcript (tokens) equals the CPU's.
-TEST_F(CudaWhisperTinyEn, TranscribesAsTheCpuDoes) {
+TEST_P(CudaWhisperReal, TranscribesAsTheCpuDoes) {
   TranscribeOptions o;
   o.beam_size = 1;
   const Transcript want = Transcriber(*cpu_).transcribe(clip_, o);
   for (const ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast}) {
     testing::NumericsScope scope(mode);
     const Transcript got = Transcriber(*gpu_).transcribe(clip_, o);
-    std::printf("tiny.en on cuda (%s): %s\n", mode == ops::QuantizedMatmul::Exact ? "exact" : "fast", got.text().c_str());
+    std::printf("%s on cuda (%s, %s kv): %s\n", GetParam().name, mode == ops::QuantizedMatmul::Exact ? "exact" : "fast",
+                std::string(dtype_name(GetParam().kv)).c_str(), got.text().c_str());
+    EXPECT_EQ(got.language, want.language);
     ASSERT_EQ(got.segments.size(), want.segments.size());
     for (size_t i = 0; i < want.segments.size(); ++i) EXPECT_EQ(got.segments[i].tokens, want.segments[i].tokens);
   }
@@ -158,7 +183,7 @@ TEST_F(CudaWhisperTinyEn, TranscribesAsTheCpuDoes) {
 
 // Word timing on the GPU: the same words as on the CPU, each within one encoder position
 // (20 ms: the GPU's attention scores differ in the last bits, which may move a DTW step).
-TEST_F(CudaWhisperTinyEn, TimesWordsAsTheCpuDoes) {
+TEST_P(CudaWhisperReal, TimesWordsAsTheCpuDoes) {
   TranscribeOptions o;
   o.beam_size = 1;
   o.word_timestamps = true;
@@ -178,6 +203,15 @@ TEST_F(CudaWhisperTinyEn, TimesWordsAsTheCpuDoes) {
   }
   EXPECT_GT(words, 5u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaWhisperReal,
+                         ::testing::Values(RealModel{"whisper-tiny.en", DType::F32}, RealModel{"whisper-tiny.en", DType::F16},
+                                           RealModel{"whisper-base", DType::F32}, RealModel{"whisper-base", DType::F16}),
+                         [](const ::testing::TestParamInfo<RealModel>& p) {
+                           std::string n = std::string(p.param.name).substr(8) + "_" + std::string(dtype_name(p.param.kv));
+                           for (char& ch : n) if (ch == '.' || ch == '-') ch = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace corvid

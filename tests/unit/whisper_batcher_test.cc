@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <optional>
 #include <thread>
@@ -55,7 +56,7 @@ std::vector<float> run_stream(WhisperSteps& steps, const std::vector<float>& fea
 
 TEST(WhisperBatcher, ConcurrentStreamsGetWhatTheModelAloneGives) {
   constexpr int kStreams = 4, kSteps = 12;
-  fixtures::TinyWhisper tiny(WhisperCapacity{kStreams, 2, 1});
+  fixtures::TinyWhisper tiny(WhisperCapacity{kStreams, 2, 1, {}});
   auto features = [&](int i) -> const std::vector<float>& { return i % 2 ? tiny.features_short : tiny.features; };
   std::vector<std::vector<float>> alone;
   for (int i = 0; i < kStreams; ++i) alone.push_back(run_stream(*tiny.model, features(i), i, kSteps));
@@ -85,7 +86,7 @@ TEST(WhisperBatcher, ConcurrentStreamsGetWhatTheModelAloneGives) {
 }
 
 TEST(WhisperBatcher, ARefusedCallFailsAlone) {
-  fixtures::TinyWhisper tiny(WhisperCapacity{3, 1, 1});
+  fixtures::TinyWhisper tiny(WhisperCapacity{3, 1, 1, {}});
   auto audio = tiny.model->encode(tiny.features, 1);
   const std::vector<std::vector<int32_t>> good = {{1, 2, 3}}, bad = {{1, 512}};
   const int64_t last[] = {2};
@@ -125,7 +126,7 @@ TEST(WhisperBatcher, ARefusedCallFailsAlone) {
 }
 
 TEST(WhisperBatcher, CrossAttentionPassesThrough) {
-  fixtures::TinyWhisper tiny(WhisperCapacity{1, 1, 1});
+  fixtures::TinyWhisper tiny(WhisperCapacity{1, 1, 1, {}});
   auto audio = tiny.model->encode(tiny.features, 1);
   const std::vector<int32_t> tokens = {1, 40, 41, 42, 43};
   const std::pair<int, int> heads[] = {{0, 1}, {1, 3}};
@@ -137,9 +138,23 @@ TEST(WhisperBatcher, CrossAttentionPassesThrough) {
   EXPECT_EQ(got_logits, want_logits);
 }
 
+// The front end through the batcher is the model's, which is LogMel's on the CPU.
+TEST(WhisperBatcher, SpectrogramIsTheModels) {
+  fixtures::TinyWhisper tiny(WhisperCapacity{1, 1, 1, {}});
+  std::vector<float> samples(40000);
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = 0.3f * std::sin(0.05f * static_cast<float>(i));
+  int64_t want_frames = 0, got_frames = 0;
+  const std::vector<float> want =
+      audio::LogMel(static_cast<int>(tiny.model->config().n_mels)).spectrogram(samples, 160, &want_frames);
+  WhisperBatcher batcher(*tiny.model);
+  EXPECT_EQ(batcher.spectrogram(samples, 160, &got_frames), want);
+  EXPECT_EQ(got_frames, want_frames);
+  EXPECT_EQ(got_frames, 251);
+}
+
 TEST(WhisperBatcher, GivesTheDeviceUpBetweenSteps) {
   // Another model's steps (this thread) get turns while a stream decodes.
-  fixtures::TinyWhisper tiny(WhisperCapacity{1, 1, 1});
+  fixtures::TinyWhisper tiny(WhisperCapacity{1, 1, 1, {}});
   DeviceTurns turns;
   WhisperBatcherConfig config;
   config.device_turns = &turns;

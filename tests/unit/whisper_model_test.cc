@@ -31,7 +31,7 @@ int32_t argmax(std::span<const float> row) {
 
 class WhisperTiny : public ::testing::Test {
  protected:
-  fixtures::TinyWhisper tiny_{WhisperCapacity{2, 5, 2}};
+  fixtures::TinyWhisper tiny_{WhisperCapacity{2, 5, 2, {}}};
   const WhisperConfig& config_ = tiny_.config;
   WhisperModel* model_ = tiny_.model.get();
   const std::vector<float>& features_ = tiny_.features;
@@ -237,6 +237,17 @@ TEST_F(WhisperTiny, SpentPoolRefusesCleanly) {
   b.reset();
   EXPECT_EQ(model_->pool().cross_blocks_used(), 1);
   EXPECT_NO_THROW(model_->encode(features_, 1));
+}
+
+// The CPU's kernels read F32 keys and values only: a pool of another type is refused up
+// front, and F32 is the CPU's default.
+TEST_F(WhisperTiny, CpuPoolsAreF32) {
+  EXPECT_EQ(model_->pool().kv_dtype(), DType::F32);
+  EXPECT_EQ(WhisperKvPool::default_kv_dtype(Device::CPU), DType::F32);
+  EXPECT_EQ(WhisperKvPool::default_kv_dtype(Device::CUDA), DType::F16);
+  WhisperCapacity f16;
+  f16.kv_dtype = DType::F16;
+  EXPECT_THROW(WhisperKvPool(config_, f16, Device::CPU), Error);
 }
 
 TEST_F(WhisperTiny, RefusesBadSteps) {

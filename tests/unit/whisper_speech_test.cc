@@ -107,7 +107,7 @@ class WhisperRealSpeech : public ::testing::TestWithParam<Case> {
       GTEST_SKIP() << "CORVID_REAL_WEIGHTS=1 runs " << model_name_ << " " << setting_.name;
     const fs::path dir = fixtures::source_dir() / "models" / model_name_;
     if (!fs::exists(dir / "model.bin")) GTEST_SKIP() << "fetch it: scripts/fetch-model.sh --model " << model_name_;
-    model_ = SpeechModel::load(dir.string(), Device::CPU, WhisperCapacity{kStreams, 5, 1});
+    model_ = SpeechModel::load(dir.string(), Device::CPU, WhisperCapacity{kStreams, 5, 1, {}});
     reference_ = read_json_file((speech_dir() / "reference.json").string());
     texts_ = read_json_file((speech_dir() / "sentences.json").string())["text"];
   }

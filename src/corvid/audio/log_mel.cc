@@ -15,7 +15,7 @@ namespace corvid::audio {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr int kBins = LogMel::kFft / 2 + 1;
+constexpr int kBins = LogMel::kBins;
 constexpr double kSampleRate = 16000.0;
 
 // The Slaney mel scale (librosa's default, htk=False): linear below 1 kHz, logarithmic above.
@@ -72,6 +72,13 @@ std::vector<double> reflect_padded(std::span<const float> samples, size_t length
   return x;
 }
 
+// A backend's answer, held to the shape asked of it.
+std::vector<double> checked(std::vector<double> mel, int n_mels, int64_t frames) {
+  CORVID_CHECK(mel.size() == static_cast<size_t>(n_mels * frames), "log-mel: the device gave ", mel.size(),
+               " values for ", n_mels, " x ", frames);
+  return mel;
+}
+
 }  // namespace
 
 std::vector<double> LogMel::log_mel(const std::vector<double>& x, int64_t frames) const {
@@ -103,17 +110,20 @@ std::vector<float> LogMel::normalise(const std::vector<double>& mel) {
   return out;
 }
 
-std::vector<float> LogMel::features(std::span<const float> samples) const {
+std::vector<float> LogMel::features(std::span<const float> samples, MelPowerBackend* device) const {
   // The window: 30 s of samples, zeros after the audio.
-  return normalise(log_mel(reflect_padded(samples, kWindowSamples), kFrames));
+  const std::vector<double> x = reflect_padded(samples, kWindowSamples);
+  return normalise(device ? checked(device->log_mel(x, kFrames), n_mels_, kFrames) : log_mel(x, kFrames));
 }
 
-std::vector<float> LogMel::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) const {
+std::vector<float> LogMel::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames,
+                                       MelPowerBackend* device) const {
   CORVID_CHECK(pad >= 0, "log-mel: negative padding");
   const size_t length = samples.size() + static_cast<size_t>(pad);
   const int64_t n = static_cast<int64_t>(length / kHop);
   if (frames) *frames = n;
-  return normalise(log_mel(reflect_padded(samples, length), n));
+  const std::vector<double> x = reflect_padded(samples, length);
+  return normalise(device ? checked(device->log_mel(x, n), n_mels_, n) : log_mel(x, n));
 }
 
 }  // namespace corvid::audio

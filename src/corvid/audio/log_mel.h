@@ -13,22 +13,37 @@
 
 namespace corvid::audio {
 
+// Where the STFT power through the mel filters is computed when not on the CPU (a GPU:
+// ops/cuda/mel_spectrogram.h), in double like LogMel's own path.
+class MelPowerBackend {
+ public:
+  virtual ~MelPowerBackend() = default;
+  // log10(max(1e-10, mel power)) of `frames` frames of the centred signal x (frame t is
+  // x[t * kHop, t * kHop + kFft) under the window): [n_mels, frames] row-major.
+  virtual std::vector<double> log_mel(std::span<const double> x, int64_t frames) = 0;
+};
+
 class LogMel {
  public:
   static constexpr int kFft = 400, kHop = 160, kWindowSamples = 480000, kFrames = 3000;
+  static constexpr int kBins = kFft / 2 + 1;
 
   explicit LogMel(int n_mels);  // 80 (Whisper v1-v2) or 128 (large-v3)
 
   int n_mels() const { return n_mels_; }
   // The features of the window starting at samples[0]: [n_mels, kFrames] row-major.
-  std::vector<float> features(std::span<const float> samples) const;
+  // `device`, when given, computes the mel power (the rest is the same host code).
+  std::vector<float> features(std::span<const float> samples, MelPowerBackend* device = nullptr) const;
   // The features of a whole recording, as faster-whisper computes them for long-form
   // transcription: the samples followed by `pad` zeros (160: one hop) form one signal,
   // every frame of it is kept, and one clamp (the maximum less 8) covers them all.
   // [n_mels, frames] row-major with frames = (samples + pad) / 160.
-  std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) const;
-  // The mel filter bank [n_mels, kFft / 2 + 1] (Slaney scale and norm), for tests.
+  std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames,
+                                 MelPowerBackend* device = nullptr) const;
+  // The mel filter bank [n_mels, kBins] (Slaney scale and norm) and the periodic Hann
+  // window [kFft]: what a MelPowerBackend applies.
   const std::vector<double>& filters() const { return filters_; }
+  const std::vector<double>& window() const { return window_; }
 
  private:
   // log10 of the mel power of `frames` frames of the reflect-padded signal x.

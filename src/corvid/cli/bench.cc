@@ -50,7 +50,7 @@ void run_bench(const BenchArgs& a) {
     return run_speech_bench(SpeechBenchArgs{.model = a.common.model, .device = a.common.device,
                                             .dummy_shape = a.dummy_shape, .gen = a.gen, .reps = a.reps,
                                             .windows = a.windows, .beams = a.beams, .streams = a.streams,
-                                            .eager = a.eager});
+                                            .eager = a.eager, .kv_cache_dtype = a.common.kv_cache_dtype});
   }
   LoadedModel m = a.dummy_dtype.empty() ? load_model(a.common)
                                          : load_dummy_model(a.common.model, dummy_weight_dtype(a.dummy_dtype),

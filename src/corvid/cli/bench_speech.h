@@ -16,6 +16,7 @@ struct SpeechBenchArgs {
   int beams = 1;            // hypotheses per decoder step (per stream)
   int streams = 1;          // > 1: that many transcriptions batched, a window each (--windows is ignored)
   bool eager = false;       // decoder steps op by op, not replayed from recordings
+  std::string kv_cache_dtype = "auto";  // f32 | f16; auto: WhisperKvPool::default_kv_dtype
 };
 
 void run_speech_bench(const SpeechBenchArgs& args);

@@ -85,7 +85,7 @@ void run_transcribe(const TranscribeArgs& a) {
   const int streams = std::max(1, std::min(a.streams, static_cast<int>(a.files.size())));
   // As many hypotheses as the widest decoding asked for, per stream.
   const WhisperCapacity capacity{streams, std::max<int64_t>({WhisperCapacity{}.hypotheses, a.beam_size, a.best_of}),
-                                 1};
+                                 1, {}};
   std::unique_ptr<SpeechModel> model =
       a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
                             : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);

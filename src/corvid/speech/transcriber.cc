@@ -133,9 +133,8 @@ Transcript Transcriber::transcribe(const audio::Audio& audio, const TranscribeOp
     out.language = o.language;
   }
 
-  const audio::LogMel mel(static_cast<int>(c.n_mels));
   int64_t frames = 0;
-  const std::vector<float> features = mel.spectrogram(audio.samples, audio::LogMel::kHop, &frames);
+  const std::vector<float> features = steps_.spectrogram(audio.samples, audio::LogMel::kHop, &frames);
   const int64_t content = std::max<int64_t>(frames - 1, 0), window = c.input_frames();
   // The window of `window` frames from `seek`, zeros (in feature space) past the end.
   std::vector<float> slice(static_cast<size_t>(c.n_mels * window));

@@ -80,6 +80,16 @@ std::vector<float> WhisperBatcher::cross_attention(std::shared_ptr<const Encoded
   return out;
 }
 
+std::vector<float> WhisperBatcher::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) {
+  // The CPU's front end is thread-safe: each stream computes its own, in parallel.
+  if (model_.device() == Device::CPU) return model_.spectrogram(samples, pad, frames);
+  std::vector<float> out;
+  Call call;
+  call.work = [&] { out = model_.spectrogram(samples, pad, frames); };
+  submit(call);
+  return out;
+}
+
 void WhisperBatcher::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

@@ -60,6 +60,9 @@ class WhisperBatcher final : public WhisperSteps {
 
   const WhisperConfig& config() const override { return model_.config(); }
   const WhisperCapacity& capacity() const override { return model_.capacity(); }
+  // On a GPU, run by the executor alone (the device serves one thread); on the CPU, on
+  // the caller's thread.
+  std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) override;
   std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows,
                                        bool keep_states = false) override;
   std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const override {

@@ -16,6 +16,13 @@ int64_t checked(int64_t value, const char* what) {
   return value;
 }
 
+DType checked_dtype(const WhisperCapacity& capacity, Device device) {
+  const DType t = capacity.kv_dtype.value_or(WhisperKvPool::default_kv_dtype(device));
+  CORVID_CHECK(t == DType::F32 || (device != Device::CPU && t == DType::F16), "whisper: a ", dtype_name(t),
+               " KV cache on the ", device == Device::CPU ? "CPU" : "GPU", " (the CPU keeps F32; a GPU F32 or F16)");
+  return t;
+}
+
 }  // namespace
 
 // A hypothesis of full length holds ceil(text_positions / kSelfBlock) blocks; one more
@@ -27,17 +34,11 @@ WhisperKvPool::WhisperKvPool(const WhisperConfig& config, const WhisperCapacity&
       self_(decoder_spec(config), kSelfBlock,
             checked(capacity.streams, "streams") * checked(capacity.hypotheses, "hypotheses") *
                 (blocks_per_hypothesis_ + 1),
-            device, kv_dtype(device)),
+            device, checked_dtype(capacity, device)),
       cross_(decoder_spec(config), config.audio_positions,
-             capacity.streams * checked(capacity.windows, "windows"), device, kv_dtype(device)) {}
+             capacity.streams * checked(capacity.windows, "windows"), device, checked_dtype(capacity, device)) {}
 
-// F16 on the GPU halves what a step reads; the code paths take it (store_kv, paged
-// attention, the copy-on-write gather, word timing's host copy), but it has not been
-// checked on a GPU yet, so every device keeps F32 until it is.
-DType WhisperKvPool::kv_dtype(Device device) {
-  (void)device;
-  return DType::F32;
-}
+DType WhisperKvPool::default_kv_dtype(Device device) { return device == Device::CPU ? DType::F32 : DType::F16; }
 
 int64_t WhisperKvPool::bytes() const {
   auto pool_bytes = [](const BlockPool& p) {

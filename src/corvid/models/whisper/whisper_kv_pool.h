@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "corvid/core/dtype.h"
@@ -29,6 +30,8 @@ struct WhisperCapacity {
   int64_t streams = 1;     // transcriptions decoded at once
   int64_t hypotheses = 5;  // per stream: beam size or best_of at most
   int64_t windows = 1;     // per stream: windows encoded and alive at once
+  // The pools' element type; unset: WhisperKvPool::default_kv_dtype of the device.
+  std::optional<DType> kv_dtype;
 };
 
 class WhisperKvPool {
@@ -45,9 +48,11 @@ class WhisperKvPool {
   // Bytes of both pools (what the capacity costs on the device).
   int64_t bytes() const;
 
-  // The element type of both pools: F32 (the CPU kernels' only KV type). F16 on the GPU,
-  // where a decoder step's time is mostly reading them, is wired but not yet enabled.
-  static DType kv_dtype(Device device);
+  // The element type of both pools when the capacity names none: F32 on the CPU (its
+  // kernels' only KV type), F16 on the GPU, where a decoder step's time is mostly
+  // reading the cross-attention keys and values (F32 halves the step's speed).
+  static DType default_kv_dtype(Device device);
+  DType kv_dtype() const { return self_.dtype(); }
   // Storage per decoder layer: [blocks * block_size, heads, head_dim] of kv_dtype.
   const BlockPool& self() const { return self_; }
   const BlockPool& cross() const { return cross_; }

@@ -8,6 +8,9 @@
 #include "corvid/core/half.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/ops.h"
+#ifdef CORVID_HAVE_CUDA
+#include "corvid/ops/cuda/mel_spectrogram.h"
+#endif
 
 namespace corvid {
 
@@ -69,9 +72,11 @@ WhisperModel::Mlp WhisperModel::mlp(WeightLoader& w, const std::string& prefix, 
 }
 
 WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w, const WhisperCapacity& capacity)
-    : config_(config), device_(w.device()), eps_(static_cast<float>(config.layer_norm_eps)) {
+    : config_((config.validate(w.source()), config)),
+      device_(w.device()),
+      eps_(static_cast<float>(config.layer_norm_eps)),
+      log_mel_(static_cast<int>(config.n_mels)) {
   const WhisperConfig& c = config_;
-  c.validate(w.source());
   const int64_t d = c.d_model;
   CORVID_CHECK(std::max(c.encoder_head_dim(), c.decoder_head_dim()) <= ops::max_attention_head_dim(device_),
                w.source(), ": attention heads of ", std::max(c.encoder_head_dim(), c.decoder_head_dim()),
@@ -116,6 +121,9 @@ WhisperModel::WhisperModel(const WhisperConfig& config, WeightLoader& w, const W
     for (const DecoderLayer& l : decoder_)
       for (const Linear* lin : {&l.cross.k, &l.cross.v}) encoder_cpu_->add(lin->weight, lin->bias);
   }
+#ifdef CORVID_HAVE_CUDA
+  if (device_ == Device::CUDA) log_mel_device_ = std::make_unique<ops::cuda::CudaMelPower>(log_mel_);
+#endif
   enc_.device = dec_.device = device_;
   enc_.dims = {d, d, d, c.encoder_ffn};
   dec_.dims = {d, d, d, c.decoder_ffn};
@@ -143,6 +151,10 @@ void WhisperModel::run_mlp(const Mlp& m, const Tensor& x, layers::Scratch& s, in
   ops::gelu(up);
   apply(m.fc2, up, h, rows_per_window);
   ops::add(x, h);
+}
+
+std::vector<float> WhisperModel::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) {
+  return log_mel_.spectrogram(samples, pad, frames, log_mel_device_.get());
 }
 
 std::shared_ptr<EncodedAudio> WhisperModel::encode(std::span<const float> features, int64_t windows,

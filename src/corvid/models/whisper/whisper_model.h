@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "corvid/audio/log_mel.h"
 #include "corvid/core/device.h"
 #include "corvid/models/weight_loader.h"
 #include "corvid/models/layers/scratch.h"
@@ -73,7 +74,9 @@ class WhisperModel final : public WhisperSteps {
   int64_t parameter_count() const { return storage_.parameters; }
 
   // WhisperSteps, run on the calling thread. start(), copy() and dropping a hypothesis
-  // are thread-safe (blocks change hands; no device work); the rest is one thread's.
+  // are thread-safe (blocks change hands; no device work), and so is spectrogram() on
+  // the CPU; the rest is one thread's.
+  std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) override;
   std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows,
                                        bool keep_states = false) override;
   std::unique_ptr<WhisperSequence> start(std::shared_ptr<const EncodedAudio> audio, int64_t window) const override;
@@ -172,6 +175,8 @@ class WhisperModel final : public WhisperSteps {
   Norm decoder_norm_;
   WeightStorage storage_;
   std::unique_ptr<EncoderCpu> encoder_cpu_;  // the CPU's encoder GEMMs (null on other devices)
+  audio::LogMel log_mel_;
+  std::unique_ptr<audio::MelPowerBackend> log_mel_device_;  // the GPU's front end (null on the CPU)
 
   // Step buffers, grown as needed.
   layers::Scratch enc_, dec_;

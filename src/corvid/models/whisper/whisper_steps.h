@@ -26,6 +26,10 @@ class WhisperSteps {
   // What the model's KV pools were sized for (per transcription: hypotheses, windows).
   virtual const WhisperCapacity& capacity() const = 0;
 
+  // The log-mel features of a whole recording (audio::LogMel::spectrogram: the samples,
+  // then `pad` zeros, every frame kept): [n_mels, *frames] row-major. On the model's
+  // device where it has a front end there (cuFFT on CUDA), else on the CPU.
+  virtual std::vector<float> spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames) = 0;
   // Encodes `windows` windows of features, each [n_mels, 3000] row-major (mel-major,
   // as LogMel gives them), back to back in `features`.
   virtual std::shared_ptr<EncodedAudio> encode(std::span<const float> features, int64_t windows,
