@@ -112,8 +112,9 @@ std::vector<float> LogMel::normalise(const std::vector<double>& mel) {
 
 std::vector<float> LogMel::features(std::span<const float> samples, MelPowerBackend* device) const {
   // The window: 30 s of samples, zeros after the audio.
-  const std::vector<double> x = reflect_padded(samples, kWindowSamples);
-  return normalise(device ? checked(device->log_mel(x, kFrames), n_mels_, kFrames) : log_mel(x, kFrames));
+  const std::span<const float> kept = samples.first(std::min<size_t>(samples.size(), kWindowSamples));
+  if (device) return normalise(checked(device->log_mel(kept, kWindowSamples, kFrames), n_mels_, kFrames));
+  return normalise(log_mel(reflect_padded(samples, kWindowSamples), kFrames));
 }
 
 std::vector<float> LogMel::spectrogram(std::span<const float> samples, int64_t pad, int64_t* frames,
@@ -122,8 +123,8 @@ std::vector<float> LogMel::spectrogram(std::span<const float> samples, int64_t p
   const size_t length = samples.size() + static_cast<size_t>(pad);
   const int64_t n = static_cast<int64_t>(length / kHop);
   if (frames) *frames = n;
-  const std::vector<double> x = reflect_padded(samples, length);
-  return normalise(device ? checked(device->log_mel(x, n), n_mels_, n) : log_mel(x, n));
+  if (device) return normalise(checked(device->log_mel(samples, static_cast<int64_t>(length), n), n_mels_, n));
+  return normalise(log_mel(reflect_padded(samples, length), n));
 }
 
 }  // namespace corvid::audio

@@ -18,9 +18,11 @@ namespace corvid::audio {
 class MelPowerBackend {
  public:
   virtual ~MelPowerBackend() = default;
-  // log10(max(1e-10, mel power)) of `frames` frames of the centred signal x (frame t is
-  // x[t * kHop, t * kHop + kFft) under the window): [n_mels, frames] row-major.
-  virtual std::vector<double> log_mel(std::span<const double> x, int64_t frames) = 0;
+  // log10(max(1e-10, mel power)) of `frames` frames of the centred signal: `samples`
+  // followed by zeros up to `length`, reflect-padded by kFft / 2 at both ends as LogMel
+  // pads it (zeros instead where length <= kFft / 2); frame t is padded samples
+  // [t * kHop, t * kHop + kFft) under the window. [n_mels, frames] row-major.
+  virtual std::vector<double> log_mel(std::span<const float> samples, int64_t length, int64_t frames) = 0;
 };
 
 class LogMel {

@@ -22,7 +22,7 @@ class CudaMelPower final : public audio::MelPowerBackend {
   CudaMelPower(const CudaMelPower&) = delete;
   CudaMelPower& operator=(const CudaMelPower&) = delete;
 
-  std::vector<double> log_mel(std::span<const double> x, int64_t frames) override;
+  std::vector<double> log_mel(std::span<const float> samples, int64_t length, int64_t frames) override;
 
   // Frames transformed per cuFFT call: a long recording goes through in chunks of this.
   static constexpr int64_t kChunkFrames = 4096;
