@@ -24,6 +24,10 @@ enum class DType : uint8_t {
   // 16-byte loads, which the 18/20/34-byte GGUF blocks do not allow. Only whole rows
   // have a byte size in these layouts; a sub-range of a row is not contiguous.
   Q4_0R, Q4_1R, Q8_0R, Q4_KR,
+  // KV cache formats (never in files; ops/kv_affine.h): affine 8- or 4-bit codes in groups
+  // of 64 or 32 values along head_dim, each group's codes followed by its f16 scale and
+  // bias, as mlx's mx.quantize makes them.
+  A8G64, A4G64, A8G32, A4G32,
 };
 
 struct DTypeInfo {
