@@ -22,9 +22,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "tensor-core bf16 prompts) or exact (F32 throughout, transformers' numerics; slower prefill)")
       ->check(CLI::IsMember({"fast", "exact"}));
   cmd.add_option("--kv-cache-dtype", opts.kv_cache_dtype,
-                 "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, or f16 / bf16 (GPU only: half "
-                 "the memory and the bytes decode attention reads)")
-      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+                 "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, f16 / bf16 (GPU only: half "
+                 "the memory and the bytes decode attention reads), or affine codes as mlx-lm's quantized cache "
+                 "makes them (CPU only for now): q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 "
+                 "(9 / 5 bits, groups of 32)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8", "q4", "q8_g32", "q4_g32"}));
   cmd.add_option("--moe-offload", opts.moe_offload,
                  "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "
                  "by the GPU: a MoE model larger than the GPU runs, those layers at the host link's speed (GPU only)");
@@ -48,13 +50,19 @@ WeightPlacement weight_placement(const CommonOptions& opts) {
 }
 
 DType kv_dtype_named(const std::string& name) {
-  return name == "f16" ? DType::F16 : name == "bf16" ? DType::BF16 : DType::F32;
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  if (name == "q8") return DType::A8G64;
+  if (name == "q4") return DType::A4G64;
+  if (name == "q8_g32") return DType::A8G32;
+  if (name == "q4_g32") return DType::A4G32;
+  return DType::F32;
 }
 
 DType kv_cache_dtype(const CommonOptions& opts, Device device) {
   const DType t = opts.kv_cache_dtype == "auto" ? default_kv_dtype(device) : kv_dtype_named(opts.kv_cache_dtype);
-  CORVID_CHECK(ops::kv_cache_dtype_supported(t, device), "--kv-cache-dtype ", opts.kv_cache_dtype,
-               " needs a GPU (the CPU's KV cache is f32)");
+  CORVID_CHECK(ops::kv_cache_dtype_supported(t, device), "--kv-cache-dtype ", opts.kv_cache_dtype, " is not available on ",
+               device_name(device), " (the CPU takes f32 and q8 / q4; a GPU f32, f16 and bf16)");
   return t;
 }
 

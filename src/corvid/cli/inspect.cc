@@ -106,7 +106,11 @@ void run_inspect(const InspectArgs& a) {
   std::printf("needs:          attention heads up to %lld%s%s%s\n", static_cast<long long>(profile.max_head_dim),
               profile.sliding_window ? ", sliding windows" : "", profile.shared_kv ? ", shared KV" : "",
               profile.routed_experts ? ", routed experts" : "");
-  const int elem_bytes = a.kv_bytes > 0 ? a.kv_bytes : dtype_info(kv_dtype_named(a.kv_cache_dtype)).block_bytes;
+  // Bytes per element: a plain type's size, or an affine format's codes, scales and biases
+  // over its group (q8: 68 bytes for 64 values).
+  const DTypeInfo& kv_info = dtype_info(kv_dtype_named(a.kv_cache_dtype));
+  const double elem_bytes =
+      a.kv_bytes > 0 ? a.kv_bytes : static_cast<double>(kv_info.block_bytes) / kv_info.block_elems;
   // Full-attention layers keep every position; a sliding layer holds its window (the
   // engine frees blocks that leave it), so it costs a fixed amount per sequence.
   int64_t full_elems = 0, window_elems = 0;
@@ -114,16 +118,22 @@ void run_inspect(const InspectArgs& a) {
     if (s.kind == StateKind::FullKV) full_elems += 2 * s.kv_heads * s.head_dim;
     if (s.kind == StateKind::SlidingKV) window_elems += 2 * s.kv_heads * s.head_dim * s.window;
   }
-  const int64_t kv_per_token = full_elems * elem_bytes, kv_windows = window_elems * elem_bytes;
-  std::printf("KV per token:   %s (%d-byte elements)", human_bytes(static_cast<double>(kv_per_token)).c_str(),
-              elem_bytes);
-  if (kv_windows) std::printf(", plus %s a sequence for the sliding windows", human_bytes(static_cast<double>(kv_windows)).c_str());
+  const double kv_per_token = static_cast<double>(full_elems) * elem_bytes;
+  const double kv_windows = static_cast<double>(window_elems) * elem_bytes;
+  std::printf("KV per token:   %s (%g-byte elements)", human_bytes(kv_per_token).c_str(), elem_bytes);
+  if (kv_windows > 0) std::printf(", plus %s a sequence for the sliding windows", human_bytes(kv_windows).c_str());
   std::printf("\n");
-  const double budget = a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes - offloaded) -
-                        static_cast<double>(kv_windows);
-  const int64_t fits = budget <= 0 ? 0
-                       : kv_per_token > 0 ? static_cast<int64_t>(budget / static_cast<double>(kv_per_token))
-                                          : INT32_MAX;
+  if (kv_per_token > 0)
+    std::printf("KV tokens/GiB:  %lld\n", static_cast<long long>(1024.0 * 1024.0 * 1024.0 / kv_per_token));
+  for (const LayerState& s : spec)
+    if (a.kv_bytes == 0 && s.head_dim % kv_info.block_elems != 0) {
+      std::printf("note:           head_dim %lld is not a whole number of %d-value groups: a %s cache cannot hold it\n",
+                  static_cast<long long>(s.head_dim), kv_info.block_elems, a.kv_cache_dtype.c_str());
+      break;
+    }
+  const double budget =
+      a.memory_gb * 1024.0 * 1024.0 * 1024.0 - static_cast<double>(bytes - offloaded) - kv_windows;
+  const int64_t fits = budget <= 0 ? 0 : kv_per_token > 0 ? static_cast<int64_t>(budget / kv_per_token) : INT32_MAX;
   std::printf("fits in %.1f GiB: %lld tokens of context%s\n", a.memory_gb, static_cast<long long>(fits),
               fits > c.max_position_embeddings ? " (more than the model's maximum)" : "");
 }
@@ -137,8 +147,8 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("--memory-gb", args->memory_gb, "memory budget for the context estimate (GiB)")->check(CLI::PositiveNumber);
   auto* dtype = cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype,
                                 "KV cache element type for the context estimate: f32 (the CPU's), f16 or bf16 (a "
-                                "GPU's default)")
-                    ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+                                "GPU's default), or the affine q8 / q4 (groups of 64) and q8_g32 / q4_g32")
+                    ->check(CLI::IsMember({"f32", "f16", "bf16", "q8", "q4", "q8_g32", "q4_g32"}));
   cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")
       ->check(CLI::Range(1, 4))
       ->excludes(dtype);

@@ -9,7 +9,7 @@ DType default_kv_dtype(Device device) { return device == Device::CUDA ? DType::B
 
 void check_kv_dtype(DType dtype, Device device) {
   CORVID_CHECK(ops::kv_cache_dtype_supported(dtype, device), "kv cache: ", dtype_name(dtype), " on ",
-               device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA)");
+               device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA, q8/q4 on the CPU)");
 }
 
 // The checks before any allocation (a member initializer runs them first).

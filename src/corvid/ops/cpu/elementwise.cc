@@ -12,6 +12,7 @@
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/cpu/cpu_ops.h"
 #include "corvid/ops/cpu/quants.h"
+#include "corvid/ops/kv_affine.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -111,17 +112,25 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float
   });
 }
 
-// F32 rows copied (the CPU keeps F32 caches only); negative rows skipped.
+// F32 rows copied, or quantized into an affine cache (ops/kv_affine.h: each head's
+// head_dim values are whole groups); negative rows skipped.
 void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
               const Tensor& v_cache) {
   const int64_t row_elems = k.dim(1) * k.dim(2);
-  const size_t row_bytes = static_cast<size_t>(row_elems) * sizeof(float);
+  const size_t row_bytes = bytes_for(k_cache.dtype, row_elems);
+  const bool quantized = k_cache.dtype != DType::F32;
+  auto put = [&](const Tensor& cache, const float* src, int32_t row) {
+    auto* dst = static_cast<uint8_t*>(cache.data) + static_cast<size_t>(row) * row_bytes;
+    if (quantized) {
+      kv_affine::quantize(cache.dtype, src, row_elems, dst);
+    } else {
+      std::memcpy(dst, src, row_bytes);
+    }
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0) continue;
-    std::memcpy(k_cache.ptr<float>() + rows[i] * row_elems, k.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
-    std::memcpy(v_cache.ptr<float>() + rows[i] * row_elems, v.ptr<float>() + static_cast<int64_t>(i) * row_elems,
-                row_bytes);
+    put(k_cache, k.ptr<float>() + static_cast<int64_t>(i) * row_elems, rows[i]);
+    put(v_cache, v.ptr<float>() + static_cast<int64_t>(i) * row_elems, rows[i]);
   }
 }
 
