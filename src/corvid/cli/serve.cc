@@ -248,11 +248,15 @@ void run_serve(const ServeArgs& a) {
     for (size_t g = 0; group_stats.size() > 1 && g < group_stats.size(); ++g)
       groups += (g ? ", " : " (") + group_stats[g].name + " " + std::to_string(group_stats[g].blocks_total) +
                 (g + 1 == group_stats.size() ? ")" : "");
-    std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB, max_model_len %lld)\n",
+    // Tokens a GiB of this cache holds (the format decides: q4 holds 7x f32's).
+    const double tokens_per_gib =
+        kv_gib > 0 ? static_cast<double>(engine.num_blocks() * engine.block_size()) / kv_gib : 0.0;
+    std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB: %.0f tokens a GiB, "
+                "max_model_len %lld)\n",
                 api_config.model_name.c_str(), m.model->config().architecture.c_str(),
                 device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
                 groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
-                kv_gib, static_cast<long long>(engine.max_model_len()));
+                kv_gib, tokens_per_gib, static_cast<long long>(engine.max_model_len()));
     std::printf("corvid serve: listening on %s/v1\n", url.c_str());
     std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
                 "\"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}'\n",
