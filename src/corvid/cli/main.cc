@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   corvid::cli::register_bench(app);
   corvid::cli::register_serve(app);
   corvid::cli::register_embed(app);
+  corvid::cli::register_perplexity(app);
   corvid::cli::register_transcribe(app);
   try {
     app.parse(argc, argv);
