@@ -15,7 +15,6 @@ namespace corvid::audio {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr int kBins = LogMel::kBins;
 constexpr double kSampleRate = 16000.0;
 
 // The Slaney mel scale (librosa's default, htk=False): linear below 1 kHz, logarithmic above.
