@@ -61,6 +61,7 @@ void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_embed(CLI::App& app);
 void register_perplexity(CLI::App& app);
+void register_kl(CLI::App& app);
 void register_transcribe(CLI::App& app);
 
 }  // namespace corvid::cli

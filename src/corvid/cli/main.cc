@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   corvid::cli::register_serve(app);
   corvid::cli::register_embed(app);
   corvid::cli::register_perplexity(app);
+  corvid::cli::register_kl(app);
   corvid::cli::register_transcribe(app);
   try {
     app.parse(argc, argv);

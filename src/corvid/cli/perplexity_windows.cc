@@ -1,0 +1,74 @@
+#include "corvid/cli/perplexity_windows.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "corvid/core/error.h"
+
+namespace corvid::cli {
+
+namespace {
+
+std::vector<int32_t> read_tokens(const WindowArgs& a, const Tokenizer* tokenizer, const char* verb) {
+  const std::string& path = a.token_ids.empty() ? a.file : a.token_ids;
+  std::ifstream in(path, std::ios::binary);
+  CORVID_CHECK(in, verb, ": cannot read ", path);
+  if (!a.token_ids.empty()) {
+    std::vector<int32_t> ids;
+    for (int64_t id; in >> id;) {
+      CORVID_CHECK(id >= 0 && id <= INT32_MAX, verb, ": token id ", id, " in ", path);
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    CORVID_CHECK(in.eof(), verb, ": ", path, " is not whitespace-separated token ids");
+    return ids;
+  }
+  CORVID_CHECK(tokenizer, verb, ": ", a.common.model, " has no tokenizer: pass --token-ids");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return tokenizer->encode(text, /*add_special_tokens=*/false);
+}
+
+}  // namespace
+
+void add_window_options(CLI::App& cmd, WindowArgs& args) {
+  add_common_options(cmd, args.common);
+  cmd.add_option("--file", args.file, "the text (UTF-8)");
+  cmd.add_option("--token-ids", args.token_ids, "a file of whitespace-separated token ids instead of a text");
+  cmd.add_option("--context,-c", args.context, "tokens a window holds (the second half of each is scored)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--chunks", args.chunks, "at most this many windows (0: all)")->check(CLI::NonNegativeNumber);
+}
+
+WindowRun open_windows(const WindowArgs& a, const char* verb) {
+  apply_common_options(a.common);
+  CORVID_CHECK(a.file.empty() != a.token_ids.empty(), verb, ": give --file TEXT or --token-ids FILE");
+  CORVID_CHECK(a.context >= 4, verb, ": --context must be at least 4");
+  WindowRun run;
+  run.model = load_model(a.common);
+  run.tokens = read_tokens(a, run.model.tokenizer.get(), verb);
+  run.context = a.context;
+  run.vocab = run.model.model->config().vocab_size;
+  const int64_t whole = static_cast<int64_t>(run.tokens.size()) / a.context;
+  CORVID_CHECK(whole >= 1, verb, ": the text is ", run.tokens.size(), " tokens, less than one window of ", a.context);
+  run.chunks = a.chunks > 0 ? std::min(a.chunks, whole) : whole;
+  for (int32_t t : run.tokens)
+    CORVID_CHECK(t < run.vocab, verb, ": token id ", t, " is outside the vocabulary of ", run.vocab);
+  run.kv = kv_cache_dtype(a.common, run.model.model->device());
+  const Tokenizer* tok = run.model.tokenizer.get();
+  run.bos = tok && tok->adds_bos() ? tok->bos_id() : std::nullopt;
+  run.session = std::make_unique<Session>(*run.model.runner, a.context, run.kv);
+  std::fprintf(stderr, "corvid %s: %lld tokens, %lld windows of %lld, scoring the last %lld of each, %s KV\n", verb,
+               static_cast<long long>(run.tokens.size()), static_cast<long long>(run.chunks),
+               static_cast<long long>(a.context), static_cast<long long>(a.context - 1 - a.context / 2),
+               std::string(dtype_name(run.kv)).c_str());
+  return run;
+}
+
+std::vector<int32_t> WindowRun::window(int64_t c) {
+  std::vector<int32_t> w(tokens.begin() + c * context, tokens.begin() + (c + 1) * context);
+  if (bos) w[0] = *bos;
+  session->reset();
+  return w;
+}
+
+}  // namespace corvid::cli
