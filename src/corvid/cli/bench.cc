@@ -60,7 +60,8 @@ void run_bench(const BenchArgs& a) {
   if (a.eager) runner.set_step_recording(false);
   const int64_t vocab = model.config().vocab_size;
   const DType kv_dtype = kv_cache_dtype(a.common, model.device());
-  KVCache kv(model.state_spec(), a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
+  KVCache kv(with_layer_formats(model.state_spec(), kv_layer_formats(a.common, model)),
+             a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());

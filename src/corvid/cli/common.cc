@@ -2,12 +2,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
 #include "corvid/engine/stop_tokens.h"
 #include "corvid/kv/kv_cache.h"
+#include "corvid/kv/kv_config.h"
 #include "corvid/ops/ops.h"
 
 namespace corvid::cli {
@@ -27,6 +30,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "makes them (CPU only for now): q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 "
                  "(9 / 5 bits, groups of 32)")
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8", "q4", "q8_g32", "q4_g32"}));
+  cmd.add_option("--kv-config", opts.kv_config,
+                 "per-layer KV formats, a JSON file of rules, e.g. {\"rules\": [{\"layers\": [0, -1], \"format\": "
+                 "\"f32\"}, {\"kind\": \"sliding\", \"format\": \"q4\"}]} (docs/kv-cache.md); other layers take "
+                 "--kv-cache-dtype")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--moe-offload", opts.moe_offload,
                  "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "
                  "by the GPU: a MoE model larger than the GPU runs, those layers at the host link's speed (GPU only)");
@@ -49,14 +57,18 @@ WeightPlacement weight_placement(const CommonOptions& opts) {
   return WeightPlacement(parse_device(opts.device), moe_offload_layers(opts.moe_offload));
 }
 
-DType kv_dtype_named(const std::string& name) {
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  if (name == "q8") return DType::A8G64;
-  if (name == "q4") return DType::A4G64;
-  if (name == "q8_g32") return DType::A8G32;
-  if (name == "q4_g32") return DType::A4G32;
-  return DType::F32;
+DType kv_dtype_named(const std::string& name) { return kv_dtype_from_name(name).value_or(DType::F32); }
+
+std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model) {
+  if (opts.kv_config.empty()) return {};
+  std::ifstream in(opts.kv_config, std::ios::binary);
+  CORVID_CHECK(in, "--kv-config: cannot read ", opts.kv_config);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::optional<DType>> formats = kv_layer_formats(text, model.state_spec(), opts.kv_config);
+  for (const std::optional<DType>& f : formats)
+    CORVID_CHECK(!f || ops::kv_cache_dtype_supported(*f, model.device()), "--kv-config ", opts.kv_config, ": ",
+                 dtype_name(*f), " is not available on ", device_name(model.device()));
+  return formats;
 }
 
 DType kv_cache_dtype(const CommonOptions& opts, Device device) {

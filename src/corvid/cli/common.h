@@ -19,6 +19,7 @@ struct CommonOptions {
   std::string matmul = "fast";   // fast | exact (ops::QuantizedMatmul)
   std::string kv_cache_dtype = "auto";  // auto | f32 | f16 | bf16
   std::string moe_offload = "0";        // N | all: MoE layers whose experts stay in host memory
+  std::string kv_config;                // per-layer KV formats (kv/kv_config.h), a JSON file
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);
@@ -36,6 +37,9 @@ LoadedModel load_model(const CommonOptions& opts);
 DType kv_cache_dtype(const CommonOptions& opts, Device device);
 // The dtype of a --kv-cache-dtype name other than auto: f16, bf16, else (f32) F32.
 DType kv_dtype_named(const std::string& name);
+// --kv-config's per-layer formats for `model` (empty without the option), each checked
+// against `device` and the layer's head size.
+std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model);
 
 struct SamplingFlags {
   SamplingParams params;

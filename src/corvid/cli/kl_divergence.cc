@@ -108,8 +108,8 @@ void run_kl(const KlArgs& a) {
   const double n = static_cast<double>(positions);
   if (save.is_open()) {
     CORVID_CHECK(save.good(), "kl: writing ", a.save_reference, " failed");
-    std::printf("saved %lld positions' log-probabilities to %s (PPL %.4f, %s KV)\n", static_cast<long long>(positions),
-                a.save_reference.c_str(), std::exp(nll / n), std::string(dtype_name(run.kv)).c_str());
+    std::printf("saved %lld positions' log-probabilities to %s (PPL %.4f, %s)\n", static_cast<long long>(positions),
+                a.save_reference.c_str(), std::exp(nll / n), run.kv_label.c_str());
     return;
   }
   double mean = 0;
@@ -119,9 +119,9 @@ void run_kl(const KlArgs& a) {
   std::sort(sorted.begin(), sorted.end());
   const double p99 = sorted[std::min(sorted.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(sorted.size())))];
   std::printf("KL mean %.6f, p99 %.6f, max %.6f; top-1 agreement %.2f%%; PPL %.4f (reference %.4f) over %lld "
-              "positions, %s KV\n",
+              "positions, %s\n",
               mean, p99, sorted.back(), 100.0 * static_cast<double>(agree) / n, std::exp(nll / n), std::exp(ref_nll / n),
-              static_cast<long long>(positions), std::string(dtype_name(run.kv)).c_str());
+              static_cast<long long>(positions), run.kv_label.c_str());
 }
 
 }  // namespace

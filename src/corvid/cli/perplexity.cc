@@ -50,8 +50,8 @@ void run_perplexity(const WindowArgs& a) {
                                      static_cast<double>(count - 1)
                                : 0.0;
   const double ppl = std::exp(mean), err = ppl * std::sqrt(std::max(var, 0.0) / static_cast<double>(count));
-  std::printf("PPL = %.4f +/- %.4f (%lld tokens scored, context %lld, %s KV; %.1f tokens/s)\n", ppl, err,
-              static_cast<long long>(count), static_cast<long long>(n_ctx), std::string(dtype_name(run.kv)).c_str(),
+  std::printf("PPL = %.4f +/- %.4f (%lld tokens scored, context %lld, %s; %.1f tokens/s)\n", ppl, err,
+              static_cast<long long>(count), static_cast<long long>(n_ctx), run.kv_label.c_str(),
               static_cast<double>(run.chunks * n_ctx) / seconds);
 }
 

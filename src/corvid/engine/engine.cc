@@ -68,7 +68,7 @@ Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& c
       config_(config),
       format_masks_(runner.config().vocab_size, config.format_mask_threads) {
   const ModelConfig& mc = runner.config();
-  const std::vector<LayerState>& spec = runner.model().state_spec();
+  const std::vector<LayerState> spec = with_layer_formats(runner.model().state_spec(), config.kv_layer_formats);
   CORVID_CHECK(config.block_size > 0, "engine: block_size must be positive, got ", config.block_size);
   CORVID_CHECK(config.max_waiting > 0, "engine: max_waiting must be positive, got ", config.max_waiting);
   config.scheduler.validate();

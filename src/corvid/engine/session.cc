@@ -14,8 +14,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Session::Session(Runner& runner, int64_t context_size, DType kv_dtype)
-    : runner_(runner), kv_(runner.model().state_spec(), context_size, runner.device(), kv_dtype) {
+Session::Session(Runner& runner, int64_t context_size, DType kv_dtype,
+                 std::span<const std::optional<DType>> layer_formats)
+    : runner_(runner),
+      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_dtype) {
   const int64_t vocab = runner.config().vocab_size;
   if (runner.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});

@@ -6,8 +6,8 @@
 namespace corvid {
 
 int64_t BlockPool::bytes_per_block(std::span<const LayerState> spec, int64_t block_size, DType dtype) {
-  // Whole blocks of the dtype per head (the affine formats' groups never straddle heads).
-  return static_cast<int64_t>(bytes_for(dtype, kv_elements_per_position(spec))) * block_size;
+  // Each layer in its format (the affine formats' groups never straddle heads).
+  return kv_bytes_per_position(spec, dtype) * block_size;
 }
 
 int64_t BlockPool::blocks_for_budget(std::span<const LayerState> spec, int64_t block_size, int64_t bytes,

@@ -5,18 +5,20 @@
 namespace corvid {
 
 std::string KvGroup::name() const {
-  return kind == StateKind::SlidingKV ? "sliding " + std::to_string(window) : "full";
+  const std::string base = kind == StateKind::SlidingKV ? "sliding " + std::to_string(window) : "full";
+  return dtype ? base + " " + std::string(dtype_name(*dtype)) : base;
 }
 
 KvGrouping group_layers(std::span<const LayerState> spec) {
   check_state_spec(spec);
   KvGrouping g;
   // The group a storage layer of this kind and window joins (made on first sight).
+  // Layers of one kind, window and format share a group (and so its blocks).
   auto group_for = [&g](const LayerState& s) {
     const int64_t window = s.kind == StateKind::SlidingKV ? s.window : 0;
     for (size_t i = 0; i < g.groups.size(); ++i)
-      if (g.groups[i].kind == s.kind && g.groups[i].window == window) return i;
-    g.groups.push_back({s.kind, window, {}, {}});
+      if (g.groups[i].kind == s.kind && g.groups[i].window == window && g.groups[i].dtype == s.dtype) return i;
+    g.groups.push_back({s.kind, window, {}, {}, s.dtype});
     return g.groups.size() - 1;
   };
   std::vector<size_t> raw_group(spec.size());

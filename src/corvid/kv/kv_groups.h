@@ -1,12 +1,14 @@
 // KV layer groups: the layers of a state spec that share one block table. Full
 // attention layers form one group; sliding-window layers one group per window
-// size; a SharedKV layer belongs to its source's group and stores nothing. Groups
+// size; layers given a format of their own (kv/kv_config.h) a group per (kind,
+// window, format); a SharedKV layer belongs to its source's group and stores nothing. Groups
 // come out full first, then sliding by window, each listing its storage layers in
 // model order. Recurrent and cross-attention state will be groups of their own
 // kinds (slots per sequence rather than blocks).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ struct KvGroup {
   int64_t window = 0;                  // SlidingKV: positions a query sees, itself included
   std::vector<int64_t> layers;         // its storage layers (model indices)
   std::vector<LayerState> spec;        // their states, in the same order
-  std::string name() const;            // "full", "sliding 512"
+  std::optional<DType> dtype;          // their format (kv/kv_config.h); unset: the pool's
+  std::string name() const;            // "full", "sliding 512", "full q4_g64"
 };
 
 struct KvGrouping {

@@ -1,6 +1,7 @@
 #include "corvid/kv/layer_tensors.h"
 
 #include "corvid/core/error.h"
+#include "corvid/kv/kv_cache.h"
 
 namespace corvid {
 
@@ -11,12 +12,15 @@ LayerTensors::LayerTensors(std::span<const LayerState> spec, int64_t rows, Devic
       storage_.push_back(storage_[static_cast<size_t>(s.source)]);
       continue;
     }
-    // A block format (the affine KV formats) groups values within one head.
-    CORVID_CHECK(s.head_dim % dtype_info(dtype).block_elems == 0, "kv cache: a ", dtype_name(dtype), " cache needs ",
-                 "head_dim a multiple of ", dtype_info(dtype).block_elems, "; this model's is ", s.head_dim);
+    // The layer's own format where it has one. A block format (the affine KV formats)
+    // groups values within one head.
+    const DType t = s.format(dtype);
+    check_kv_dtype(t, device);
+    CORVID_CHECK(s.head_dim % dtype_info(t).block_elems == 0, "kv cache: a ", dtype_name(t), " cache needs ",
+                 "head_dim a multiple of ", dtype_info(t).block_elems, "; this model's is ", s.head_dim);
     storage_.push_back(static_cast<int64_t>(keys_.size()));
-    keys_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
-    values_.emplace_back(device, dtype, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    keys_.emplace_back(device, t, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    values_.emplace_back(device, t, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
   }
 }
 

@@ -32,6 +32,24 @@ int64_t kv_elements_per_position(std::span<const LayerState> spec) {
   return total;
 }
 
+int64_t kv_bytes_per_position(std::span<const LayerState> spec, DType store) {
+  int64_t total = 0;
+  for (const LayerState& s : spec)
+    if (s.kind != StateKind::SharedKV) total += 2 * static_cast<int64_t>(bytes_for(s.format(store), s.kv_heads * s.head_dim));
+  return total;
+}
+
+std::vector<LayerState> with_layer_formats(std::span<const LayerState> spec,
+                                           std::span<const std::optional<DType>> formats) {
+  std::vector<LayerState> out(spec.begin(), spec.end());
+  if (formats.empty()) return out;
+  CORVID_CHECK(formats.size() == spec.size(), "kv: ", formats.size(), " layer formats for a model of ", spec.size(),
+               " layers");
+  for (size_t l = 0; l < out.size(); ++l)
+    if (formats[l]) out[l].dtype = formats[l];
+  return out;
+}
+
 std::vector<LayerState> uniform_kv_spec(int64_t layers, int64_t kv_heads, int64_t head_dim) {
   return std::vector<LayerState>(static_cast<size_t>(layers), LayerState{StateKind::FullKV, kv_heads, head_dim});
 }
