@@ -14,6 +14,7 @@
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_config.h"
 #include "corvid/kv/kv_groups.h"
+#include "corvid/kv/kv_manager.h"
 #include "fixture_util.h"
 
 namespace corvid {
@@ -83,6 +84,24 @@ TEST(KvConfig, LayersOfOneKindAndFormatShareAGroup) {
   // A block of the q4 group takes 36 / 64 of an F32 block's bytes per value.
   EXPECT_EQ(BlockPool::bytes_per_block(g.groups[0].spec, 16, DType::F32), 2 * 2 * 16 * 2 * 36);
   EXPECT_EQ(BlockPool::bytes_per_block(g.groups[1].spec, 16, DType::F32), 2 * 2 * 16 * 64 * 4);
+}
+
+// Two full groups (F32 layers and q4 layers) split the budget so that both hold the same
+// positions (a position takes a block in each), within the budget.
+TEST(KvConfig, FullGroupsOfTwoFormatsHoldTheSamePositions) {
+  std::vector<LayerState> spec(4, LayerState{StateKind::FullKV, 2, 64});
+  spec[1].dtype = spec[2].dtype = DType::A4G64;
+  KvManagerConfig c;
+  c.block_size = 16;
+  c.budget_bytes = int64_t{64} << 20;
+  KvManager kv(spec, c);
+  const std::vector<KvGroupStats> groups = kv.group_stats();
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].blocks_total, groups[1].blocks_total);
+  const int64_t per_block = BlockPool::bytes_per_block(spec, 16, DType::F32);  // both groups' layers
+  EXPECT_EQ(groups[0].blocks_total, c.budget_bytes / per_block);
+  EXPECT_LE(kv.total_bytes(), c.budget_bytes);
+  EXPECT_GT(kv.total_bytes(), c.budget_bytes - per_block);
 }
 
 // llama_hd64 (2 layers): layer 0 in q4, layer 1 in the cache's F32.

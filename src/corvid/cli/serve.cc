@@ -251,9 +251,10 @@ void run_serve(const ServeArgs& a) {
     for (size_t g = 0; group_stats.size() > 1 && g < group_stats.size(); ++g)
       groups += (g ? ", " : " (") + group_stats[g].name + " " + std::to_string(group_stats[g].blocks_total) +
                 (g + 1 == group_stats.size() ? ")" : "");
-    // Tokens a GiB of this cache holds (the format decides: q4 holds 7x f32's).
-    const double tokens_per_gib =
-        kv_gib > 0 ? static_cast<double>(engine.num_blocks() * engine.block_size()) / kv_gib : 0.0;
+    // Tokens a GiB of this cache holds (the format decides: q4 holds 7x f32's): the
+    // positions the pool holds (a position takes a block in every full group) over its size.
+    const int64_t positions = engine.kv().max_positions_per_sequence();
+    const double tokens_per_gib = kv_gib > 0 && positions < INT32_MAX ? static_cast<double>(positions) / kv_gib : 0.0;
     std::printf("corvid serve: %s (%s on %s, %lld KV blocks%s of %lld tokens in %s, %.2f GiB: %.0f tokens a GiB, "
                 "max_model_len %lld)\n",
                 api_config.model_name.c_str(), m.model->config().architecture.c_str(),

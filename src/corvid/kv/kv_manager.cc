@@ -35,8 +35,14 @@ std::vector<int64_t> KvManager::plan_blocks(std::span<const KvGroup> groups, con
     blocks[g] = std::max(std::min(need, uniform), sliding_blocks_for_chunk(w, c.max_chunk, c.block_size));
     left -= blocks[g] * bytes[g];
   }
+  // Full groups (more than one when layers have formats of their own) split what is
+  // left so that each holds the same number of positions: a position needs a block in
+  // every one of them.
+  int64_t full_bytes = 0;
   for (size_t g = 0; g < groups.size(); ++g)
-    if (groups[g].kind == StateKind::FullKV) blocks[g] = left > 0 ? left / bytes[g] : 0;  // at most one full group
+    if (groups[g].kind == StateKind::FullKV) full_bytes += bytes[g];
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].kind == StateKind::FullKV) blocks[g] = left > 0 ? left / full_bytes : 0;
   return blocks;
 }
 
