@@ -5,8 +5,6 @@
 // steps give a session's tokens over the same formats.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "corvid/core/error.h"
 #include "corvid/engine/engine.h"
 #include "corvid/engine/loaded_model.h"
@@ -16,6 +14,7 @@
 #include "corvid/kv/kv_groups.h"
 #include "corvid/kv/kv_manager.h"
 #include "fixture_util.h"
+#include "kv_format_runs.h"
 
 namespace corvid {
 namespace {
@@ -109,25 +108,9 @@ TEST(KvConfig, MixedFormatEngineEqualsSessionAndHoldsEachLayerInItsFormat) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
   const std::vector<std::optional<DType>> formats =
       kv_layer_formats(R"({"rules": [{"layers": [0], "format": "q4"}]})", m.model->state_spec(), "t");
-  std::mt19937 rng(5);
-  std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 5; ++i) {
-    std::vector<int32_t> p(static_cast<size_t>(2 + rng() % 20));
-    for (int32_t& id : p) id = static_cast<int32_t>(3 + rng() % 400);
-    prompts.push_back(p);
-  }
+  const auto prompts = fixtures::random_prompts(5, 5, 21, 400);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) {
-    Session session(*m.runner, static_cast<int64_t>(p.size()) + 13, DType::F32, formats);
-    GenerateOptions opts;
-    opts.max_new_tokens = 12;
-    std::vector<int32_t> out;
-    session.generate(p, opts, [&](int32_t id) {
-      out.push_back(id);
-      return true;
-    });
-    alone.push_back(out);
-  }
+  for (const auto& p : prompts) alone.push_back(fixtures::session_greedy(*m.runner, p, 12, DType::F32, formats));
   EngineConfig c;
   c.num_blocks = 128;
   c.block_size = 4;
@@ -137,15 +120,8 @@ TEST(KvConfig, MixedFormatEngineEqualsSessionAndHoldsEachLayerInItsFormat) {
   EXPECT_EQ(engine.kv().keys(0).dtype, DType::A4G64);
   EXPECT_EQ(engine.kv().values(0).dtype, DType::A4G64);
   EXPECT_EQ(engine.kv().keys(1).dtype, DType::F32);
-  std::vector<RequestHandle> handles;
-  for (const auto& p : prompts) {
-    GenerationRequest r;
-    r.prompt = p;
-    r.max_tokens = 12;
-    r.ignore_eos = true;
-    handles.push_back(engine.submit(r));
-  }
-  for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(handles[i].wait().token_ids, alone[i]) << "request " << i;
+  const auto batched = fixtures::engine_greedy(engine, prompts, 12);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(batched[i], alone[i]) << "request " << i;
   engine.shutdown();
   // The formats are in effect: the q4 layer moves the logits away from an all-F32 cache's.
   Session mixed(*m.runner, 32, DType::F32, formats), plain(*m.runner, 32, DType::F32);

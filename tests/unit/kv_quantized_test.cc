@@ -18,6 +18,7 @@
 #include "corvid/ops/kv_affine.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
+#include "kv_format_runs.h"
 #include "ops_test_util.h"
 
 namespace corvid {
@@ -138,26 +139,9 @@ class QuantizedKvEngine : public ::testing::TestWithParam<DType> {};
 TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
   const DType t = GetParam();
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
-  std::mt19937 rng(17);
-  std::vector<std::vector<int32_t>> prompts;
-  const int64_t vocab = m.model->config().vocab_size;
-  for (int i = 0; i < 6; ++i) {
-    std::vector<int32_t> p(static_cast<size_t>(1 + rng() % 25));
-    for (int32_t& id : p) id = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3));
-    prompts.push_back(p);
-  }
+  const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(m.model->config().vocab_size));
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) {
-    Session session(*m.runner, static_cast<int64_t>(p.size()) + 17, t);
-    GenerateOptions opts;
-    opts.max_new_tokens = 16;
-    std::vector<int32_t> out;
-    session.generate(p, opts, [&](int32_t id) {
-      out.push_back(id);
-      return true;
-    });
-    alone.push_back(out);
-  }
+  for (const auto& p : prompts) alone.push_back(fixtures::session_greedy(*m.runner, p, 16, t));
   for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {  // 14 blocks of 4: preemption
     EngineConfig c;
     c.num_blocks = num_blocks;
@@ -165,17 +149,9 @@ TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
     c.scheduler = {6, 24};
     c.kv_dtype = t;
     Engine engine(*m.runner, m.tokenizer.get(), c);
-    std::vector<RequestHandle> handles;
-    for (const auto& p : prompts) {
-      GenerationRequest r;
-      r.prompt = p;
-      r.max_tokens = 16;
-      r.ignore_eos = true;
-      handles.push_back(engine.submit(r));
-    }
-    for (size_t i = 0; i < handles.size(); ++i)
-      EXPECT_EQ(handles[i].wait().token_ids, alone[i]) << dtype_name(t) << " request " << i << ", " << num_blocks
-                                                        << " blocks";
+    const auto batched = fixtures::engine_greedy(engine, prompts, 16);
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(batched[i], alone[i]) << dtype_name(t) << " request " << i << ", " << num_blocks << " blocks";
     if (num_blocks == 14) {
       EXPECT_GT(engine.stats().preemptions, 0);
     }

@@ -1,0 +1,55 @@
+// What the KV-format tests run: random prompts, a session's greedy tokens alone over a
+// cache of given formats, and an engine's batched greedy tokens for the same prompts.
+#pragma once
+
+#include <random>
+#include <span>
+#include <vector>
+
+#include "corvid/engine/engine.h"
+#include "corvid/engine/session.h"
+
+namespace corvid::fixtures {
+
+inline std::vector<std::vector<int32_t>> random_prompts(int count, uint32_t seed, int max_len, int32_t vocab) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < count; ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(1 + rng() % static_cast<uint32_t>(max_len)));
+    for (int32_t& id : p) id = static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// n greedy tokens of one session alone, its cache in `kv` (and `formats` per layer).
+inline std::vector<int32_t> session_greedy(Runner& runner, const std::vector<int32_t>& prompt, int64_t n, DType kv,
+                                           std::span<const std::optional<DType>> formats = {}) {
+  Session session(runner, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats);
+  GenerateOptions opts;
+  opts.max_new_tokens = n;
+  std::vector<int32_t> out;
+  session.generate(prompt, opts, [&](int32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  return out;
+}
+
+// Every prompt submitted at once to `engine`, n greedy tokens each (EOS ignored).
+inline std::vector<std::vector<int32_t>> engine_greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                                       int64_t n) {
+  std::vector<RequestHandle> handles;
+  for (const auto& p : prompts) {
+    GenerationRequest r;
+    r.prompt = p;
+    r.max_tokens = n;
+    r.ignore_eos = true;
+    handles.push_back(engine.submit(r));
+  }
+  std::vector<std::vector<int32_t>> out;
+  for (RequestHandle& h : handles) out.push_back(h.wait().token_ids);
+  return out;
+}
+
+}  // namespace corvid::fixtures
