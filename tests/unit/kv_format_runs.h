@@ -22,10 +22,11 @@ inline std::vector<std::vector<int32_t>> random_prompts(int count, uint32_t seed
   return prompts;
 }
 
-// n greedy tokens of one session alone, its cache in `kv` (and `formats` per layer).
+// n greedy tokens of one session alone, its cache in `kv` (and `formats` per layer, keys
+// rotated where `rotate`).
 inline std::vector<int32_t> session_greedy(Runner& runner, const std::vector<int32_t>& prompt, int64_t n, DType kv,
-                                           std::span<const std::optional<DType>> formats = {}) {
-  Session session(runner, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats);
+                                           std::span<const std::optional<DType>> formats = {}, bool rotate = false) {
+  Session session(runner, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats, rotate);
   GenerateOptions opts;
   opts.max_new_tokens = n;
   std::vector<int32_t> out;

@@ -61,7 +61,7 @@ void run_bench(const BenchArgs& a) {
   const int64_t vocab = model.config().vocab_size;
   const DType kv_dtype = kv_cache_dtype(a.common, model.device());
   KVCache kv(with_layer_formats(model.state_spec(), kv_layer_formats(a.common, model)),
-             a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype);
+             a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_dtype, a.common.kv_rotate);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());

@@ -35,6 +35,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "\"f32\"}, {\"kind\": \"sliding\", \"format\": \"q4\"}]} (docs/kv-cache.md); other layers take "
                  "--kv-cache-dtype")
       ->check(CLI::ExistingFile);
+  cmd.add_flag("--kv-rotate", opts.kv_rotate,
+               "rotate queries and keys by a fixed randomised Hadamard transform before the cache (scores unchanged; "
+               "a quantized key's large channels spread over all of them), as llama.cpp does for q4_0 KV; CPU, "
+               "head_dim a power of 2");
   cmd.add_option("--moe-offload", opts.moe_offload,
                  "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "
                  "by the GPU: a MoE model larger than the GPU runs, those layers at the host link's speed (GPU only)");

@@ -20,6 +20,7 @@ struct CommonOptions {
   std::string kv_cache_dtype = "auto";  // auto | f32 | f16 | bf16
   std::string moe_offload = "0";        // N | all: MoE layers whose experts stay in host memory
   std::string kv_config;                // per-layer KV formats (kv/kv_config.h), a JSON file
+  bool kv_rotate = false;               // queries and keys rotated before the cache (ops::hadamard_rotate)
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);

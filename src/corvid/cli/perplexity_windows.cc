@@ -56,10 +56,10 @@ WindowRun open_windows(const WindowArgs& a, const char* verb) {
   run.kv = kv_cache_dtype(a.common, run.model.model->device());
   const Tokenizer* tok = run.model.tokenizer.get();
   run.bos = tok && tok->adds_bos() ? tok->bos_id() : std::nullopt;
-  run.kv_label = std::string(dtype_name(run.kv)) + " KV" +
+  run.kv_label = std::string(dtype_name(run.kv)) + " KV" + (a.common.kv_rotate ? " rotated" : "") +
                  (a.common.kv_config.empty() ? std::string() : " + per-layer rules of " + a.common.kv_config);
   run.session = std::make_unique<Session>(*run.model.runner, a.context, run.kv,
-                                          kv_layer_formats(a.common, *run.model.model));
+                                          kv_layer_formats(a.common, *run.model.model), a.common.kv_rotate);
   std::fprintf(stderr, "corvid %s: %lld tokens, %lld windows of %lld, scoring the last %lld of each, %s\n", verb,
                static_cast<long long>(run.tokens.size()), static_cast<long long>(run.chunks),
                static_cast<long long>(a.context), static_cast<long long>(a.context - 1 - a.context / 2),

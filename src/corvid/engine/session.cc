@@ -15,9 +15,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Session::Session(Runner& runner, int64_t context_size, DType kv_dtype,
-                 std::span<const std::optional<DType>> layer_formats)
+                 std::span<const std::optional<DType>> layer_formats, bool rotate_keys)
     : runner_(runner),
-      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_dtype) {
+      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_dtype,
+          rotate_keys) {
   const int64_t vocab = runner.config().vocab_size;
   if (runner.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});

@@ -39,7 +39,7 @@ class Session {
   // kv_dtype: the KV cache's (kv/kv_cache.h); layer_formats: per-layer formats
   // (kv/kv_config.h), one entry per model layer, or none.
   Session(Runner& runner, int64_t context_size, DType kv_dtype = DType::F32,
-          std::span<const std::optional<DType>> layer_formats = {});
+          std::span<const std::optional<DType>> layer_formats = {}, bool rotate_keys = false);
 
   // Appends `new_tokens` to the sequence, then samples up to max_new_tokens, calling
   // on_token for each (return false to stop early). Throws corvid::Error, before any

@@ -20,9 +20,12 @@ static std::span<const LayerState> checked(std::span<const LayerState> spec, int
   return spec;
 }
 
-KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, DType dtype)
-    : capacity_(capacity), device_(device), dtype_(dtype), layers_(checked(spec, capacity, device, dtype), capacity,
-                                                                   device, dtype) {}
+KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, DType dtype, bool rotate_keys)
+    : capacity_(capacity),
+      device_(device),
+      dtype_(dtype),
+      rotate_keys_(rotate_keys),
+      layers_(checked(spec, capacity, device, dtype), capacity, device, dtype) {}
 
 size_t KVCache::nbytes() const { return layers_.nbytes(); }
 

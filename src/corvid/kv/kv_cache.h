@@ -25,7 +25,8 @@ void check_kv_dtype(DType dtype, Device device);
 class KVCache final : public KvStore {
  public:
   // Zero-filled keys and values for `capacity` positions, on `device`, in `dtype`.
-  KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU, DType dtype = DType::F32);
+  KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU, DType dtype = DType::F32,
+          bool rotate_keys = false);
 
   int64_t capacity() const { return capacity_; }
   Device device() const override { return device_; }
@@ -34,6 +35,7 @@ class KVCache final : public KvStore {
   const Tensor& values(int64_t layer) const override { return layers_.values(layer); }
   int64_t num_layers() const override { return layers_.num_layers(); }
   bool paged() const override { return false; }
+  bool keys_rotated() const override { return rotate_keys_; }
   // Bytes held, for reporting.
   size_t nbytes() const;
 
@@ -41,6 +43,7 @@ class KVCache final : public KvStore {
   int64_t capacity_;
   Device device_;
   DType dtype_;
+  bool rotate_keys_ = false;
   LayerTensors layers_;
 };
 

@@ -41,6 +41,7 @@ struct KvManagerConfig {
   int64_t num_blocks = 0;                   // > 0: exactly this many blocks in every group (tests)
   Device device = Device::CPU;
   DType dtype = DType::F32;
+  bool rotate_keys = false;  // keys in ops::hadamard_rotate's basis (KvStore::keys_rotated)
   bool prefix_caching = true;
   // What the scheduler may ask at once, for sizing sliding groups: sequences in one
   // step, and the longest chunk one sequence runs in a step.
@@ -116,6 +117,7 @@ class KvManager final : public KvStore {
   int64_t num_layers() const override { return static_cast<int64_t>(layer_group_.size()); }
   Device device() const override { return config_.device; }
   bool paged() const override { return true; }
+  bool keys_rotated() const override { return config_.rotate_keys; }
   int64_t block_size() const override { return config_.block_size; }
   int64_t num_groups() const override { return static_cast<int64_t>(groups_.size()); }
   int64_t group_of(int64_t layer) const override { return layer_group_[static_cast<size_t>(layer)]; }

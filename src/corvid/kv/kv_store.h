@@ -21,6 +21,9 @@ class KvStore {
   virtual Device device() const = 0;
   // false: contiguous, position p is row p; true: rows through block tables.
   virtual bool paged() const = 0;
+  // Whether keys are stored in the rotated basis of ops::hadamard_rotate (--kv-rotate):
+  // the attention layer then rotates queries and keys alike before storing and reading.
+  virtual bool keys_rotated() const { return false; }
   // A paged store: positions per block, its block-table groups (layers that share one
   // table: kv/kv_groups.h), each layer's group and the blocks in each group's pool.
   virtual int64_t block_size() const { return 0; }

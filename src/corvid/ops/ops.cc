@@ -288,6 +288,16 @@ void softcap(const Tensor& x, float cap) {
   CORVID_DISPATCH(device, softcap, x, cap);
 }
 
+void hadamard_rotate(const Tensor& x) {
+  const Device device = common_device("hadamard_rotate", {&x});
+  check_f32("hadamard_rotate", "x", x);
+  CORVID_CHECK(x.ndim == 3, "ops::hadamard_rotate: x must be [n, heads, head_dim], got ", x.shape_str());
+  const int64_t d = x.dim(2);
+  CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "ops::hadamard_rotate: head_dim ", d, " is not a power of 2");
+  CORVID_CHECK(device == Device::CPU, "ops::hadamard_rotate: not on ", device_name(device), " yet (--kv-rotate is CPU only)");
+  cpu::hadamard_rotate(x);
+}
+
 void add(const Tensor& x, const Tensor& y) {
   const Device device = common_device("add", {&x, &y});
   check_f32("add", "x", x);

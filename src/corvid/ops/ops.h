@@ -121,6 +121,13 @@ void scale(const Tensor& x, float s);
 // x = cap * tanh(x / cap) elementwise, in place (F32; cap > 0): logit soft-capping.
 void softcap(const Tensor& x, float cap);
 
+// Each head vector of x [n, heads, head_dim] (F32, head_dim a power of 2) in place
+// becomes H D x / sqrt(head_dim): fixed random signs D (a seed of its own, the same
+// for every head and call), then the Walsh-Hadamard transform H. An orthogonal map, so
+// q.k is unchanged when both are rotated, while a key's large channels spread over all
+// of them (what quantized keys need: --kv-rotate). CPU only so far.
+void hadamard_rotate(const Tensor& x);
+
 // out[r, c] = x[r, offset + c]: `out.cols()` columns of each row of x from column
 // `offset` on (F32, x [n, w], out [n, cols], offset + cols <= w). A layer's slice of a
 // per-token buffer packed layer by layer (Gemma 4's per-layer inputs).

@@ -82,6 +82,7 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     const Tensor q_heads = q.reshaped({n, heads, head_dim});
     if (qk_norm == QkNorm::PerHead) ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rope(q_heads, step.positions, rope);
+    if (kv.keys_rotated()) ops::hadamard_rotate(q_heads);
     if (!kv.paged()) {
       ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
     } else {
@@ -117,7 +118,21 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rms_norm(k_heads, k_norm, eps, k_heads);
   }
-  if (!kv.paged()) {
+  if (kv.keys_rotated()) {
+    // Queries and keys in the rotated basis (q.k unchanged), stored and read as usual.
+    ops::rope(q_heads, step.positions, rope);
+    ops::rope(k_heads, step.positions, rope);
+    ops::hadamard_rotate(q_heads);
+    ops::hadamard_rotate(k_heads);
+    if (!kv.paged()) {
+      ops::store_kv(k_heads, v_heads, step.positions, k_cache, v_cache);
+      ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
+    } else {
+      const StepKvGroup& group = step.group(layer);
+      ops::store_kv(k_heads, v_heads, group.slots, k_cache, v_cache);
+      ops::paged_attention(q_heads, k_cache, v_cache, group.paged, step.positions, scale, window, attn);
+    }
+  } else if (!kv.paged()) {
     // Contiguous: a position's row is the position itself.
     ops::rope_store_kv_attention(q_heads, k_heads, v_heads, step.positions, rope, k_cache, v_cache, scale, window,
                                  attn);
