@@ -11,6 +11,8 @@
 #include "corvid/engine/engine.h"
 #include "corvid/engine/loaded_model.h"
 #include "corvid/engine/session.h"
+#include "corvid/kv/kv_cache.h"
+#include "corvid/kv/kv_manager.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
 #include "kv_format_runs.h"
@@ -50,6 +52,13 @@ TEST(KvRotate, IsOrthogonalAndSpreadsALargeChannel) {
   for (int64_t i = 0; i < d; ++i) EXPECT_NEAR(std::abs(s.ptr<float>()[i]), 12.5f, 1e-4f) << i;
   OwnedTensor odd(DType::F32, {1, 1, 96});
   EXPECT_THROW(ops::hadamard_rotate(odd.tensor), Error);
+  // A cache that cannot hold rotated keys is refused when it is made, not at a request.
+  const std::vector<LayerState> phi3_like = uniform_kv_spec(2, 4, 96);
+  EXPECT_THROW(KVCache(phi3_like, 8, Device::CPU, DType::F32, /*rotate_keys=*/true), Error);
+  KvManagerConfig c;
+  c.rotate_keys = true;
+  EXPECT_THROW(KvManager(phi3_like, c), Error);
+  EXPECT_NO_THROW(KVCache(uniform_kv_spec(2, 4, 64), 8, Device::CPU, DType::F32, true));
 }
 
 TEST(KvRotate, RotatedRunsGiveTheSameLogitsAndStayBatchInvariant) {

@@ -12,11 +12,21 @@ void check_kv_dtype(DType dtype, Device device) {
                device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA, q8/q4 on the CPU)");
 }
 
+void check_key_rotation(std::span<const LayerState> spec, Device device) {
+  CORVID_CHECK(device == Device::CPU, "kv cache: rotated keys (--kv-rotate) are CPU only so far");
+  for (size_t l = 0; l < spec.size(); ++l) {
+    const int64_t d = spec[l].head_dim;
+    CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "kv cache: rotated keys (--kv-rotate) need head_dim a power of 2; layer ",
+                 l, " has ", d);
+  }
+}
+
 // The checks before any allocation (a member initializer runs them first).
 static std::span<const LayerState> checked(std::span<const LayerState> spec, int64_t capacity, Device device,
-                                           DType dtype) {
+                                           DType dtype, bool rotate_keys) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
   check_kv_dtype(dtype, device);
+  if (rotate_keys) check_key_rotation(spec, device);
   return spec;
 }
 
@@ -25,7 +35,7 @@ KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device devi
       device_(device),
       dtype_(dtype),
       rotate_keys_(rotate_keys),
-      layers_(checked(spec, capacity, device, dtype), capacity, device, dtype) {}
+      layers_(checked(spec, capacity, device, dtype, rotate_keys), capacity, device, dtype) {}
 
 size_t KVCache::nbytes() const { return layers_.nbytes(); }
 
