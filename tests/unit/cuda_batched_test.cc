@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "batch_trace_util.h"
+#include "engine_runs.h"
 #include "corvid/core/device.h"
 #include "corvid/engine/engine.h"
 #include "corvid/engine/loaded_model.h"
@@ -174,16 +175,9 @@ TEST_P(CudaSlidingEngine, LongGenerationsMatchTheCpuAndHoldOnlyTheWindow) {
   config.block_size = 4;
   config.scheduler = {8, 32};
   Engine engine(*gpu.runner, nullptr, config);
-  std::vector<RequestHandle> handles;
-  for (const auto& p : prompts) {
-    GenerationRequest r;
-    r.prompt = p;
-    r.max_tokens = n_new;
-    r.ignore_eos = true;
-    handles.push_back(engine.submit(r));
-  }
+  const auto batched = fixtures::engine_greedy(engine, prompts, n_new);
   for (size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(handles[i].wait().token_ids, run_alone(*cpu.runner, prompts[i], n_new).tokens) << "sequence " << i;
+    EXPECT_EQ(batched[i], run_alone(*cpu.runner, prompts[i], n_new).tokens) << "sequence " << i;
   engine.shutdown();
   const EngineStats s = engine.stats();
   EXPECT_EQ(s.blocks_used, 0);

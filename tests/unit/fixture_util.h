@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,9 +52,11 @@ inline std::string test_name(std::string s) {
   return s;
 }
 
-// n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off).
-inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n) {
-  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1);
+// n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off), the
+// session's cache in `kv` (with `formats` per layer and keys rotated where asked).
+inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n, DType kv = DType::F32,
+                                   std::span<const std::optional<DType>> formats = {}, bool rotate = false) {
+  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats, rotate);
   GenerateOptions opts;
   opts.max_new_tokens = n;
   std::vector<int32_t> out;

@@ -14,7 +14,7 @@
 #include "corvid/kv/kv_groups.h"
 #include "corvid/kv/kv_manager.h"
 #include "fixture_util.h"
-#include "kv_format_runs.h"
+#include "engine_runs.h"
 
 namespace corvid {
 namespace {
@@ -110,7 +110,7 @@ TEST(KvConfig, MixedFormatEngineEqualsSessionAndHoldsEachLayerInItsFormat) {
       kv_layer_formats(R"({"rules": [{"layers": [0], "format": "q4"}]})", m.model->state_spec(), "t");
   const auto prompts = fixtures::random_prompts(5, 5, 21, 400);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::session_greedy(*m.runner, p, 12, DType::F32, formats));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 12, DType::F32, formats));
   EngineConfig c;
   c.num_blocks = 128;
   c.block_size = 4;

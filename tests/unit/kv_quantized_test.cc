@@ -18,7 +18,7 @@
 #include "corvid/ops/kv_affine.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
-#include "kv_format_runs.h"
+#include "engine_runs.h"
 #include "ops_test_util.h"
 
 namespace corvid {
@@ -141,7 +141,7 @@ TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
   const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(m.model->config().vocab_size));
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::session_greedy(*m.runner, p, 16, t));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 16, t));
   for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {  // 14 blocks of 4: preemption
     EngineConfig c;
     c.num_blocks = num_blocks;

@@ -15,7 +15,7 @@
 #include "corvid/kv/kv_manager.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
-#include "kv_format_runs.h"
+#include "engine_runs.h"
 #include "ops_test_util.h"
 
 namespace corvid {
@@ -78,7 +78,7 @@ TEST(KvRotate, RotatedRunsGiveTheSameLogitsAndStayBatchInvariant) {
 
   const auto prompts = fixtures::random_prompts(5, 9, 20, 400);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::session_greedy(*m.runner, p, 12, DType::A4G64, {}, true));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 12, DType::A4G64, {}, true));
   EngineConfig c;
   c.num_blocks = 128;
   c.block_size = 4;

@@ -63,11 +63,15 @@ WeightPlacement weight_placement(const CommonOptions& opts) {
 
 DType kv_dtype_named(const std::string& name) { return kv_dtype_from_name(name).value_or(DType::F32); }
 
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  CORVID_CHECK(in, what, ": cannot read ", path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model) {
   if (opts.kv_config.empty()) return {};
-  std::ifstream in(opts.kv_config, std::ios::binary);
-  CORVID_CHECK(in, "--kv-config: cannot read ", opts.kv_config);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_text_file(opts.kv_config, "--kv-config");
   std::vector<std::optional<DType>> formats = kv_layer_formats(text, model.state_spec(), opts.kv_config);
   for (const std::optional<DType>& f : formats)
     CORVID_CHECK(!f || ops::kv_cache_dtype_supported(*f, model.device()), "--kv-config ", opts.kv_config, ": ",

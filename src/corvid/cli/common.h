@@ -38,8 +38,10 @@ LoadedModel load_model(const CommonOptions& opts);
 DType kv_cache_dtype(const CommonOptions& opts, Device device);
 // The dtype of a --kv-cache-dtype name other than auto: f16, bf16, else (f32) F32.
 DType kv_dtype_named(const std::string& name);
+// The whole file at `path` as bytes; `what` names it in the error when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& what);
 // --kv-config's per-layer formats for `model` (empty without the option), each checked
-// against `device` and the layer's head size.
+// against the model's device (a layer's head size is checked when its cache is made).
 std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model);
 
 struct SamplingFlags {

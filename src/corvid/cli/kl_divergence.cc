@@ -35,11 +35,7 @@ struct Header {
 
 // log_softmax of one row, in double.
 void log_softmax(const float* row, int64_t vocab, std::vector<double>& out) {
-  float top = row[0];
-  for (int64_t i = 1; i < vocab; ++i) top = std::max(top, row[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - top);
-  const double lse = std::log(sum) + top;
+  const double lse = log_sum_exp(row, vocab);
   out.resize(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) out[static_cast<size_t>(i)] = row[i] - lse;
 }

@@ -18,11 +18,7 @@ namespace {
 
 // -log softmax(row)[target], in double.
 double nll(const float* row, int64_t vocab, int32_t target) {
-  float top = row[0];
-  for (int64_t i = 1; i < vocab; ++i) top = std::max(top, row[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - top);
-  return std::log(sum) - (static_cast<double>(row[target]) - top);
+  return log_sum_exp(row, vocab) - static_cast<double>(row[target]);
 }
 
 void run_perplexity(const WindowArgs& a) {

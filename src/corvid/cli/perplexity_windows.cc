@@ -1,8 +1,9 @@
 #include "corvid/cli/perplexity_windows.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
+#include <sstream>
 
 #include "corvid/core/error.h"
 
@@ -11,24 +12,30 @@ namespace corvid::cli {
 namespace {
 
 std::vector<int32_t> read_tokens(const WindowArgs& a, const Tokenizer* tokenizer, const char* verb) {
-  const std::string& path = a.token_ids.empty() ? a.file : a.token_ids;
-  std::ifstream in(path, std::ios::binary);
-  CORVID_CHECK(in, verb, ": cannot read ", path);
   if (!a.token_ids.empty()) {
+    std::istringstream in(read_text_file(a.token_ids, verb));
     std::vector<int32_t> ids;
     for (int64_t id; in >> id;) {
-      CORVID_CHECK(id >= 0 && id <= INT32_MAX, verb, ": token id ", id, " in ", path);
+      CORVID_CHECK(id >= 0 && id <= INT32_MAX, verb, ": token id ", id, " in ", a.token_ids);
       ids.push_back(static_cast<int32_t>(id));
     }
-    CORVID_CHECK(in.eof(), verb, ": ", path, " is not whitespace-separated token ids");
+    CORVID_CHECK(in.eof(), verb, ": ", a.token_ids, " is not whitespace-separated token ids");
     return ids;
   }
+  const std::string text = read_text_file(a.file, verb);
   CORVID_CHECK(tokenizer, verb, ": ", a.common.model, " has no tokenizer: pass --token-ids");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return tokenizer->encode(text, /*add_special_tokens=*/false);
 }
 
 }  // namespace
+
+double log_sum_exp(const float* row, int64_t n) {
+  float top = row[0];
+  for (int64_t i = 1; i < n; ++i) top = std::max(top, row[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(row[i]) - top);
+  return std::log(sum) + top;
+}
 
 void add_window_options(CLI::App& cmd, WindowArgs& args) {
   add_common_options(cmd, args.common);

@@ -38,6 +38,9 @@ struct WindowRun {
   std::vector<int32_t> window(int64_t c);
 };
 
+// log(sum(exp(row))) over a row of logits, in double and shifted by its maximum.
+double log_sum_exp(const float* row, int64_t n);
+
 // Loads the model and the tokens; `verb` names the command in messages.
 WindowRun open_windows(const WindowArgs& args, const char* verb);
 

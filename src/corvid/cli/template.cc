@@ -29,11 +29,7 @@ struct TemplateArgs {
 
 std::string read_input(const std::string& path) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(path, std::ios::binary);
-  CORVID_CHECK(in, path, ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_text_file(path, "corvid template");
 }
 
 jinja::Json parse_json(const std::string& text, const std::string& what) {

@@ -1,13 +1,11 @@
-// What the KV-format tests run: random prompts, a session's greedy tokens alone over a
-// cache of given formats, and an engine's batched greedy tokens for the same prompts.
+// Engine runs the tests compare with sessions alone (fixture_util.h greedy): random
+// prompts, and an engine's batched greedy tokens for them.
 #pragma once
 
 #include <random>
-#include <span>
 #include <vector>
 
 #include "corvid/engine/engine.h"
-#include "corvid/engine/session.h"
 
 namespace corvid::fixtures {
 
@@ -20,21 +18,6 @@ inline std::vector<std::vector<int32_t>> random_prompts(int count, uint32_t seed
     prompts.push_back(p);
   }
   return prompts;
-}
-
-// n greedy tokens of one session alone, its cache in `kv` (and `formats` per layer, keys
-// rotated where `rotate`).
-inline std::vector<int32_t> session_greedy(Runner& runner, const std::vector<int32_t>& prompt, int64_t n, DType kv,
-                                           std::span<const std::optional<DType>> formats = {}, bool rotate = false) {
-  Session session(runner, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats, rotate);
-  GenerateOptions opts;
-  opts.max_new_tokens = n;
-  std::vector<int32_t> out;
-  session.generate(prompt, opts, [&](int32_t id) {
-    out.push_back(id);
-    return true;
-  });
-  return out;
 }
 
 // Every prompt submitted at once to `engine`, n greedy tokens each (EOS ignored).
