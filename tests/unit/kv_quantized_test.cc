@@ -1,5 +1,5 @@
-// Affine KV caches (q8 / q4, ops/kv_affine.h) on the CPU: store_kv writes mlx's codes,
-// attention over the codes equals attention over their dequantized values bit for bit
+// Coded KV caches (affine q8 / q4, ops/kv_affine.h; fp8, ops/kv_fp8.h) on the CPU:
+// store_kv writes the format's codes, attention over the codes equals attention over their dequantized values bit for bit
 // (contiguous and paged), a pool of a byte budget holds as many more tokens as the
 // format is smaller, and the engine's batched steps over a quantized pool give what a
 // session alone gives over a quantized cache (batch invariance, preemption included).
@@ -15,7 +15,7 @@
 #include "corvid/engine/session.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
-#include "corvid/ops/kv_affine.h"
+#include "corvid/ops/kv_codec.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
 #include "engine_runs.h"
@@ -28,12 +28,12 @@ using testing::bitwise_equal;
 using testing::f32_tensor;
 using testing::random_floats;
 
-constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32};
+constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32, DType::F8G64};
 
-// Rows [0, rows) of an affine cache, dequantized into an F32 cache of the same shape.
+// Rows [0, rows) of a coded cache, decoded into an F32 cache of the same shape.
 OwnedTensor dequantized(const Tensor& cache) {
   OwnedTensor out(DType::F32, {cache.dim(0), cache.dim(1), cache.dim(2)});
-  ops::kv_affine::dequantize(cache.dtype, static_cast<const uint8_t*>(cache.data), cache.numel(), out.ptr<float>());
+  ops::kv_codec::decode(cache.dtype, static_cast<const uint8_t*>(cache.data), cache.numel(), out.ptr<float>());
   return out;
 }
 
@@ -51,7 +51,7 @@ TEST(QuantizedKv, StoreKvWritesTheFormatsCodes) {
     std::vector<uint8_t> want(row_bytes);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (rows[i] < 0) continue;
-      ops::kv_affine::quantize(t, k.ptr<float>() + static_cast<int64_t>(i) * kv_heads * d, kv_heads * d, want.data());
+      ops::kv_codec::encode(t, k.ptr<float>() + static_cast<int64_t>(i) * kv_heads * d, kv_heads * d, want.data());
       EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(kc.tensor.data) + static_cast<size_t>(rows[i]) * row_bytes,
                             want.data(), row_bytes),
                 0)
@@ -119,6 +119,8 @@ TEST(QuantizedKv, RefusesWhatTheFormatsCannotHold) {
   EXPECT_TRUE(ops::kv_cache_dtype_supported(DType::A4G32, Device::CPU));
   const std::vector<LayerState> spec = uniform_kv_spec(2, 1, 48);  // head_dim 48: no whole groups of 64
   EXPECT_THROW(KVCache(spec, 8, Device::CPU, DType::A8G64), Error);
+  EXPECT_THROW(KVCache(spec, 8, Device::CPU, DType::F8G64), Error);
+  EXPECT_FALSE(ops::kv_cache_dtype_supported(DType::F8G64, Device::CUDA));
 }
 
 // A byte budget holds 4 / (68 / 64) = 3.76x (q8) and 4 / (36 / 64) = 7.1x (q4) the F32 tokens.
@@ -130,6 +132,7 @@ TEST(QuantizedKv, PoolsHoldMoreTokensInTheSameBytes) {
   EXPECT_EQ(BlockPool::blocks_for_budget(spec, 16, budget, DType::A8G64), budget / (4 * 2 * 2 * 16 * 68));
   EXPECT_EQ(BlockPool::blocks_for_budget(spec, 16, budget, DType::A4G64), budget / (4 * 2 * 2 * 16 * 36));
   EXPECT_GT(BlockPool::blocks_for_budget(spec, 16, budget, DType::A4G64), 7 * f32);
+  EXPECT_EQ(BlockPool::bytes_per_block(spec, 16, DType::F8G64), 4 * 2 * 2 * 16 * 68);  // 64 codes + an f32 scale
 }
 
 // Batched engine steps over a quantized pool give a session's greedy tokens over a

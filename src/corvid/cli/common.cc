@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "corvid/core/error.h"
 #include "corvid/core/thread_pool.h"
@@ -14,6 +15,17 @@
 #include "corvid/ops/ops.h"
 
 namespace corvid::cli {
+
+namespace {
+
+// --kv-cache-dtype's values: auto, then every format's name.
+std::vector<std::string> kv_dtype_choices() {
+  std::vector<std::string> v{"auto"};
+  for (const std::string& name : kv_format_names()) v.push_back(name);
+  return v;
+}
+
+}  // namespace
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts) {
   cmd.add_option("-m,--model", opts.model, "GGUF file or Hugging Face model folder")->required();
@@ -28,8 +40,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, f16 / bf16 (GPU only: half "
                  "the memory and the bytes decode attention reads), or affine codes as mlx-lm's quantized cache "
                  "makes them (CPU only for now): q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 "
-                 "(9 / 5 bits, groups of 32)")
-      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "q8", "q4", "q8_g32", "q4_g32"}));
+                 "(9 / 5 bits, groups of 32), or fp8 (e4m3 with a scale per 64 values, 8.5 bits; CPU only for now)")
+      ->check(CLI::IsMember(kv_dtype_choices()));
   cmd.add_option("--kv-config", opts.kv_config,
                  "per-layer KV formats, a JSON file of rules, e.g. {\"rules\": [{\"layers\": [0, -1], \"format\": "
                  "\"f32\"}, {\"kind\": \"sliding\", \"format\": \"q4\"}]} (docs/kv-cache.md); other layers take "

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "corvid/cli/common.h"
+#include "corvid/kv/kv_config.h"
 #include "corvid/ops/moe.h"
 
 namespace corvid::cli {
@@ -147,8 +148,8 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("--memory-gb", args->memory_gb, "memory budget for the context estimate (GiB)")->check(CLI::PositiveNumber);
   auto* dtype = cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype,
                                 "KV cache element type for the context estimate: f32 (the CPU's), f16 or bf16 (a "
-                                "GPU's default), or the affine q8 / q4 (groups of 64) and q8_g32 / q4_g32")
-                    ->check(CLI::IsMember({"f32", "f16", "bf16", "q8", "q4", "q8_g32", "q4_g32"}));
+                                "GPU's default), the affine q8 / q4 (groups of 64) and q8_g32 / q4_g32, or fp8")
+                    ->check(CLI::IsMember(kv_format_names()));
   cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")
       ->check(CLI::Range(1, 4))
       ->excludes(dtype);

@@ -14,6 +14,7 @@ const DTypeInfo& dtype_info(DType t) {
       {"Q4_0R", 32, 18},   {"Q4_1R", 32, 20},    {"Q8_0R", 32, 34},
       {"Q4_KR", 256, 144},
       {"q8_g64", 64, 68},  {"q4_g64", 64, 36},   {"q8_g32", 32, 36},   {"q4_g32", 32, 20},
+      {"fp8", 64, 68},
   };
   return kInfo[static_cast<int>(t)];
 }

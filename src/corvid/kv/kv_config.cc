@@ -6,15 +6,38 @@
 
 namespace corvid {
 
+namespace {
+
+struct NamedFormat {
+  const char* name;
+  DType dtype;
+};
+constexpr NamedFormat kFormats[] = {
+    {"f32", DType::F32},      {"f16", DType::F16},      {"bf16", DType::BF16},   {"q8", DType::A8G64},
+    {"q4", DType::A4G64},     {"q8_g32", DType::A8G32}, {"q4_g32", DType::A4G32}, {"fp8", DType::F8G64},
+};
+
+std::string join_names() {
+  std::string out;
+  for (const NamedFormat& f : kFormats) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+}  // namespace
+
 std::optional<DType> kv_dtype_from_name(const std::string& name) {
-  if (name == "f32") return DType::F32;
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  if (name == "q8") return DType::A8G64;
-  if (name == "q4") return DType::A4G64;
-  if (name == "q8_g32") return DType::A8G32;
-  if (name == "q4_g32") return DType::A4G32;
+  for (const NamedFormat& f : kFormats)
+    if (name == f.name) return f.dtype;
   return std::nullopt;
+}
+
+const std::vector<std::string>& kv_format_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const NamedFormat& f : kFormats) v.emplace_back(f.name);
+    return v;
+  }();
+  return names;
 }
 
 namespace {
@@ -35,7 +58,7 @@ Rule parse_rule(const nlohmann::json& r, size_t index, int64_t n_layers, const s
   CORVID_CHECK(r.contains("format") && r["format"].is_string(), where, " needs a \"format\" name");
   const std::string name = r["format"].get<std::string>();
   const std::optional<DType> t = kv_dtype_from_name(name);
-  CORVID_CHECK(t.has_value(), where, ": unknown format \"", name, "\" (f32, f16, bf16, q8, q4, q8_g32, q4_g32)");
+  CORVID_CHECK(t.has_value(), where, ": unknown format \"", name, "\" (", join_names(), ")");
   rule.format = *t;
   if (r.contains("kind")) {
     CORVID_CHECK(r["kind"].is_string(), where, ": \"kind\" must be \"full\" or \"sliding\"");

@@ -22,9 +22,10 @@
 
 namespace corvid {
 
-// The KV cache dtype a name gives (f32, f16, bf16, q8, q4, q8_g32, q4_g32); nothing for
-// another name.
+// The KV cache dtype a name gives (one of kv_format_names()); nothing for another name.
 std::optional<DType> kv_dtype_from_name(const std::string& name);
+// Every KV format's name: f32, f16, bf16, q8, q4, q8_g32, q4_g32, fp8.
+const std::vector<std::string>& kv_format_names();
 
 // The format each layer of `spec` gets from the rules in `json` (the file's text);
 // `source` names it in errors. Throws corvid::Error on a malformed file, an unknown

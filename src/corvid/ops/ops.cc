@@ -4,7 +4,7 @@
 // ops/cuda (in builds with CORVID_HAVE_CUDA; otherwise a clear error).
 #include "corvid/ops/ops.h"
 
-#include "corvid/ops/kv_affine.h"
+#include "corvid/ops/kv_codec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,17 +23,19 @@ namespace corvid::ops {
 
 namespace {
 
-// A KV cache's keys and values: F32 on every device, F16 / BF16 on CUDA, the affine
+// A KV cache's keys and values: F32 on every device, F16 / BF16 on CUDA, the coded
 // formats on the CPU (ops.h); both of one dtype, [rows, kv_heads, head_dim] with whole
-// groups per head for the affine formats.
+// groups per head for the coded formats.
 void check_kv_caches(const char* op, Device device, const Tensor& k, const Tensor& v) {
   CORVID_CHECK(kv_cache_dtype_supported(k.dtype, device), "ops::", op, ": a KV cache of ",
                dtype_name(k.dtype), " on ", device_name(device),
-               " (F32 everywhere, F16 or BF16 on CUDA, the affine q8/q4 formats on the CPU)");
+               " (F32 everywhere, F16 or BF16 on CUDA, the coded q8/q4/fp8 formats on the CPU)");
   CORVID_CHECK(v.dtype == k.dtype, "ops::", op, ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
-  if (const auto f = kv_affine::format_of(k.dtype))
-    CORVID_CHECK(k.ndim == 3 && k.dim(2) % f->group == 0, "ops::", op, ": a ", dtype_name(k.dtype), " cache needs ",
-                 "head_dim a multiple of ", f->group, ", got ", k.shape_str());
+  if (kv_codec::is_coded(k.dtype)) {
+    const int group = kv_codec::group_values(k.dtype);
+    CORVID_CHECK(k.ndim == 3 && k.dim(2) % group == 0, "ops::", op, ": a ", dtype_name(k.dtype), " cache needs ",
+                 "head_dim a multiple of ", group, ", got ", k.shape_str());
+  }
   CORVID_CHECK((k.data != nullptr || k.numel() == 0) && (v.data != nullptr || v.numel() == 0), "ops::", op,
                ": the KV cache has no data");
 }
@@ -441,7 +443,7 @@ void softmax(const Tensor& x) {
 
 bool kv_cache_dtype_supported(DType t, Device device) {
   return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA) ||
-         (kv_affine::is_affine(t) && device == Device::CPU);
+         (kv_codec::is_coded(t) && device == Device::CPU);
 }
 
 DType device_weight_dtype(const Tensor& w, Device device) {

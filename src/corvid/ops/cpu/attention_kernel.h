@@ -10,8 +10,8 @@
 // rescaled by exp(m_old - m_new) only when the max grows), then the V rows (each
 // read once for the group). A query's arithmetic depends only on its position and
 // the cache contents — never on the batch or the thread split (batch invariance).
-// An affine cache (ops/kv_affine.h) is read the same way: each K or V row the group
-// needs is dequantized once into the task's scratch, then the same arithmetic runs.
+// A coded cache (ops/kv_codec.h) is read the same way: each K or V row the group
+// needs is decoded once into the task's scratch, then the same arithmetic runs.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +22,7 @@
 
 #include "corvid/core/tensor.h"
 #include "corvid/core/thread_pool.h"
-#include "corvid/ops/kv_affine.h"
+#include "corvid/ops/kv_codec.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -79,7 +79,7 @@ struct GroupTask {
   const float* q;     // first head's query [head_dim]; heads follow at head_dim stride
   const uint8_t* k;   // cache base for this kv head; row r at k + r * stride
   const uint8_t* v;
-  DType dtype;        // the cache's: F32 or an affine format
+  DType dtype;        // the cache's: F32 or a coded format
   float* out;         // first head's output
   int64_t heads;      // heads in the group
   int64_t stride;     // bytes between consecutive cache rows
@@ -98,7 +98,7 @@ inline const float* cache_row(const GroupTask& t, const uint8_t* base, int64_t r
   const uint8_t* p = base + r * t.stride;
   if (t.dtype == DType::F32) return reinterpret_cast<const float*>(p);
   row.resize(static_cast<size_t>(t.head_dim));
-  kv_affine::dequantize(t.dtype, p, t.head_dim, row.data());
+  kv_codec::decode(t.dtype, p, t.head_dim, row.data());
   return row.data();
 }
 

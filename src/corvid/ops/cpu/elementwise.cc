@@ -12,7 +12,7 @@
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/cpu/cpu_ops.h"
 #include "corvid/ops/cpu/quants.h"
-#include "corvid/ops/kv_affine.h"
+#include "corvid/ops/kv_codec.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -112,8 +112,8 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float
   });
 }
 
-// F32 rows copied, or quantized into an affine cache (ops/kv_affine.h: each head's
-// head_dim values are whole groups); negative rows skipped.
+// F32 rows copied, or encoded into a coded cache (ops/kv_codec.h: each head's head_dim
+// values are whole groups); negative rows skipped.
 void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
               const Tensor& v_cache) {
   const int64_t row_elems = k.dim(1) * k.dim(2);
@@ -122,7 +122,7 @@ void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, c
   auto put = [&](const Tensor& cache, const float* src, int32_t row) {
     auto* dst = static_cast<uint8_t*>(cache.data) + static_cast<size_t>(row) * row_bytes;
     if (quantized) {
-      kv_affine::quantize(cache.dtype, src, row_elems, dst);
+      kv_codec::encode(cache.dtype, src, row_elems, dst);
     } else {
       std::memcpy(dst, src, row_bytes);
     }
