@@ -4,6 +4,7 @@
 // lie within half a code step (2^-4 relative, or 2^-10 of the scale below the normals).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -45,6 +46,24 @@ TEST(KvFp8, DecodesEveryCodeAndSaturates) {
   EXPECT_EQ(kv_fp8::encode(1e6f), 0x7E);   // saturates, as Hopper's satfinite conversion
   EXPECT_EQ(kv_fp8::encode(-500.0f), 0xFE);
   EXPECT_EQ(kv_fp8::encode(NAN), 0x7F);
+}
+
+// dequantize's branch-free decoding gives decode()'s bits for every code (scale 1).
+TEST(KvFp8, DequantizeDecodesEveryCodeAsDecode) {
+  std::vector<uint8_t> group(4 * 68);
+  const float one = 1.0f;
+  for (int c = 0; c < 256; ++c) group[static_cast<size_t>(c / 64 * 68 + c % 64)] = static_cast<uint8_t>(c);
+  for (int g = 0; g < 4; ++g) std::memcpy(group.data() + g * 68 + 64, &one, 4);
+  std::vector<float> out(256);
+  kv_fp8::dequantize(group.data(), 256, out.data());
+  for (int c = 0; c < 256; ++c) {
+    const float want = kv_fp8::decode(static_cast<uint8_t>(c));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(out[static_cast<size_t>(c)])) << c;
+    } else {
+      EXPECT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(c)]), std::bit_cast<uint32_t>(want)) << c;
+    }
+  }
 }
 
 TEST(KvFp8, GroupsAreTheOraclesBitForBit) {
