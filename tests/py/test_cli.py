@@ -157,24 +157,26 @@ def test_perplexity_equals_mlx_lms(tmp_path):
 
 
 def test_perplexity_of_a_quantized_kv_cache(tmp_path):
-    """The same run over q8 and q4 caches: q8 within 1% of F32, q4 further (the stories
-    model's head_dim of 8 holds no group, so the hd64 fixture runs)."""
+    """The same run over q8, fp8 and q4 caches: q8 within 1% of F32, fp8 within 2% (0.9%
+    measured), q4 further (the stories model's head_dim of 8 holds no group, so the hd64
+    fixture runs)."""
     fixture = ROOT / "tests" / "fixtures" / "llama_hd64"
     ids = tmp_path / "ids.txt"
     ids.write_text(" ".join(str(3 + (i * 37) % 500) for i in range(200)))
     ppl = {}
-    for kv in ("f32", "q8", "q4"):
+    for kv in ("f32", "q8", "fp8", "q4"):
         r = run_corvid("perplexity", "-m", str(fixture), "--token-ids", str(ids), "-c", "64", "--kv-cache-dtype", kv)
         assert r.returncode == 0, r.stderr
         ppl[kv] = float(re.search(r"PPL = ([\d.]+)", r.stdout).group(1))
     assert abs(ppl["q8"] - ppl["f32"]) <= 0.01 * ppl["f32"], ppl
+    assert ppl["fp8"] != ppl["f32"] and abs(ppl["fp8"] - ppl["f32"]) <= 0.02 * ppl["f32"], ppl
     assert ppl["q4"] != ppl["f32"], ppl
 
 
 def test_kl_divergence_against_a_saved_reference(tmp_path):
     """corvid kl: the reference run against itself is only its f16 storage away (KL ~0,
-    every top-1 the same); a q4 cache moves the distributions more than a q8 one; a
-    reference of other windows is refused."""
+    every top-1 the same); a q4 cache moves the distributions more than a q8 or an fp8
+    one; a reference of other windows is refused."""
     fixture = ROOT / "tests" / "fixtures" / "llama_hd64"
     ids = tmp_path / "ids.txt"
     ids.write_text(" ".join(str(3 + (i * 37) % 500) for i in range(200)))
@@ -184,7 +186,7 @@ def test_kl_divergence_against_a_saved_reference(tmp_path):
     assert r.returncode == 0, r.stderr
     assert ref.stat().st_size > 3 * 31 * 2 * 500
     kl = {}
-    for kv in ("f32", "q8", "q4"):
+    for kv in ("f32", "q8", "fp8", "q4"):
         r = run_corvid("kl", *common, "--reference", str(ref), "--kv-cache-dtype", kv)
         assert r.returncode == 0, r.stderr
         m = re.search(r"KL mean ([\d.]+), p99 ([\d.]+).*top-1 agreement ([\d.]+)%", r.stdout)
@@ -192,5 +194,6 @@ def test_kl_divergence_against_a_saved_reference(tmp_path):
         kl[kv] = (float(m.group(1)), float(m.group(3)))
     assert kl["f32"][0] < 1e-4 and kl["f32"][1] == 100.0, kl
     assert kl["f32"][0] < kl["q8"][0] < kl["q4"][0], kl
+    assert kl["f32"][0] < kl["fp8"][0] < kl["q4"][0], kl
     r = run_corvid("kl", "-m", str(fixture), "--token-ids", str(ids), "-c", "32", "--reference", str(ref))
     assert r.returncode != 0 and "was made with" in r.stderr
