@@ -1,7 +1,7 @@
 // Coded KV caches (affine q8 / q4, ops/kv_affine.h; fp8, ops/kv_fp8.h) on the CPU:
-// store_kv writes the format's codes, attention over the codes equals attention over their dequantized values bit for bit
-// (contiguous and paged), a pool of a byte budget holds as many more tokens as the
-// format is smaller, and the engine's batched steps over a quantized pool give what a
+// store_kv writes the format's codes, attention over the codes equals attention over
+// their decoded values bit for bit (contiguous and paged), a pool of a byte budget holds
+// as many more tokens as the format is smaller, and the engine's batched steps over a quantized pool give what a
 // session alone gives over a quantized cache (batch invariance, preemption included).
 #include <gtest/gtest.h>
 

@@ -32,18 +32,25 @@ Table lloyd_max(int bits) {
     total += w[i];
   }
   for (double& v : w) v /= total;
+  // f(i, k) for every grid point i, with k the cell of centroids c it falls in (cells
+  // split at the midpoints of neighbouring centroids).
+  auto each_in_cell = [&](const std::vector<double>& c, auto&& f) {
+    int k = 0;
+    for (int i = 0; i < grid; ++i) {
+      while (k + 1 < levels && x[i] > (c[k] + c[k + 1]) / 2) ++k;
+      f(i, k);
+    }
+  };
   std::vector<double> c(levels);
   for (int k = 0; k < levels; ++k) c[k] = -2.5 + 5.0 * (k + 0.5) / levels;  // spread over ±2.5σ
   std::vector<double> sum(levels), mass(levels);
   for (int iter = 0; iter < 5000; ++iter) {
     std::fill(sum.begin(), sum.end(), 0.0);
     std::fill(mass.begin(), mass.end(), 0.0);
-    int k = 0;
-    for (int i = 0; i < grid; ++i) {
-      while (k + 1 < levels && x[i] > (c[k] + c[k + 1]) / 2) ++k;
+    each_in_cell(c, [&](int i, int k) {
       sum[k] += w[i] * x[i];
       mass[k] += w[i];
-    }
+    });
     double moved = 0;
     for (int j = 0; j < levels; ++j) {
       const double next = mass[j] > 0 ? sum[j] / mass[j] : c[j];
@@ -61,16 +68,11 @@ Table lloyd_max(int bits) {
   Table t;
   for (double v : c) t.centroids.push_back(static_cast<float>(v));
   for (int j = 0; j + 1 < levels; ++j) t.bounds.push_back(static_cast<float>((c[j] + c[j + 1]) / 2));
-  int k = 0;
-  for (int i = 0; i < grid; ++i) {
-    while (k + 1 < levels && x[i] > (c[k] + c[k + 1]) / 2) ++k;
-    t.distortion += w[i] * (x[i] - c[k]) * (x[i] - c[k]);
-  }
+  each_in_cell(c, [&](int i, int k) { t.distortion += w[i] * (x[i] - c[k]) * (x[i] - c[k]); });
   return t;
 }
 
-void check(int bits, int64_t n) {
-  CORVID_CHECK(bits >= 2 && bits <= 4, "kv_turbo: ", bits, "-bit codes (2, 3 or 4)");
+void check_groups(int64_t n) {
   CORVID_CHECK(n >= 0 && n % kGroup == 0, "kv_turbo: ", n, " values are not whole groups of ", kGroup);
 }
 
@@ -95,8 +97,8 @@ const Codebook& codebook(int bits) {
 }
 
 void quantize(int bits, const float* x, int64_t n, uint8_t* dst) {
-  check(bits, n);
-  const Codebook& cb = codebook(bits);
+  const Codebook& cb = codebook(bits);  // checks bits
+  check_groups(n);
   const int code_bytes = kGroup * bits / 8;
   for (int64_t g = 0; g < n / kGroup; ++g, x += kGroup, dst += group_bytes(bits)) {
     double norm2 = 0;
@@ -121,8 +123,8 @@ void quantize(int bits, const float* x, int64_t n, uint8_t* dst) {
 }
 
 void dequantize(int bits, const uint8_t* src, int64_t n, float* out) {
-  check(bits, n);
-  const Codebook& cb = codebook(bits);
+  const Codebook& cb = codebook(bits);  // checks bits
+  check_groups(n);
   const int code_bytes = kGroup * bits / 8, mask = (1 << bits) - 1;
   for (int64_t g = 0; g < n / kGroup; ++g, src += group_bytes(bits), out += kGroup) {
     float scale;
