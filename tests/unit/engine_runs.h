@@ -2,6 +2,8 @@
 // prompts, and an engine's batched greedy tokens for them.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <vector>
 
@@ -32,7 +34,11 @@ inline std::vector<std::vector<int32_t>> engine_greedy(Engine& engine, const std
     handles.push_back(engine.submit(r));
   }
   std::vector<std::vector<int32_t>> out;
-  for (RequestHandle& h : handles) out.push_back(h.wait().token_ids);
+  for (RequestHandle& h : handles) {
+    RequestResult r = h.wait();
+    EXPECT_NE(r.finish, FinishReason::Error) << "request " << out.size() << ": " << r.error;
+    out.push_back(std::move(r.token_ids));
+  }
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "corvid/engine/session.h"
 #include "corvid/kv/block_pool.h"
 #include "corvid/kv/kv_cache.h"
+#include "corvid/kv/kv_store.h"
 #include "corvid/ops/kv_codec.h"
 #include "corvid/ops/ops.h"
 #include "fixture_util.h"
@@ -115,12 +116,13 @@ TEST(QuantizedKv, RefusesWhatTheFormatsCannotHold) {
   OwnedTensor kc(DType::A8G32, {4, 1, 32}), vc(DType::A8G32, {4, 1, 32});
   const std::vector<int32_t> pos = {0};
   EXPECT_THROW(ops::attention(q.tensor, kc.tensor, vc.tensor, pos, 1.0f, 0, out.tensor), Error);  // head_dim 16 != 32
-  EXPECT_FALSE(ops::kv_cache_dtype_supported(DType::A8G64, Device::CUDA));
+  EXPECT_TRUE(ops::kv_cache_dtype_supported(DType::A8G64, Device::CUDA));
   EXPECT_TRUE(ops::kv_cache_dtype_supported(DType::A4G32, Device::CPU));
   const std::vector<LayerState> spec = uniform_kv_spec(2, 1, 48);  // head_dim 48: no whole groups of 64
   EXPECT_THROW(KVCache(spec, 8, Device::CPU, DType::A8G64), Error);
   EXPECT_THROW(KVCache(spec, 8, Device::CPU, DType::F8G64), Error);
-  EXPECT_FALSE(ops::kv_cache_dtype_supported(DType::F8G64, Device::CUDA));
+  EXPECT_TRUE(ops::kv_cache_dtype_supported(DType::F8G64, Device::CUDA));
+  EXPECT_FALSE(ops::kv_cache_dtype_supported(DType::BF16, Device::CPU));
 }
 
 // A byte budget holds 4 / (68 / 64) = 3.76x (q8) and 4 / (36 / 64) = 7.1x (q4) the F32 tokens.
@@ -133,6 +135,32 @@ TEST(QuantizedKv, PoolsHoldMoreTokensInTheSameBytes) {
   EXPECT_EQ(BlockPool::blocks_for_budget(spec, 16, budget, DType::A4G64), budget / (4 * 2 * 2 * 16 * 36));
   EXPECT_GT(BlockPool::blocks_for_budget(spec, 16, budget, DType::A4G64), 7 * f32);
   EXPECT_EQ(BlockPool::bytes_per_block(spec, 16, DType::F8G64), 4 * 2 * 2 * 16 * 68);  // 64 codes + an f32 scale
+}
+
+// A store over given tensors, to compare signatures (what a recorded step is checked against).
+class FixedStore final : public KvStore {
+ public:
+  FixedStore(Tensor k, Tensor v) : k_(k), v_(v) {}
+  const Tensor& keys(int64_t) const override { return k_; }
+  const Tensor& values(int64_t) const override { return v_; }
+  int64_t num_layers() const override { return 1; }
+  Device device() const override { return Device::CPU; }
+  bool paged() const override { return true; }
+
+ private:
+  Tensor k_, v_;
+};
+
+// A pool of another format at the freed one's addresses (fp8 and q8 rows take the same
+// bytes) must not replay the old format's recorded kernels.
+TEST(QuantizedKv, StoreSignatureCarriesTheFormat) {
+  OwnedTensor bytes(DType::F8G64, {16, 2, 64});
+  auto store = [&](DType t) {
+    return FixedStore(Tensor(t, {16, 2, 64}, bytes.tensor.data), Tensor(t, {16, 2, 64}, bytes.tensor.data));
+  };
+  EXPECT_EQ(store(DType::F8G64).signature(), store(DType::F8G64).signature());
+  EXPECT_NE(store(DType::F8G64).signature(), store(DType::A8G64).signature());
+  EXPECT_NE(store(DType::F16).signature(), store(DType::BF16).signature());
 }
 
 // Batched engine steps over a quantized pool give a session's greedy tokens over a

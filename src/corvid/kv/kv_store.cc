@@ -4,11 +4,16 @@ namespace corvid {
 
 uint64_t KvStore::signature() const {
   constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
-  uint64_t h = kFnvOffset ^ static_cast<uint64_t>(keys(0).dim(0)) ^ (paged() ? 1u : 0u);
+  uint64_t h = kFnvOffset ^ static_cast<uint64_t>(keys(0).dim(0)) ^ (paged() ? 1u : 0u) ^ (keys_rotated() ? 2u : 0u);
   for (int64_t l = 0; l < num_layers(); ++l) {
-    for (const void* p : {keys(l).data, values(l).data}) {
-      h ^= reinterpret_cast<uintptr_t>(p);
-      h *= kFnvPrime;
+    // The formats too: a pool of another format may be handed the freed one's addresses
+    // (fp8 and q8 rows take the same bytes), and a recording's kernels are the format's.
+    for (const Tensor* t : {&keys(l), &values(l)}) {
+      for (const uint64_t part : {static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t->data)),
+                                  static_cast<uint64_t>(t->dtype)}) {
+        h ^= part;
+        h *= kFnvPrime;
+      }
     }
   }
   return h;

@@ -30,8 +30,9 @@ class KvStore {
   virtual int64_t num_groups() const { return 1; }
   virtual int64_t group_of(int64_t /*layer*/) const { return 0; }
   virtual int64_t group_blocks(int64_t /*group*/) const { return 0; }
-  // Identifies the store by every buffer a step reads or writes (a recorded step
-  // holds their addresses; a new store can reuse an old one's first address).
+  // Identifies the store by every buffer a step reads or writes and its format (a
+  // recorded step holds their addresses and the format's kernels; a new store can reuse
+  // an old one's addresses).
   uint64_t signature() const;
 };
 
