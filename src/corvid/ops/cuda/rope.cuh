@@ -15,9 +15,12 @@ __device__ __forceinline__ void rope_cos_sin(int32_t pos, float inv_freq, float 
   s = static_cast<float>(sin(static_cast<double>(theta))) * attention_factor;
 }
 
-// The pair (x0, x1) rotated by the angle whose cosine and sine are c and s.
+// The pair (x0, x1) rotated by the angle whose cosine and sine are c and s. Products
+// rounded before the sum: left to itself the compiler fuses one of them into an FMA,
+// and which one depends on the kernel around it, so two kernels could rotate alike
+// inputs one ulp apart.
 __device__ __forceinline__ float2 rotate(float x0, float x1, float c, float s) {
-  return make_float2(x0 * c - x1 * s, x1 * c + x0 * s);
+  return make_float2(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s)), __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s)));
 }
 
 // Element d of a head after rope takes x[d] and x[rope_partner(d)]: pairs (i, i + half)
