@@ -39,8 +39,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
   cmd.add_option("--kv-cache-dtype", opts.kv_cache_dtype,
                  "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, f16 / bf16 (GPU only: half "
                  "the memory and the bytes decode attention reads), or affine codes as mlx-lm's quantized cache "
-                 "makes them (CPU only for now): q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 "
-                 "(9 / 5 bits, groups of 32), or fp8 (e4m3 with a scale per 64 values, 8.5 bits; CPU only for now)")
+                 "makes them: q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 (9 / 5 bits, groups of "
+                 "32), or fp8 (e4m3 with a scale per 64 values, 8.5 bits)")
       ->check(CLI::IsMember(kv_dtype_choices()));
   cmd.add_option("--kv-config", opts.kv_config,
                  "per-layer KV formats, a JSON file of rules, e.g. {\"rules\": [{\"layers\": [0, -1], \"format\": "
@@ -49,7 +49,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
       ->check(CLI::ExistingFile);
   cmd.add_flag("--kv-rotate", opts.kv_rotate,
                "rotate queries and keys by a fixed randomised Hadamard transform before the cache (scores unchanged; "
-               "a quantized key's large channels spread over all of them), as llama.cpp does for q4_0 KV; CPU, "
+               "a quantized key's large channels spread over all of them), as llama.cpp does for q4_0 KV; "
                "head_dim a power of 2");
   cmd.add_option("--moe-offload", opts.moe_offload,
                  "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "

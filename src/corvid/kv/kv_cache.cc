@@ -9,11 +9,10 @@ DType default_kv_dtype(Device device) { return device == Device::CUDA ? DType::B
 
 void check_kv_dtype(DType dtype, Device device) {
   CORVID_CHECK(ops::kv_cache_dtype_supported(dtype, device), "kv cache: ", dtype_name(dtype), " on ",
-               device_name(device), " is not supported (F32 everywhere, F16 or BF16 on CUDA, q8/q4 on the CPU)");
+               device_name(device), " is not supported (F32 and the coded q8/q4/fp8 formats everywhere, F16 or BF16 on CUDA)");
 }
 
-void check_key_rotation(std::span<const LayerState> spec, Device device) {
-  CORVID_CHECK(device == Device::CPU, "kv cache: rotated keys (--kv-rotate) are CPU only so far");
+void check_key_rotation(std::span<const LayerState> spec) {
   for (size_t l = 0; l < spec.size(); ++l) {
     const int64_t d = spec[l].head_dim;
     CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "kv cache: rotated keys (--kv-rotate) need head_dim a power of 2; layer ",
@@ -26,7 +25,7 @@ static std::span<const LayerState> checked(std::span<const LayerState> spec, int
                                            DType dtype, bool rotate_keys) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
   check_kv_dtype(dtype, device);
-  if (rotate_keys) check_key_rotation(spec, device);
+  if (rotate_keys) check_key_rotation(spec);
   return spec;
 }
 

@@ -21,9 +21,9 @@ namespace corvid {
 DType default_kv_dtype(Device device);
 // Throws unless a cache of `dtype` works on `device`.
 void check_kv_dtype(DType dtype, Device device);
-// Throws unless keys of `spec` can be stored rotated (ops::hadamard_rotate: the CPU, and
-// every head_dim a power of 2), so that --kv-rotate is refused before any request.
-void check_key_rotation(std::span<const LayerState> spec, Device device);
+// Throws unless keys of `spec` can be stored rotated (ops::hadamard_rotate: every
+// head_dim a power of 2), so that --kv-rotate is refused before any request.
+void check_key_rotation(std::span<const LayerState> spec);
 
 class KVCache final : public KvStore {
  public:

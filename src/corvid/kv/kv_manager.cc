@@ -51,7 +51,7 @@ KvManager::KvManager(std::span<const LayerState> spec, const KvManagerConfig& co
   const int64_t bs = config.block_size;
   CORVID_CHECK(bs > 0, "kv: block_size must be positive, got ", bs);
   CORVID_CHECK(config.max_seqs > 0 && config.max_chunk > 0, "kv: max_seqs and max_chunk must be positive");
-  if (config.rotate_keys) check_key_rotation(spec, config.device);
+  if (config.rotate_keys) check_key_rotation(spec);
   KvGrouping grouping = group_layers(spec);
   groups_ = std::move(grouping.groups);
   layer_group_ = std::move(grouping.group_of);

@@ -29,7 +29,7 @@ namespace {
 void check_kv_caches(const char* op, Device device, const Tensor& k, const Tensor& v) {
   CORVID_CHECK(kv_cache_dtype_supported(k.dtype, device), "ops::", op, ": a KV cache of ",
                dtype_name(k.dtype), " on ", device_name(device),
-               " (F32 everywhere, F16 or BF16 on CUDA, the coded q8/q4/fp8 formats on the CPU)");
+               " (F32 and the coded q8/q4/fp8 formats everywhere, F16 or BF16 on CUDA)");
   CORVID_CHECK(v.dtype == k.dtype, "ops::", op, ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
   if (kv_codec::is_coded(k.dtype)) {
     const int group = kv_codec::group_values(k.dtype);
@@ -296,8 +296,7 @@ void hadamard_rotate(const Tensor& x) {
   CORVID_CHECK(x.ndim == 3, "ops::hadamard_rotate: x must be [n, heads, head_dim], got ", x.shape_str());
   const int64_t d = x.dim(2);
   CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "ops::hadamard_rotate: head_dim ", d, " is not a power of 2");
-  CORVID_CHECK(device == Device::CPU, "ops::hadamard_rotate: not on ", device_name(device), " yet (--kv-rotate is CPU only)");
-  cpu::hadamard_rotate(x);
+  CORVID_DISPATCH(device, hadamard_rotate, x);
 }
 
 void add(const Tensor& x, const Tensor& y) {
@@ -442,8 +441,7 @@ void softmax(const Tensor& x) {
 }
 
 bool kv_cache_dtype_supported(DType t, Device device) {
-  return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA) ||
-         (kv_codec::is_coded(t) && device == Device::CPU);
+  return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA) || kv_codec::is_coded(t);
 }
 
 DType device_weight_dtype(const Tensor& w, Device device) {

@@ -32,8 +32,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, const Tensor* b
 // block-quantized weights with int8 activations per 32 values (gemv_dp4a.cu).
 enum class QuantizedMatmul { Fast, Exact };
 
-// Whether a KV cache of dtype t works on `device` (attention below): F32 everywhere,
-// F16 or BF16 on CUDA only. The one rule the caches (kv/) and the ops' checks share.
+// Whether a KV cache of dtype t works on `device` (attention below): F32 and the coded
+// formats (ops/kv_codec.h) everywhere, F16 or BF16 on CUDA only. The one rule the caches (kv/) and the ops' checks share.
 bool kv_cache_dtype_supported(DType t, Device device);
 
 // Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block
@@ -125,7 +125,7 @@ void softcap(const Tensor& x, float cap);
 // becomes H D x / sqrt(head_dim): fixed random signs D (a seed of its own, the same
 // for every head and call), then the Walsh-Hadamard transform H. An orthogonal map, so
 // q.k is unchanged when both are rotated, while a key's large channels spread over all
-// of them (what quantized keys need: --kv-rotate). CPU only so far.
+// of them (what quantized keys need: --kv-rotate). The CPU and CUDA give the same bits.
 void hadamard_rotate(const Tensor& x);
 
 // out[r, c] = x[r, offset + c]: `out.cols()` columns of each row of x from column

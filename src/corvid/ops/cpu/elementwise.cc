@@ -12,6 +12,7 @@
 #include "corvid/core/thread_pool.h"
 #include "corvid/ops/cpu/cpu_ops.h"
 #include "corvid/ops/cpu/quants.h"
+#include "corvid/ops/hadamard_signs.h"
 #include "corvid/ops/kv_codec.h"
 
 #if defined(__AVX2__)
@@ -264,21 +265,12 @@ void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, con
   });
 }
 
-// The signs D of hadamard_rotate: a fixed pseudo-random +-1 per dimension (splitmix64 of
-// the index), so a cache rotated by one process reads the same in another.
-static float rotation_sign(int64_t i) {
-  uint64_t z = static_cast<uint64_t>(i) + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return ((z ^ (z >> 31)) & 1) ? -1.0f : 1.0f;
-}
-
 void hadamard_rotate(const Tensor& x) {
   const int64_t d = x.dim(2), vectors = x.dim(0) * x.dim(1);
   const float norm = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t r = 0; r < vectors; ++r) {
     float* v = x.ptr<float>() + r * d;
-    for (int64_t i = 0; i < d; ++i) v[i] *= rotation_sign(i);
+    for (int64_t i = 0; i < d; ++i) v[i] *= hadamard_sign(i);
     for (int64_t len = 1; len < d; len *= 2)  // in-place butterflies
       for (int64_t i = 0; i < d; i += 2 * len)
         for (int64_t j = i; j < i + len; ++j) {

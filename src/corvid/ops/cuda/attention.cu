@@ -17,7 +17,7 @@
 #include "corvid/ops/cuda/int8_out.cuh"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/cuda_ops.h"
-#include "corvid/ops/cuda/kv_elem.cuh"
+#include "corvid/ops/cuda/kv_codec.cuh"
 #include "corvid/ops/cuda/kv_rows.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -49,7 +49,6 @@ __global__ void attention_kernel(const float* __restrict__ q, const E* __restric
   const int kvh = h / (n_heads / n_kv_heads);
   const int64_t pos = positions[t];
   const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
-  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
 
   float qr[kDims], acc[kDims];
   const float* qp = q + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
@@ -62,13 +61,13 @@ __global__ void attention_kernel(const float* __restrict__ q, const E* __restric
   float m = -INFINITY, l = 0.0f;
   for (int64_t j = first + warp; j <= pos; j += kWarps) {
     const int64_t r = kv.row(t, j);
-    const E* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const E* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
+    const E* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
     float s = 0.0f;
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      if (d < head_dim) s += qr[e] * kv_float(kp[d]);
+      if (d < head_dim) s += qr[e] * kv_value(kp, d);
     }
     s = warp_sum(s) * scale;
     const float m_new = fmaxf(m, s);
@@ -78,7 +77,7 @@ __global__ void attention_kernel(const float* __restrict__ q, const E* __restric
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      acc[e] = acc[e] * correction + (d < head_dim ? p * kv_float(vp[d]) : 0.0f);
+      acc[e] = acc[e] * correction + (d < head_dim ? p * kv_value(vp, d) : 0.0f);
     }
     m = m_new;
   }
@@ -135,7 +134,6 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const E* __r
   const int64_t first = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
   const int64_t chunk = (pos - first + splits) / splits;  // ceil(len / splits), len = pos - first + 1
   const int64_t start = first + split * chunk, end = min(pos, start + chunk - 1);
-  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
 
   float qr[G][kDims], acc[G][kDims], m[G], l[G];
 #pragma unroll
@@ -152,14 +150,14 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const E* __r
   }
   for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
     const int64_t r = kv.row(t, j);
-    const E* kp = k_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
-    const E* vp = v_cache + r * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+    const E* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
+    const E* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
     float kr[kDims], vr[kDims];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
       const int d = lane + 32 * e;
-      kr[e] = d < head_dim ? kv_float(kp[d]) : 0.0f;
-      vr[e] = d < head_dim ? kv_float(vp[d]) : 0.0f;
+      kr[e] = d < head_dim ? kv_value(kp, d) : 0.0f;
+      vr[e] = d < head_dim ? kv_value(vp, d) : 0.0f;
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -353,7 +351,7 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   int heads_per_block = 1;
   while (heads_per_block * 2 <= widest && group % (heads_per_block * 2) == 0) heads_per_block *= 2;
   if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
-  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+  dispatch_kv_format(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
     fp32_attention_kernels(ctx, q, static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data),
                            n_kv_heads, heads_per_block, kv, pos, extent, scale, window, out);

@@ -370,19 +370,6 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
   }
 }
 
-// How many blocks share one head group's keys: as many as the GPU holds at once
-// (resident_per_sm from the kernel's occupancy), so that every block is running and has
-// requested its first tile before the step's earlier kernels finish; no more splits than
-// the extent has tiles, at most kMaxSplits. CORVID_DECODE_BLOCKS_PER_SM overrides the
-// blocks per SM (A/B runs).
-int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t extent, int resident_per_sm) {
-  static const int forced = env_int("CORVID_DECODE_BLOCKS_PER_SM", 0);
-  const int per_sm = forced > 0 ? forced : std::max(resident_per_sm, 1);
-  const int64_t want = (per_sm * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
-  const int64_t most = (extent + kKeysPerSplit - 1) / kKeysPerSplit;
-  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
-}
-
 // rope: null for attention over rows already in the cache, else the new row the kernel
 // rotates and stores (one query, a contiguous cache).
 template <int D, int G, class Kv, bool kRope>
@@ -397,7 +384,7 @@ void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& 
       CORVID_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
       return blocks;
     }();
-    const int splits = decode_splits(ctx, n * n_heads / G, extent, resident);
+    const int splits = decode_split_count(ctx, n * n_heads / G, extent, resident);
     float* partial =
         splits > 1 ? static_cast<float*>(ctx.scratch(static_cast<size_t>(n * n_heads * splits * (D + 2)) * 4)) : nullptr;
     const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
@@ -419,10 +406,12 @@ void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cach
 }
 
 // What the decode kernels take: head sizes 64, 128 and 256, and a 16-byte aligned cache
-// (float4 key loads). The grid's y (head groups) is within range: the callers check heads <= 65535.
+// (float4 key loads) of plain elements (the coded formats take attention.cu's kernels).
+// The grid's y (head groups) is within range: the callers check heads <= 65535.
 bool decode_kernels_take(const Tensor& q, const Tensor& k_cache) {
   const int64_t head_dim = q.dim(2);
-  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && aligned16(k_cache.data);
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && aligned16(k_cache.data) &&
+         kv_dtype_is_plain(k_cache.dtype);
 }
 
 // Runs decode attention where decode_kernels_take says so.
@@ -444,9 +433,23 @@ void launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const
 
 }  // namespace
 
+// How many blocks share one head group's keys: as many as the GPU holds at once
+// (resident_per_sm from the kernel's occupancy), so that every block is running and has
+// requested its first tile before the step's earlier kernels finish; no more splits than
+// the extent has tiles, at most kMaxSplits. CORVID_DECODE_BLOCKS_PER_SM overrides the
+// blocks per SM (A/B runs).
+int decode_split_count(const Context& ctx, int64_t blocks_per_split, int64_t extent, int resident_per_sm) {
+  static const int forced = env_int("CORVID_DECODE_BLOCKS_PER_SM", 0);
+  const int per_sm = forced > 0 ? forced : std::max(resident_per_sm, 1);
+  const int64_t want = (per_sm * static_cast<int64_t>(ctx.sm_count) + blocks_per_split - 1) / blocks_per_split;
+  const int64_t most = (extent + kKeysPerSplit - 1) / kKeysPerSplit;
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
+}
+
 template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                       const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+  if (attention_decode_coded(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return true;
   if (!decode_kernels_take(q, k_cache)) return false;
   launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
   return true;

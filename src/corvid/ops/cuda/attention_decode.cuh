@@ -19,6 +19,18 @@ template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                       const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
 
+// attention_decode over a coded cache (q8 / q4 / fp8, kv_codec.cuh), codes decoded in
+// registers (attention_decode_coded.cu); false, with nothing launched, for a plain cache or
+// head sizes other than 64, 128 and 256.
+template <class Kv>
+bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
+                            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
+
+// How many blocks share one head group's keys (blocks_per_split blocks each): as many as
+// the GPU holds at once, resident_per_sm a multiprocessor, no more than the extent has
+// 32-key tiles, at most attention_combine's 128.
+int decode_split_count(const Context& ctx, int64_t blocks_per_split, int64_t extent, int resident_per_sm);
+
 // One decode query's new key and value as the q/k/v projection wrote them (k not yet
 // rotated), the rotation, and the caches attention_decode_rope stores them in.
 struct NewKvRow {

@@ -9,7 +9,8 @@
 // block takes 64 queries and keys come in tiles of 32 (Shape below). The block walks
 // the keys its queries can see in tiles of 64 (32), double buffered in shared memory: while
 // a tile is used, cp.async brings the next one (a BF16 cache is copied as is; F32 and
-// F16 caches are rounded to bf16 through registers).
+// F16 caches are rounded to bf16 through registers, the coded formats (kv_codec.cuh)
+// decoded there too).
 // Per tile a warp computes S = Q K^T with mma.m16n8k16 (bf16 in, fp32 accumulate),
 // folds S into the online softmax, turns the probabilities into the A operand of the
 // next MMA without leaving registers, and accumulates O += P V (V read transposed by
@@ -35,7 +36,7 @@
 #include "corvid/core/error.h"
 #include "corvid/ops/cuda/attention_prefill.cuh"
 #include "corvid/ops/cuda/context.h"
-#include "corvid/ops/cuda/kv_elem.cuh"
+#include "corvid/ops/cuda/kv_codec.cuh"
 #include "corvid/ops/cuda/kv_rows.cuh"
 #include "corvid/ops/cuda/ptx.cuh"
 
@@ -107,7 +108,7 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* dst, const E* cache, i
     for (int idx = threadIdx.x; idx < kKeys * kVecs; idx += kThreads) {
       const int r = idx / kVecs, c = (idx % kVecs) * 4;
       float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (r < valid) v = kv_load4(cache + kv.row(0, j0 + r) * stride + kvh * D + c);
+      if (r < valid) v = kv_value4(kv_head(cache, kv.row(0, j0 + r), kvh, static_cast<int>(stride / D), D), c);
       uint2 packed{pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w)};
       *reinterpret_cast<uint2*>(dst + r * kPitch + c) = packed;
     }
@@ -403,7 +404,7 @@ template <int D, int kRows, class Kv>
 void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                  const int32_t* positions, float scale, int64_t window, const Tensor& out, HalfOut out16) {
   Context& ctx = context();
-  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+  dispatch_kv_format(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
     auto* kernel = flash_prefill_kernel<D, kRows, Kv, E>;
     static const bool configured = [kernel] {

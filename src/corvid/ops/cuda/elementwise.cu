@@ -9,7 +9,7 @@
 #include "corvid/ops/cuda/cuda_ops.h"
 #include "corvid/ops/cuda/half_out.cuh"
 #include "corvid/ops/cuda/int8_out.cuh"
-#include "corvid/ops/cuda/kv_elem.cuh"
+#include "corvid/ops/cuda/kv_codec.cuh"
 #include "corvid/ops/cuda/norm_cluster.h"
 #include "corvid/ops/cuda/quant.cuh"
 #include "corvid/ops/cuda/rope.cuh"
@@ -164,7 +164,8 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
   int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int64_t kv_row = static_cast<int64_t>(a.kv_heads) * a.head_dim;
   const int32_t row = a.rows[t];
-  E* k_dst = row >= 0 ? static_cast<E*>(a.k_cache) + row * kv_row : nullptr;
+  // No caches (a coded cache, kv_store_coded.cu stores it next): the rotation alone.
+  E* k_dst = row >= 0 && a.k_cache != nullptr ? static_cast<E*>(a.k_cache) + row * kv_row : nullptr;
   const int all_heads = a.heads + a.kv_heads;
   const int rope_items = (all_heads + kHeads - 1) / kHeads * a.half;
   if (idx < rope_items) {
@@ -207,7 +208,7 @@ __global__ void rope_store_kv_kernel(const RopeStoreKvArgs a) {
     return;
   }
   idx -= a.kv_heads * pass;
-  if (idx < kv_row && row >= 0)
+  if (idx < kv_row && row >= 0 && a.v_cache != nullptr)
     static_cast<E*>(a.v_cache)[row * kv_row + idx] = kv_encode<E>(a.v[static_cast<int64_t>(t) * kv_row + idx]);
 }
 
@@ -388,7 +389,7 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
                         int64_t{kv_heads} * (head_dim - 2 * half) + int64_t{kv_heads} * head_dim;
   CORVID_CHECK(n <= 65535 && items < (int64_t{1} << 30), "CUDA rope_store_kv: ", n, " tokens of ", items,
                " items each is too many for one launch");
-  const RopeStoreKvArgs args{q.ptr<float>(),
+  RopeStoreKvArgs args{q.ptr<float>(),
                              k.ptr<float>(),
                              v.ptr<float>(),
                              ctx.indices(UploadSlot::Positions, positions),
@@ -402,8 +403,10 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
                              head_dim,
                              half,
                              params.interleaved};
+  const bool coded = !kv_dtype_is_plain(k_cache.dtype);
+  if (coded) args.k_cache = args.v_cache = nullptr;  // rotated here, encoded by store_kv_coded
   const dim3 grid(blocks_for(items, kThreads), static_cast<unsigned>(n));
-  dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
+  dispatch_kv_dtype(coded ? DType::F32 : k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
     if (prompt) {
       launch_pdl("rope_store_kv_kernel", rope_store_kv_kernel<E, kPromptRopeHeads>, grid, dim3(kThreads), ctx.stream,
@@ -412,6 +415,9 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
       launch_pdl("rope_store_kv_kernel", rope_store_kv_kernel<E, 1>, grid, dim3(kThreads), ctx.stream, args);
     }
   });
+  if (coded)
+    store_kv_coded(ctx, k_cache.dtype, k.ptr<float>(), v.ptr<float>(), args.rows, n, kv_heads, head_dim, k_cache.data,
+                   v_cache.data);
 }
 
 // rope_store_kv_kernel with no rotated pair (half 0) and no q heads: every k and v
@@ -421,6 +427,11 @@ void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tenso
   const int64_t n = k.dim(0);
   if (n == 0) return;
   const int kv_heads = static_cast<int>(k.dim(1)), head_dim = static_cast<int>(k.dim(2));
+  if (!kv_dtype_is_plain(k_cache.dtype)) {
+    store_kv_coded(ctx, k_cache.dtype, k.ptr<float>(), v.ptr<float>(), ctx.indices(UploadSlot::Rows, rows), n,
+                   kv_heads, head_dim, k_cache.data, v_cache.data);
+    return;
+  }
   const int64_t items = int64_t{2} * kv_heads * head_dim;
   CORVID_CHECK(n <= 65535 && items < (int64_t{1} << 30), "CUDA store_kv: ", n, " tokens of ", items,
                " items each is too many for one launch");

@@ -58,6 +58,9 @@ __device__ __forceinline__ float4 kv_load4(const E* p) {
                      kv_float(E{static_cast<uint16_t>(u.y & 0xFFFF)}), kv_float(E{static_cast<uint16_t>(u.y >> 16)}));
 }
 
+// Whether t is one of these (the coded formats are in kv_codec.cuh).
+inline bool kv_dtype_is_plain(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
 // Calls f(E{}) with the element type of cache dtype t.
 template <class F>
 void dispatch_kv_dtype(DType t, F&& f) {
