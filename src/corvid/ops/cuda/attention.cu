@@ -4,7 +4,8 @@
 // keeping an online softmax (running max, running sum, output accumulator in
 // registers: lane l holds dims l, l+32, …); the warps' partial results merge
 // through shared memory at the end. Scores in fp32. Fast-mode prompts use the
-// tensor-core kernel in attention_prefill.cu.
+// tensor-core kernel in attention_prefill.cu. The kernels here read every cache format
+// (plain elements and the coded ones) through kv_codec.cuh's kv_head / kv_value.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,5 +1,6 @@
 // Elements of a KV cache on the GPU: F32, or F16 / BF16, which halve the bytes decode
-// attention reads and the memory a token of context takes. Kernels are templates over
+// attention reads and the memory a token of context takes (the coded formats, q8 / q4 /
+// fp8, are kv_codec.cuh's). Kernels are templates over
 // the element type E (float, KvF16 or KvBf16); the overloads below read any of them
 // as floats and write a float as one (round to nearest even), so one kernel body
 // serves every cache dtype.
