@@ -215,21 +215,7 @@ TEST(CudaCodedKv, BatchedGreedyOnTheGpuEqualsTheCpuSessionAlone) {
   for (const DType t : {DType::F8G64, DType::A8G64, DType::A4G32}) {
     std::vector<std::vector<int32_t>> alone;
     for (const auto& p : prompts) alone.push_back(fixtures::greedy(*cpu.runner, p, 16, t));
-    for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {
-      EngineConfig c;
-      c.num_blocks = num_blocks;
-      c.block_size = 4;
-      c.scheduler = {6, 24};
-      c.kv_dtype = t;
-      Engine engine(*gpu.runner, nullptr, c);
-      const auto batched = fixtures::engine_greedy(engine, prompts, 16);
-      for (size_t i = 0; i < prompts.size(); ++i)
-        EXPECT_EQ(batched[i], alone[i]) << dtype_name(t) << " request " << i << ", " << num_blocks << " blocks";
-      if (num_blocks == 14) {
-        EXPECT_GT(engine.stats().preemptions, 0);
-      }
-      engine.shutdown();
-    }
+    fixtures::expect_batched_equals_alone(*gpu.runner, nullptr, prompts, alone, 16, t);
   }
 }
 

@@ -173,21 +173,7 @@ TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
   const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(m.model->config().vocab_size));
   std::vector<std::vector<int32_t>> alone;
   for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 16, t));
-  for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {  // 14 blocks of 4: preemption
-    EngineConfig c;
-    c.num_blocks = num_blocks;
-    c.block_size = 4;
-    c.scheduler = {6, 24};
-    c.kv_dtype = t;
-    Engine engine(*m.runner, m.tokenizer.get(), c);
-    const auto batched = fixtures::engine_greedy(engine, prompts, 16);
-    for (size_t i = 0; i < prompts.size(); ++i)
-      EXPECT_EQ(batched[i], alone[i]) << dtype_name(t) << " request " << i << ", " << num_blocks << " blocks";
-    if (num_blocks == 14) {
-      EXPECT_GT(engine.stats().preemptions, 0);
-    }
-    engine.shutdown();
-  }
+  fixtures::expect_batched_equals_alone(*m.runner, m.tokenizer.get(), prompts, alone, 16, t);
 }
 
 // Appending k tokens in one step (a prefill chunk, speculative verification) gives the
