@@ -56,18 +56,34 @@ __device__ __forceinline__ float fp8_value(uint32_t code) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3)));
 }
 
+// Where value d of a coded head lies: its group's bytes, its index there, and the
+// group's scale and bias (fp8: bias 0, unused).
+struct CodedGroup {
+  const uint8_t* bytes;
+  int i;
+  float s, b;
+};
+template <class E>
+__device__ __forceinline__ CodedGroup coded_group(const E* head, int d) {
+  const uint8_t* group = reinterpret_cast<const uint8_t*>(head) + (d / E::kGroup) * E::kBlockBytes;
+  if constexpr (__is_same(E, KvFp8)) {
+    return {group, d % E::kGroup, *reinterpret_cast<const float*>(group + E::kCodeBytes), 0.0f};
+  } else {
+    const __half2 sb = *reinterpret_cast<const __half2*>(group + E::kCodeBytes);
+    return {group, d % E::kGroup, __low2float(sb), __high2float(sb)};
+  }
+}
+
 // Value d of a head kv_head points at.
 template <class E>
 __device__ __forceinline__ float kv_value(const E* head, int d) {
   if constexpr (kv_is_coded<E>) {
-    const uint8_t* group = reinterpret_cast<const uint8_t*>(head) + (d / E::kGroup) * E::kBlockBytes;
-    const int i = d % E::kGroup;
+    const CodedGroup g = coded_group(head, d);
     if constexpr (__is_same(E, KvFp8)) {
-      return *reinterpret_cast<const float*>(group + E::kCodeBytes) * fp8_value(group[i]);
+      return g.s * fp8_value(g.bytes[g.i]);
     } else {
-      const __half2 sb = *reinterpret_cast<const __half2*>(group + E::kCodeBytes);
-      const uint32_t q = E::bits == 8 ? group[i] : (group[i / 2] >> (4 * (i % 2))) & 0xFu;
-      return __fadd_rn(__fmul_rn(__low2float(sb), static_cast<float>(q)), __high2float(sb));
+      const uint32_t q = E::bits == 8 ? g.bytes[g.i] : (g.bytes[g.i / 2] >> (4 * (g.i % 2))) & 0xFu;
+      return __fadd_rn(__fmul_rn(g.s, static_cast<float>(q)), g.b);
     }
   } else {
     return kv_float(head[d]);
@@ -78,22 +94,19 @@ __device__ __forceinline__ float kv_value(const E* head, int d) {
 template <class E>
 __device__ __forceinline__ float4 kv_value4(const E* head, int d) {
   if constexpr (kv_is_coded<E>) {
-    const uint8_t* group = reinterpret_cast<const uint8_t*>(head) + (d / E::kGroup) * E::kBlockBytes;
-    const int i = d % E::kGroup;
+    const CodedGroup g = coded_group(head, d);
+    const float s = g.s, b = g.b;
     if constexpr (__is_same(E, KvFp8)) {
-      const float s = *reinterpret_cast<const float*>(group + E::kCodeBytes);
-      const uint32_t w = *reinterpret_cast<const uint32_t*>(group + i);
+      const uint32_t w = *reinterpret_cast<const uint32_t*>(g.bytes + g.i);
       return make_float4(s * fp8_value(w & 0xFF), s * fp8_value((w >> 8) & 0xFF), s * fp8_value((w >> 16) & 0xFF),
                          s * fp8_value(w >> 24));
     } else {
-      const __half2 sb = *reinterpret_cast<const __half2*>(group + E::kCodeBytes);
-      const float s = __low2float(sb), b = __high2float(sb);
       uint32_t q[4];
       if constexpr (E::bits == 8) {
-        const uint32_t w = *reinterpret_cast<const uint32_t*>(group + i);
+        const uint32_t w = *reinterpret_cast<const uint32_t*>(g.bytes + g.i);
         for (int e = 0; e < 4; ++e) q[e] = (w >> (8 * e)) & 0xFFu;
       } else {
-        const uint32_t w = *reinterpret_cast<const uint16_t*>(group + i / 2);
+        const uint32_t w = *reinterpret_cast<const uint16_t*>(g.bytes + g.i / 2);
         for (int e = 0; e < 4; ++e) q[e] = (w >> (4 * e)) & 0xFu;
       }
       auto v = [&](int e) { return __fadd_rn(__fmul_rn(s, static_cast<float>(q[e])), b); };
