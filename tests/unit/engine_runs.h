@@ -47,17 +47,18 @@ inline std::vector<std::vector<int32_t>> engine_greedy(Engine& engine, const std
 // prompt's n greedy tokens must be alone's.
 inline void expect_batched_equals_alone(Runner& runner, const Tokenizer* tokenizer,
                                         const std::vector<std::vector<int32_t>>& prompts,
-                                        const std::vector<std::vector<int32_t>>& alone, int64_t n, DType kv) {
+                                        const std::vector<std::vector<int32_t>>& alone, int64_t n,
+                                        const KvFormat& kv) {
   for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {
     EngineConfig c;
     c.num_blocks = num_blocks;
     c.block_size = 4;
     c.scheduler = {6, 24};
-    c.kv_dtype = kv;
+    c.kv_format = kv;
     Engine engine(runner, tokenizer, c);
     const auto batched = engine_greedy(engine, prompts, n);
     for (size_t i = 0; i < prompts.size(); ++i)
-      EXPECT_EQ(batched[i], alone[i]) << dtype_name(kv) << " request " << i << ", " << num_blocks << " blocks";
+      EXPECT_EQ(batched[i], alone[i]) << kv_format_name(kv) << " request " << i << ", " << num_blocks << " blocks";
     if (num_blocks == 14) {
       EXPECT_GT(engine.stats().preemptions, 0);
     }

@@ -53,10 +53,10 @@ inline std::string test_name(std::string s) {
 }
 
 // n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off), the
-// session's cache in `kv` (with `formats` per layer and keys rotated where asked).
-inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n, DType kv = DType::F32,
-                                   std::span<const std::optional<DType>> formats = {}, bool rotate = false) {
-  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats, rotate);
+// session's cache in `kv` (with `formats` per layer).
+inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n,
+                                   const KvFormat& kv = DType::F32, std::span<const std::optional<KvFormat>> formats = {}) {
+  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats);
   GenerateOptions opts;
   opts.max_new_tokens = n;
   std::vector<int32_t> out;

@@ -34,7 +34,7 @@ TEST(KvConfig, RulesGiveEachLayerItsFormat) {
                                          {"kind": "sliding", "format": "q4"},
                                          {"layers": [2], "kind": "sliding", "format": "q8_g32"},
                                          {"format": "q8"}]})";
-  const std::vector<std::optional<DType>> f = kv_layer_formats(json, mixed_spec(), "test.json");
+  const std::vector<std::optional<KvFormat>> f = kv_layer_formats(json, mixed_spec(), "test.json");
   ASSERT_EQ(f.size(), 6u);
   EXPECT_EQ(f[0], DType::F32);    // the first rule
   EXPECT_EQ(f[1], DType::A4G64);  // sliding
@@ -77,7 +77,7 @@ TEST(KvConfig, LayersOfOneKindAndFormatShareAGroup) {
   ASSERT_EQ(g.groups.size(), 3u);  // full q4 (0, 5), full (2), sliding 16 (1, 3)
   std::vector<std::string> names;
   for (const KvGroup& group : g.groups) names.push_back(group.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"full q4_g64", "full", "sliding 16"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"full q4", "full", "sliding 16"}));
   EXPECT_EQ(g.groups[0].layers, (std::vector<int64_t>{0, 5}));
   EXPECT_EQ(g.group_of[4], g.group_of[2]);  // the shared layer reads layer 2's group
   // A block of the q4 group takes 36 / 64 of an F32 block's bytes per value.
@@ -89,7 +89,7 @@ TEST(KvConfig, LayersOfOneKindAndFormatShareAGroup) {
 // positions (a position takes a block in each), within the budget.
 TEST(KvConfig, FullGroupsOfTwoFormatsHoldTheSamePositions) {
   std::vector<LayerState> spec(4, LayerState{StateKind::FullKV, 2, 64});
-  spec[1].dtype = spec[2].dtype = DType::A4G64;
+  spec[1].format = spec[2].format = KvFormat(DType::A4G64);
   KvManagerConfig c;
   c.block_size = 16;
   c.budget_bytes = int64_t{64} << 20;
@@ -106,7 +106,7 @@ TEST(KvConfig, FullGroupsOfTwoFormatsHoldTheSamePositions) {
 // llama_hd64 (2 layers): layer 0 in q4, layer 1 in the cache's F32.
 TEST(KvConfig, MixedFormatEngineEqualsSessionAndHoldsEachLayerInItsFormat) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
-  const std::vector<std::optional<DType>> formats =
+  const std::vector<std::optional<KvFormat>> formats =
       kv_layer_formats(R"({"rules": [{"layers": [0], "format": "q4"}]})", m.model->state_spec(), "t");
   const auto prompts = fixtures::random_prompts(5, 5, 21, 400);
   std::vector<std::vector<int32_t>> alone;

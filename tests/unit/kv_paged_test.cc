@@ -55,7 +55,7 @@ TEST(BlockPool, HalfPrecisionSizesAndCpuRefusal) {
   EXPECT_THROW(KVCache(c, 16, Device::CPU, DType::F16), Error);
   EXPECT_THROW(BlockPool(c, 4, 10, Device::CPU, DType::Q8_0), Error);
   const KVCache f32(c, 16);
-  EXPECT_EQ(f32.dtype(), DType::F32);
+  EXPECT_EQ(f32.format(), KvFormat(DType::F32));
   EXPECT_EQ(f32.keys(0).dtype, DType::F32);
 
   std::vector<uint16_t> half_cache(16 * 2 * 8);

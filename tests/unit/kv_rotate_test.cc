@@ -54,17 +54,17 @@ TEST(KvRotate, IsOrthogonalAndSpreadsALargeChannel) {
   EXPECT_THROW(ops::hadamard_rotate(odd.tensor), Error);
   // A cache that cannot hold rotated keys is refused when it is made, not at a request.
   const std::vector<LayerState> phi3_like = uniform_kv_spec(2, 4, 96);
-  EXPECT_THROW(KVCache(phi3_like, 8, Device::CPU, DType::F32, /*rotate_keys=*/true), Error);
+  EXPECT_THROW(KVCache(phi3_like, 8, Device::CPU, KvFormat(DType::F32, DType::F32, true, false)), Error);
   KvManagerConfig c;
-  c.rotate_keys = true;
+  c.format = KvFormat(DType::F32, DType::F32, true, false);
   EXPECT_THROW(KvManager(phi3_like, c), Error);
-  EXPECT_NO_THROW(KVCache(uniform_kv_spec(2, 4, 64), 8, Device::CPU, DType::F32, true));
+  EXPECT_NO_THROW(KVCache(uniform_kv_spec(2, 4, 64), 8, Device::CPU, KvFormat(DType::F32, DType::F32, true, false)));
 }
 
 TEST(KvRotate, RotatedRunsGiveTheSameLogitsAndStayBatchInvariant) {
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
   const std::vector<int32_t> prompt = {5, 17, 42, 99, 3, 250, 7, 120, 64, 33};
-  Session plain(*m.runner, 16, DType::F32), rotated(*m.runner, 16, DType::F32, {}, /*rotate_keys=*/true);
+  Session plain(*m.runner, 16, DType::F32), rotated(*m.runner, 16, KvFormat(DType::F32, DType::F32, true, false));
   const Tensor& a = plain.score(prompt);
   const std::vector<float> want(a.ptr<float>(), a.ptr<float>() + a.numel());
   const Tensor& b = rotated.score(prompt);
@@ -78,15 +78,14 @@ TEST(KvRotate, RotatedRunsGiveTheSameLogitsAndStayBatchInvariant) {
 
   const auto prompts = fixtures::random_prompts(5, 9, 20, 400);
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 12, DType::A4G64, {}, true));
+  for (const auto& p : prompts) alone.push_back(fixtures::greedy(*m.runner, p, 12, KvFormat(DType::A4G64, DType::A4G64, true, false)));
   EngineConfig c;
   c.num_blocks = 128;
   c.block_size = 4;
   c.scheduler = {5, 24};
-  c.kv_dtype = DType::A4G64;
-  c.kv_rotate = true;
+  c.kv_format = KvFormat(DType::A4G64, DType::A4G64, true, false);
   Engine engine(*m.runner, m.tokenizer.get(), c);
-  EXPECT_TRUE(engine.kv().keys_rotated());
+  EXPECT_TRUE(engine.kv().format(0).rotate_keys);
   const auto batched = fixtures::engine_greedy(engine, prompts, 12);
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(batched[i], alone[i]) << "request " << i;
   engine.shutdown();

@@ -49,6 +49,32 @@ TEST(KvTurbo, CodebooksAreLloydMaxAndNearTheGaussians) {
   }
 }
 
+// The constant tables (ops/turbo_codebooks.h, which the GPU reads too) are the derivation's.
+TEST(KvTurbo, ConstantCodebooksAreTheDerivedOnes) {
+  for (int bits = 2; bits <= 4; ++bits) {
+    const kv_turbo::DerivedCodebook d = kv_turbo::derive_codebook(bits);
+    const kv_turbo::Codebook& cb = kv_turbo::codebook(bits);
+    ASSERT_EQ(d.centroids.size(), cb.centroids.size());
+    ASSERT_EQ(d.bounds.size(), cb.bounds.size());
+    for (size_t j = 0; j < d.centroids.size(); ++j)
+      EXPECT_EQ(static_cast<float>(d.centroids[j]), cb.centroids[j]) << bits << " bits, " << j;
+    for (size_t j = 0; j < d.bounds.size(); ++j)
+      EXPECT_EQ(static_cast<float>(d.bounds[j]), cb.bounds[j]) << bits << " bits, " << j;
+    EXPECT_DOUBLE_EQ(d.distortion, cb.distortion) << bits;
+  }
+}
+
+// group_sum adds in the warp's order: a pairwise tree, which a left-to-right sum is not.
+TEST(KvTurbo, GroupSumIsTheWarpsTree) {
+  float p[64];
+  for (int j = 0; j < 64; ++j) p[j] = j == 0 ? 1.0f : (j == 32 ? -1.0f : 1e-8f);
+  // Tree: 1 + -1 first (lane 0), so the 62 small terms survive; left to right they vanish into 1.
+  EXPECT_FLOAT_EQ(kv_turbo::group_sum(p), 62e-8f);
+  float left = 0;
+  for (float v : p) left += v;
+  EXPECT_NE(left, kv_turbo::group_sum(p));
+}
+
 TEST(KvTurbo, CodesDecodeFromTheirBitStream) {
   for (int bits = 2; bits <= 4; ++bits) {
     const kv_turbo::Codebook& cb = kv_turbo::codebook(bits);

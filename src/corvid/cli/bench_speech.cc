@@ -30,7 +30,12 @@ void run_speech_bench(const SpeechBenchArgs& a) {
   const int streams = a.streams, windows = streams > 1 ? streams : a.windows;
   const int hyps = streams * a.beams;
   WhisperCapacity capacity{streams, a.beams, streams > 1 ? 1 : a.windows, {}};
-  if (a.kv_cache_dtype != "auto") capacity.kv_dtype = kv_dtype_named(a.kv_cache_dtype);
+  if (a.kv_cache_dtype != "auto") {
+    const KvFormat f = kv_format_named(a.kv_cache_dtype);
+    CORVID_CHECK(f.keys == f.values && !f.rotated(), "bench: Whisper's cache takes one plain --kv-cache-dtype, not ",
+                 a.kv_cache_dtype);
+    capacity.kv_dtype = f.keys;
+  }
   std::unique_ptr<SpeechModel> sm =
       a.dummy_shape.empty() ? SpeechModel::load(a.model, device, capacity)
                             : SpeechModel::dummy(whisper_shape(a.dummy_shape), a.model, device, capacity);

@@ -37,10 +37,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "tensor-core bf16 prompts) or exact (F32 throughout, transformers' numerics; slower prefill)")
       ->check(CLI::IsMember({"fast", "exact"}));
   cmd.add_option("--kv-cache-dtype", opts.kv_cache_dtype,
-                 "KV cache element type: auto (bf16 on a GPU, f32 on the CPU), f32, f16 / bf16 (GPU only: half "
-                 "the memory and the bytes decode attention reads), or affine codes as mlx-lm's quantized cache "
+                 "KV cache format: auto (bf16 on a GPU, f32 on the CPU), f32, f16 / bf16 (GPU only: half "
+                 "the memory and the bytes decode attention reads), affine codes as mlx-lm's quantized cache "
                  "makes them: q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 (9 / 5 bits, groups of "
-                 "32), or fp8 (e4m3 with a scale per 64 values, 8.5 bits)")
+                 "32), fp8 (e4m3 with a scale per 64 values, 8.5 bits), or TurboQuant turbo:kXvY (keys and values "
+                 "rotated, X-bit keys and Y-bit values, X and Y in 8, 4, 3, 2: Lloyd-Max codes with a norm per 64 "
+                 "values, 8 = int8; e.g. turbo:k8v3, turbo:k4v3; CPU only for now; head_dim a power of 2)")
       ->check(CLI::IsMember(kv_dtype_choices()));
   cmd.add_option("--kv-config", opts.kv_config,
                  "per-layer KV formats, a JSON file of rules, e.g. {\"rules\": [{\"layers\": [0, -1], \"format\": "
@@ -73,7 +75,7 @@ WeightPlacement weight_placement(const CommonOptions& opts) {
   return WeightPlacement(parse_device(opts.device), moe_offload_layers(opts.moe_offload));
 }
 
-DType kv_dtype_named(const std::string& name) { return kv_dtype_from_name(name).value_or(DType::F32); }
+KvFormat kv_format_named(const std::string& name) { return kv_format_from_name(name).value_or(DType::F32); }
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
@@ -81,21 +83,33 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model) {
+namespace {
+
+bool format_on(const KvFormat& f, Device device) {
+  return ops::kv_cache_dtype_supported(f.keys, device) && ops::kv_cache_dtype_supported(f.values, device);
+}
+
+}  // namespace
+
+std::vector<std::optional<KvFormat>> kv_layer_formats(const CommonOptions& opts, const Model& model) {
   if (opts.kv_config.empty()) return {};
   const std::string text = read_text_file(opts.kv_config, "--kv-config");
-  std::vector<std::optional<DType>> formats = kv_layer_formats(text, model.state_spec(), opts.kv_config);
-  for (const std::optional<DType>& f : formats)
-    CORVID_CHECK(!f || ops::kv_cache_dtype_supported(*f, model.device()), "--kv-config ", opts.kv_config, ": ",
-                 dtype_name(*f), " is not available on ", device_name(model.device()));
+  std::vector<std::optional<KvFormat>> formats = kv_layer_formats(text, model.state_spec(), opts.kv_config);
+  for (std::optional<KvFormat>& f : formats) {
+    if (!f) continue;
+    CORVID_CHECK(format_on(*f, model.device()), "--kv-config ", opts.kv_config, ": ", kv_format_name(*f),
+                 " is not available on ", device_name(model.device()));
+    f->rotate_keys |= opts.kv_rotate;  // --kv-rotate holds for every layer
+  }
   return formats;
 }
 
-DType kv_cache_dtype(const CommonOptions& opts, Device device) {
-  const DType t = opts.kv_cache_dtype == "auto" ? default_kv_dtype(device) : kv_dtype_named(opts.kv_cache_dtype);
-  CORVID_CHECK(ops::kv_cache_dtype_supported(t, device), "--kv-cache-dtype ", opts.kv_cache_dtype, " is not available on ",
-               device_name(device), " (the CPU takes f32 and q8 / q4; a GPU f32, f16 and bf16)");
-  return t;
+KvFormat kv_cache_format(const CommonOptions& opts, Device device) {
+  KvFormat f = opts.kv_cache_dtype == "auto" ? KvFormat(default_kv_dtype(device)) : kv_format_named(opts.kv_cache_dtype);
+  CORVID_CHECK(format_on(f, device), "--kv-cache-dtype ", opts.kv_cache_dtype, " is not available on ",
+               device_name(device), " (f16 / bf16 need a GPU; turbo:kXvY runs on the CPU only for now)");
+  f.rotate_keys |= opts.kv_rotate;
+  return f;
 }
 
 void apply_common_options(const CommonOptions& opts) {

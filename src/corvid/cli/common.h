@@ -17,7 +17,7 @@ struct CommonOptions {
   int threads = 0;              // 0: all hardware threads
   std::string device = "auto";  // auto | cuda | cpu
   std::string matmul = "fast";   // fast | exact (ops::QuantizedMatmul)
-  std::string kv_cache_dtype = "auto";  // auto | f32 | f16 | bf16
+  std::string kv_cache_dtype = "auto";  // auto or a kv/kv_format.h name
   std::string moe_offload = "0";        // N | all: MoE layers whose experts stay in host memory
   std::string kv_config;                // per-layer KV formats (kv/kv_config.h), a JSON file
   bool kv_rotate = false;               // queries and keys rotated before the cache (ops::hadamard_rotate)
@@ -33,16 +33,16 @@ WeightPlacement weight_placement(const CommonOptions& opts);
 int moe_offload_layers(const std::string& value);
 // Opens the model as weight_placement() says.
 LoadedModel load_model(const CommonOptions& opts);
-// The KV cache dtype --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
-// F32 on the CPU); a 16-bit cache on the CPU is an error.
-DType kv_cache_dtype(const CommonOptions& opts, Device device);
-// The dtype of a --kv-cache-dtype name other than auto: f16, bf16, else (f32) F32.
-DType kv_dtype_named(const std::string& name);
+// The KV cache format --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
+// F32 on the CPU), keys rotated with --kv-rotate; a format the device lacks is an error.
+KvFormat kv_cache_format(const CommonOptions& opts, Device device);
+// The format of a --kv-cache-dtype name other than auto (unknown: F32).
+KvFormat kv_format_named(const std::string& name);
 // The whole file at `path` as bytes; `what` names it in the error when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 // --kv-config's per-layer formats for `model` (empty without the option), each checked
 // against the model's device (a layer's head size is checked when its cache is made).
-std::vector<std::optional<DType>> kv_layer_formats(const CommonOptions& opts, const Model& model);
+std::vector<std::optional<KvFormat>> kv_layer_formats(const CommonOptions& opts, const Model& model);
 
 struct SamplingFlags {
   SamplingParams params;

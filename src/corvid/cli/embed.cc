@@ -27,9 +27,10 @@ void run_embed(const EmbedArgs& a) {
   LoadedModel m = load_model(a.common);
   const PoolingConfig pooling = read_pooling(a.common.model, m.model->state_spec().empty());
   EmbedderConfig config;
-  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
-  CORVID_CHECK(a.common.kv_config.empty() && !a.common.kv_rotate,
-               "--kv-config / --kv-rotate: embed runs each input once through a short-lived cache; give --kv-cache-dtype alone");
+  config.kv_format = kv_cache_format(a.common, m.model->device());
+  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated(),
+               "--kv-config / --kv-rotate / turbo: embed runs each input once through a short-lived cache; give a plain "
+               "--kv-cache-dtype");
   Embedder embedder(m, pooling, config);
   CORVID_CHECK(a.dimensions == 0 || pooling.matryoshka || a.dimensions == embedder.dimensions(), "--dimensions: ",
                a.common.model, " gives ", embedder.dimensions(),

@@ -107,11 +107,15 @@ void run_inspect(const InspectArgs& a) {
   std::printf("needs:          attention heads up to %lld%s%s%s\n", static_cast<long long>(profile.max_head_dim),
               profile.sliding_window ? ", sliding windows" : "", profile.shared_kv ? ", shared KV" : "",
               profile.routed_experts ? ", routed experts" : "");
-  // Bytes per element: a plain type's size, or an affine format's codes, scales and biases
-  // over its group (q8: 68 bytes for 64 values).
-  const DTypeInfo& kv_info = dtype_info(kv_dtype_named(a.kv_cache_dtype));
+  // Bytes per element: a plain type's size, or a coded format's codes and scales over its
+  // group (q8: 68 bytes for 64 values); TurboQuant's keys and values on average.
+  const KvFormat kv_format = kv_format_named(a.kv_cache_dtype);
+  const DTypeInfo &key_info = dtype_info(kv_format.keys), &value_info = dtype_info(kv_format.values);
+  const int group = std::max(key_info.block_elems, value_info.block_elems);
   const double elem_bytes =
-      a.kv_bytes > 0 ? a.kv_bytes : static_cast<double>(kv_info.block_bytes) / kv_info.block_elems;
+      a.kv_bytes > 0 ? a.kv_bytes
+                     : (static_cast<double>(key_info.block_bytes) / key_info.block_elems +
+                        static_cast<double>(value_info.block_bytes) / value_info.block_elems) / 2;
   // Full-attention layers keep every position; a sliding layer holds its window (the
   // engine frees blocks that leave it), so it costs a fixed amount per sequence.
   int64_t full_elems = 0, window_elems = 0;
@@ -127,9 +131,9 @@ void run_inspect(const InspectArgs& a) {
   if (kv_per_token > 0)
     std::printf("KV tokens/GiB:  %lld\n", static_cast<long long>(1024.0 * 1024.0 * 1024.0 / kv_per_token));
   for (const LayerState& s : spec)
-    if (a.kv_bytes == 0 && s.head_dim % kv_info.block_elems != 0) {
+    if (a.kv_bytes == 0 && s.head_dim % group != 0) {
       std::printf("note:           head_dim %lld is not a whole number of %d-value groups: a %s cache cannot hold it\n",
-                  static_cast<long long>(s.head_dim), kv_info.block_elems, a.kv_cache_dtype.c_str());
+                  static_cast<long long>(s.head_dim), group, a.kv_cache_dtype.c_str());
       break;
     }
   const double budget =
@@ -148,7 +152,7 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("--memory-gb", args->memory_gb, "memory budget for the context estimate (GiB)")->check(CLI::PositiveNumber);
   auto* dtype = cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype,
                                 "KV cache element type for the context estimate: f32 (the CPU's), f16 or bf16 (a "
-                                "GPU's default), the affine q8 / q4 (groups of 64) and q8_g32 / q4_g32, or fp8")
+                                "GPU's default), the affine q8 / q4 (groups of 64) and q8_g32 / q4_g32, fp8, or turbo:kXvY")
                     ->check(CLI::IsMember(kv_format_names()));
   cmd->add_option("--kv-bytes", args->kv_bytes, "bytes per KV element (4 = f32, 2 = bf16)")
       ->check(CLI::Range(1, 4))

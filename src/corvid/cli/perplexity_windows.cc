@@ -60,13 +60,13 @@ WindowRun open_windows(const WindowArgs& a, const char* verb) {
   run.chunks = a.chunks > 0 ? std::min(a.chunks, whole) : whole;
   for (int32_t t : run.tokens)
     CORVID_CHECK(t < run.vocab, verb, ": token id ", t, " is outside the vocabulary of ", run.vocab);
-  run.kv = kv_cache_dtype(a.common, run.model.model->device());
+  run.kv = kv_cache_format(a.common, run.model.model->device());
   const Tokenizer* tok = run.model.tokenizer.get();
   run.bos = tok && tok->adds_bos() ? tok->bos_id() : std::nullopt;
-  run.kv_label = std::string(dtype_name(run.kv)) + " KV" + (a.common.kv_rotate ? " rotated" : "") +
+  run.kv_label = kv_format_name(run.kv) + " KV" +
                  (a.common.kv_config.empty() ? std::string() : " + per-layer rules of " + a.common.kv_config);
   run.session = std::make_unique<Session>(*run.model.runner, a.context, run.kv,
-                                          kv_layer_formats(a.common, *run.model.model), a.common.kv_rotate);
+                                          kv_layer_formats(a.common, *run.model.model));
   std::fprintf(stderr, "corvid %s: %lld tokens, %lld windows of %lld, scoring the last %lld of each, %s\n", verb,
                static_cast<long long>(run.tokens.size()), static_cast<long long>(run.chunks),
                static_cast<long long>(a.context), static_cast<long long>(a.context - 1 - a.context / 2),

@@ -29,7 +29,7 @@ struct WindowRun {
   LoadedModel model;
   std::vector<int32_t> tokens;
   int64_t chunks = 0, vocab = 0;
-  DType kv = DType::F32;
+  KvFormat kv = DType::F32;
   std::string kv_label;  // the KV format(s), for the report: "q8_g64 KV", "F32 KV + per-layer rules of FILE"
   std::optional<int32_t> bos;
   std::unique_ptr<Session> session;

@@ -167,9 +167,9 @@ void serve_embeddings(const ServeArgs& a, LoadedModel& m) {
                                                    : (m.model->state_spec().empty() ? 16384 : 4096);
   config.max_batch_seqs = std::max<int64_t>(a.max_num_seqs, 1);
   config.max_waiting = std::max<int64_t>(a.max_waiting, 1);
-  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
-  CORVID_CHECK(a.common.kv_config.empty() && !a.common.kv_rotate,
-               "--kv-config / --kv-rotate: --task embed runs each input once through a short-lived cache; give --kv-cache-dtype alone");
+  config.kv_format = kv_cache_format(a.common, m.model->device());
+  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated(),
+               "--kv-config / --kv-rotate / turbo: --task embed runs each input once through a short-lived cache; give a plain --kv-cache-dtype");
   Embedder embedder(m, pooling, config);
   server::ApiConfig api_config;
   api_config.model_name = model_name(a);
@@ -225,9 +225,8 @@ void run_serve(const ServeArgs& a) {
 
   EngineConfig config;
   config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
-  config.kv_dtype = kv_cache_dtype(a.common, m.model->device());
+  config.kv_format = kv_cache_format(a.common, m.model->device());
   config.kv_layer_formats = kv_layer_formats(a.common, *m.model);
-  config.kv_rotate = a.common.kv_rotate;
   config.scheduler.max_num_seqs = a.max_num_seqs;
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;
@@ -260,7 +259,7 @@ void run_serve(const ServeArgs& a) {
                 "max_model_len %lld)\n",
                 api_config.model_name.c_str(), m.model->config().architecture.c_str(),
                 device_backend(m.model->device()).description().c_str(), static_cast<long long>(engine.num_blocks()),
-                groups.c_str(), static_cast<long long>(engine.block_size()), std::string(dtype_name(config.kv_dtype)).c_str(),
+                groups.c_str(), static_cast<long long>(engine.block_size()), kv_format_name(config.kv_format).c_str(),
                 kv_gib, tokens_per_gib, static_cast<long long>(engine.max_model_len()));
     std::printf("corvid serve: listening on %s/v1\n", url.c_str());
     std::printf("corvid serve: try  curl %s/v1/chat/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "

@@ -15,6 +15,7 @@ const DTypeInfo& dtype_info(DType t) {
       {"Q4_KR", 256, 144},
       {"q8_g64", 64, 68},  {"q4_g64", 64, 36},   {"q8_g32", 32, 36},   {"q4_g32", 32, 20},
       {"fp8", 64, 68},
+      {"turbo4", 64, 36},  {"turbo3", 64, 28},   {"turbo2", 64, 20},
   };
   return kInfo[static_cast<int>(t)];
 }

@@ -27,9 +27,11 @@ enum class DType : uint8_t {
   // KV cache formats (never in files; ops/kv_affine.h): affine 8- or 4-bit codes in groups
   // of 64 or 32 values along head_dim, each group's codes followed by its f16 scale and
   // bias, as mlx's mx.quantize makes them; FP8 e4m3 codes in groups of 64 with an f32
-  // scale (ops/kv_fp8.h).
+  // scale (ops/kv_fp8.h); TurboQuant's 4-, 3- or 2-bit Lloyd-Max codes in groups of 64
+  // with an f32 norm-correcting scale (ops/kv_turbo.h).
   A8G64, A4G64, A8G32, A4G32,
   F8G64,
+  T4G64, T3G64, T2G64,
 };
 
 struct DTypeInfo {

@@ -22,7 +22,7 @@ Embedder::Embedder(LoadedModel& model, PoolingConfig pooling, EmbedderConfig con
   if (!encoder_) {
     KvManagerConfig kv;
     kv.device = model_.model->device();
-    kv.dtype = config_.kv_dtype;
+    kv.format = config_.kv_format;
     kv.prefix_caching = false;
     // One step's worth: every token of the step, plus a partial block per input.
     kv.num_blocks = (config_.max_batch_tokens + kv.block_size - 1) / kv.block_size + config_.max_batch_seqs;

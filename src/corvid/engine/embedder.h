@@ -33,7 +33,7 @@ struct EmbedderConfig {
   int64_t max_batch_tokens = 8192;  // tokens in one step (also the longest input a decoder takes)
   int64_t max_batch_seqs = 256;     // inputs in one step
   int64_t max_waiting = 4096;       // inputs queued before submit() refuses (429)
-  DType kv_dtype = DType::F32;      // a decoder's step pool
+  KvFormat kv_format = DType::F32;  // a decoder's step pool
 };
 
 struct EmbeddingResult {

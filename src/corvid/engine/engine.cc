@@ -77,8 +77,7 @@ Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& c
   kv.budget_bytes = config.kv_cache_bytes;
   kv.num_blocks = config.num_blocks;
   kv.device = runner.device();
-  kv.dtype = config.kv_dtype;
-  kv.rotate_keys = config.kv_rotate;
+  kv.format = config.kv_format;
   kv.prefix_caching = config.enable_prefix_caching;
   kv.max_seqs = config.scheduler.max_num_seqs;
   kv.max_chunk = config.scheduler.max_num_batched_tokens;

@@ -51,10 +51,9 @@ struct EngineConfig {
   int64_t max_model_len = 0;                  // longest prompt + max_tokens; 0: the model's context length
   int64_t max_waiting = 1024;                 // requests queued (not running) before QueueFull
   bool enable_prefix_caching = true;
-  DType kv_dtype = DType::F32;                // the KV pool's (kv/kv_cache.h: F16 / BF16 on a GPU only)
-  // Per-layer formats (kv/kv_config.h), one entry per model layer; empty: kv_dtype for all.
-  std::vector<std::optional<DType>> kv_layer_formats;
-  bool kv_rotate = false;  // keys and queries rotated (ops::hadamard_rotate) before the cache
+  KvFormat kv_format = DType::F32;  // the KV pool's (kv/kv_format.h: F16 / BF16 on a GPU only)
+  // Per-layer formats (kv/kv_config.h), one entry per model layer; empty: kv_format for all.
+  std::vector<std::optional<KvFormat>> kv_layer_formats;
   int format_mask_threads = 4;                // threads filling a step's structured-output masks
   // Set when another model shares the device (a speech model beside it in corvid serve):
   // each step runs in a turn of it (core/device_turns.h). Outlives the engine.

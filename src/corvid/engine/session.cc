@@ -14,11 +14,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Session::Session(Runner& runner, int64_t context_size, DType kv_dtype,
-                 std::span<const std::optional<DType>> layer_formats, bool rotate_keys)
+Session::Session(Runner& runner, int64_t context_size, const KvFormat& kv_format,
+                 std::span<const std::optional<KvFormat>> layer_formats)
     : runner_(runner),
-      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_dtype,
-          rotate_keys) {
+      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_format) {
   const int64_t vocab = runner.config().vocab_size;
   if (runner.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});

@@ -36,10 +36,10 @@ struct GenerationStats {
 
 class Session {
  public:
-  // kv_dtype: the KV cache's (kv/kv_cache.h); layer_formats: per-layer formats
+  // kv_format: the KV cache's (kv/kv_format.h); layer_formats: per-layer formats
   // (kv/kv_config.h), one entry per model layer, or none.
-  Session(Runner& runner, int64_t context_size, DType kv_dtype = DType::F32,
-          std::span<const std::optional<DType>> layer_formats = {}, bool rotate_keys = false);
+  Session(Runner& runner, int64_t context_size, const KvFormat& kv_format = DType::F32,
+          std::span<const std::optional<KvFormat>> layer_formats = {});
 
   // Appends `new_tokens` to the sequence, then samples up to max_new_tokens, calling
   // on_token for each (return false to stop early). Throws corvid::Error, before any

@@ -5,20 +5,21 @@
 
 namespace corvid {
 
-int64_t BlockPool::bytes_per_block(std::span<const LayerState> spec, int64_t block_size, DType dtype) {
+int64_t BlockPool::bytes_per_block(std::span<const LayerState> spec, int64_t block_size, const KvFormat& format) {
   // Each layer in its format (the affine formats' groups never straddle heads).
-  return kv_bytes_per_position(spec, dtype) * block_size;
+  return kv_bytes_per_position(spec, format) * block_size;
 }
 
 int64_t BlockPool::blocks_for_budget(std::span<const LayerState> spec, int64_t block_size, int64_t bytes,
-                                     DType dtype) {
-  const int64_t per_block = bytes_per_block(spec, block_size, dtype);
+                                     const KvFormat& format) {
+  const int64_t per_block = bytes_per_block(spec, block_size, format);
   return per_block > 0 && bytes > 0 ? bytes / per_block : 0;
 }
 
 // The pool's rows, after the checks that must come before any allocation.
-static int64_t checked_rows(int64_t block_size, int64_t num_blocks, Device device, DType dtype) {
-  check_kv_dtype(dtype, device);
+static int64_t checked_rows(int64_t block_size, int64_t num_blocks, Device device, const KvFormat& format) {
+  check_kv_dtype(format.keys, device);
+  check_kv_dtype(format.values, device);
   CORVID_CHECK(block_size > 0, "block pool: block size must be positive, got ", block_size);
   CORVID_CHECK(num_blocks > 0 && num_blocks <= INT32_MAX / block_size, "block pool: ", num_blocks,
                " blocks is not a usable pool size");
@@ -26,9 +27,9 @@ static int64_t checked_rows(int64_t block_size, int64_t num_blocks, Device devic
 }
 
 BlockPool::BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device,
-                     DType dtype)
-    : block_size_(block_size), device_(device), dtype_(dtype),
-      layers_(spec, checked_rows(block_size, num_blocks, device, dtype), device, dtype) {
+                     const KvFormat& format)
+    : block_size_(block_size), device_(device), format_(format),
+      layers_(spec, checked_rows(block_size, num_blocks, device, format), device, format) {
   refcounts_.assign(static_cast<size_t>(num_blocks), 0);
   on_free_list_.assign(static_cast<size_t>(num_blocks), 1);
   // Lowest ids on top of the stack (handed out first), which keeps tests readable.

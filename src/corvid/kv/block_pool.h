@@ -28,21 +28,22 @@ namespace corvid {
 class BlockPool {
  public:
   BlockPool(std::span<const LayerState> spec, int64_t block_size, int64_t num_blocks, Device device = Device::CPU,
-            DType dtype = DType::F32);
+            const KvFormat& format = DType::F32);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
   // Bytes one block takes over all layers (keys and values).
-  static int64_t bytes_per_block(std::span<const LayerState> spec, int64_t block_size, DType dtype = DType::F32);
+  static int64_t bytes_per_block(std::span<const LayerState> spec, int64_t block_size,
+                                 const KvFormat& format = DType::F32);
   // How many blocks a budget of `bytes` holds (0 if not even one).
   static int64_t blocks_for_budget(std::span<const LayerState> spec, int64_t block_size, int64_t bytes,
-                                   DType dtype = DType::F32);
+                                   const KvFormat& format = DType::F32);
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return static_cast<int64_t>(refcounts_.size()); }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
   Device device() const { return device_; }
-  DType dtype() const { return dtype_; }
+  const KvFormat& format() const { return format_; }
 
   // A block from the free list with a reference count of 1, or nothing when the list is empty.
   std::optional<int32_t> allocate();
@@ -60,13 +61,14 @@ class BlockPool {
   const Tensor& keys(int64_t layer) const { return layers_.keys(layer); }
   const Tensor& values(int64_t layer) const { return layers_.values(layer); }
   int64_t num_layers() const { return layers_.num_layers(); }
+  const KvFormat& format(int64_t layer) const { return layers_.format(layer); }
 
  private:
   void check_block(int32_t block) const;
 
   int64_t block_size_;
   Device device_;
-  DType dtype_ = DType::F32;
+  KvFormat format_;
   LayerTensors layers_;
   std::vector<int32_t> refcounts_;
   std::vector<uint8_t> on_free_list_;

@@ -12,29 +12,26 @@ void check_kv_dtype(DType dtype, Device device) {
                device_name(device), " is not supported (F32 and the coded q8/q4/fp8 formats everywhere, F16 or BF16 on CUDA)");
 }
 
-void check_key_rotation(std::span<const LayerState> spec) {
-  for (size_t l = 0; l < spec.size(); ++l) {
-    const int64_t d = spec[l].head_dim;
-    CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "kv cache: rotated keys (--kv-rotate) need head_dim a power of 2; layer ",
-                 l, " has ", d);
-  }
+void check_rotation(int64_t head_dim, int64_t layer) {
+  CORVID_CHECK(head_dim > 0 && (head_dim & (head_dim - 1)) == 0,
+               "kv cache: a rotated cache (--kv-rotate, turbo:kXvY) needs head_dim a power of 2; layer ", layer,
+               " has ", head_dim);
 }
 
 // The checks before any allocation (a member initializer runs them first).
 static std::span<const LayerState> checked(std::span<const LayerState> spec, int64_t capacity, Device device,
-                                           DType dtype, bool rotate_keys) {
+                                           const KvFormat& format) {
   CORVID_CHECK(capacity > 0, "kv cache: capacity must be positive");
-  check_kv_dtype(dtype, device);
-  if (rotate_keys) check_key_rotation(spec);
+  check_kv_dtype(format.keys, device);
+  check_kv_dtype(format.values, device);
   return spec;
 }
 
-KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, DType dtype, bool rotate_keys)
+KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, const KvFormat& format)
     : capacity_(capacity),
       device_(device),
-      dtype_(dtype),
-      rotate_keys_(rotate_keys),
-      layers_(checked(spec, capacity, device, dtype, rotate_keys), capacity, device, dtype) {}
+      format_(format),
+      layers_(checked(spec, capacity, device, format), capacity, device, format) {}
 
 size_t KVCache::nbytes() const { return layers_.nbytes(); }
 

@@ -21,32 +21,32 @@ namespace corvid {
 DType default_kv_dtype(Device device);
 // Throws unless a cache of `dtype` works on `device`.
 void check_kv_dtype(DType dtype, Device device);
-// Throws unless keys of `spec` can be stored rotated (ops::hadamard_rotate: every
-// head_dim a power of 2), so that --kv-rotate is refused before any request.
-void check_key_rotation(std::span<const LayerState> spec);
+// Throws unless layer `layer`'s keys or values can be stored rotated (ops::hadamard_rotate:
+// head_dim a power of 2), so that --kv-rotate and TurboQuant are refused before any request.
+void check_rotation(int64_t head_dim, int64_t layer);
 
 class KVCache final : public KvStore {
  public:
-  // Zero-filled keys and values for `capacity` positions, on `device`, in `dtype`.
-  KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU, DType dtype = DType::F32,
-          bool rotate_keys = false);
+  // Zero-filled keys and values for `capacity` positions, on `device`, in `format`
+  // (each layer in the spec's own format where it gives one).
+  KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU,
+          const KvFormat& format = DType::F32);
 
   int64_t capacity() const { return capacity_; }
   Device device() const override { return device_; }
-  DType dtype() const { return dtype_; }
+  const KvFormat& format() const { return format_; }
   const Tensor& keys(int64_t layer) const override { return layers_.keys(layer); }
   const Tensor& values(int64_t layer) const override { return layers_.values(layer); }
   int64_t num_layers() const override { return layers_.num_layers(); }
   bool paged() const override { return false; }
-  bool keys_rotated() const override { return rotate_keys_; }
+  KvFormat format(int64_t layer) const override { return layers_.format(layer); }
   // Bytes held, for reporting.
   size_t nbytes() const;
 
  private:
   int64_t capacity_;
   Device device_;
-  DType dtype_;
-  bool rotate_keys_ = false;
+  KvFormat format_;
   LayerTensors layers_;
 };
 

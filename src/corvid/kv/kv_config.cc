@@ -8,44 +8,10 @@ namespace corvid {
 
 namespace {
 
-struct NamedFormat {
-  const char* name;
-  DType dtype;
-};
-constexpr NamedFormat kFormats[] = {
-    {"f32", DType::F32},      {"f16", DType::F16},      {"bf16", DType::BF16},   {"q8", DType::A8G64},
-    {"q4", DType::A4G64},     {"q8_g32", DType::A8G32}, {"q4_g32", DType::A4G32}, {"fp8", DType::F8G64},
-};
-
-std::string join_names() {
-  std::string out;
-  for (const NamedFormat& f : kFormats) out += (out.empty() ? "" : ", ") + std::string(f.name);
-  return out;
-}
-
-}  // namespace
-
-std::optional<DType> kv_dtype_from_name(const std::string& name) {
-  for (const NamedFormat& f : kFormats)
-    if (name == f.name) return f.dtype;
-  return std::nullopt;
-}
-
-const std::vector<std::string>& kv_format_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const NamedFormat& f : kFormats) v.emplace_back(f.name);
-    return v;
-  }();
-  return names;
-}
-
-namespace {
-
 struct Rule {
   std::vector<int64_t> layers;  // resolved to model indices; empty: any
   std::optional<StateKind> kind;
-  DType format;
+  KvFormat format;
 };
 
 Rule parse_rule(const nlohmann::json& r, size_t index, int64_t n_layers, const std::string& source) {
@@ -57,8 +23,8 @@ Rule parse_rule(const nlohmann::json& r, size_t index, int64_t n_layers, const s
   Rule rule{};
   CORVID_CHECK(r.contains("format") && r["format"].is_string(), where, " needs a \"format\" name");
   const std::string name = r["format"].get<std::string>();
-  const std::optional<DType> t = kv_dtype_from_name(name);
-  CORVID_CHECK(t.has_value(), where, ": unknown format \"", name, "\" (", join_names(), ")");
+  const std::optional<KvFormat> t = kv_format_from_name(name);
+  CORVID_CHECK(t.has_value(), where, ": unknown format \"", name, "\" (f32, f16, bf16, q8, q4, q8_g32, q4_g32, fp8, turbo:kXvY)");
   rule.format = *t;
   if (r.contains("kind")) {
     CORVID_CHECK(r["kind"].is_string(), where, ": \"kind\" must be \"full\" or \"sliding\"");
@@ -81,7 +47,7 @@ Rule parse_rule(const nlohmann::json& r, size_t index, int64_t n_layers, const s
 
 }  // namespace
 
-std::vector<std::optional<DType>> kv_layer_formats(const std::string& json, std::span<const LayerState> spec,
+std::vector<std::optional<KvFormat>> kv_layer_formats(const std::string& json, std::span<const LayerState> spec,
                                                    const std::string& source) {
   nlohmann::json doc;
   try {
@@ -96,7 +62,7 @@ std::vector<std::optional<DType>> kv_layer_formats(const std::string& json, std:
   const auto n_layers = static_cast<int64_t>(spec.size());
   std::vector<Rule> rules;
   for (size_t i = 0; i < doc["rules"].size(); ++i) rules.push_back(parse_rule(doc["rules"][i], i, n_layers, source));
-  std::vector<std::optional<DType>> formats(spec.size());
+  std::vector<std::optional<KvFormat>> formats(spec.size());
   for (size_t l = 0; l < spec.size(); ++l) {
     if (spec[l].kind == StateKind::SharedKV) continue;
     for (const Rule& r : rules) {

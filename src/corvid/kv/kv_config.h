@@ -8,7 +8,7 @@
 // Each storage layer takes the first rule that matches it: "layers" lists indices
 // (negative ones count from the end), "kind" is "full" or "sliding", a rule with both
 // needs both, and one with neither matches every layer. A layer no rule matches keeps
-// the cache's dtype (--kv-cache-dtype). Layers that share another's KV (Gemma 4) store
+// the cache's dtype (--kv-cache-dtype); a format is any of kv/kv_format.h's names, turbo:kXvY included. Layers that share another's KV (Gemma 4) store
 // nothing and take no format. Layers of one kind and format share a KV group.
 #pragma once
 
@@ -17,20 +17,15 @@
 #include <string>
 #include <vector>
 
-#include "corvid/core/dtype.h"
+#include "corvid/kv/kv_format.h"
 #include "corvid/kv/state_spec.h"
 
 namespace corvid {
 
-// The KV cache dtype a name gives (one of kv_format_names()); nothing for another name.
-std::optional<DType> kv_dtype_from_name(const std::string& name);
-// Every KV format's name: f32, f16, bf16, q8, q4, q8_g32, q4_g32, fp8.
-const std::vector<std::string>& kv_format_names();
-
 // The format each layer of `spec` gets from the rules in `json` (the file's text);
 // `source` names it in errors. Throws corvid::Error on a malformed file, an unknown
 // format or kind, or a layer index outside the model.
-std::vector<std::optional<DType>> kv_layer_formats(const std::string& json, std::span<const LayerState> spec,
+std::vector<std::optional<KvFormat>> kv_layer_formats(const std::string& json, std::span<const LayerState> spec,
                                                    const std::string& source);
 
 }  // namespace corvid

@@ -6,7 +6,7 @@ namespace corvid {
 
 std::string KvGroup::name() const {
   const std::string base = kind == StateKind::SlidingKV ? "sliding " + std::to_string(window) : "full";
-  return dtype ? base + " " + std::string(dtype_name(*dtype)) : base;
+  return format ? base + " " + kv_format_name(*format) : base;
 }
 
 KvGrouping group_layers(std::span<const LayerState> spec) {
@@ -17,8 +17,8 @@ KvGrouping group_layers(std::span<const LayerState> spec) {
   auto group_for = [&g](const LayerState& s) {
     const int64_t window = s.kind == StateKind::SlidingKV ? s.window : 0;
     for (size_t i = 0; i < g.groups.size(); ++i)
-      if (g.groups[i].kind == s.kind && g.groups[i].window == window && g.groups[i].dtype == s.dtype) return i;
-    g.groups.push_back({s.kind, window, {}, {}, s.dtype});
+      if (g.groups[i].kind == s.kind && g.groups[i].window == window && g.groups[i].format == s.format) return i;
+    g.groups.push_back({s.kind, window, {}, {}, s.format});
     return g.groups.size() - 1;
   };
   std::vector<size_t> raw_group(spec.size());

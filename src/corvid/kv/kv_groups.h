@@ -22,8 +22,8 @@ struct KvGroup {
   int64_t window = 0;                  // SlidingKV: positions a query sees, itself included
   std::vector<int64_t> layers;         // its storage layers (model indices)
   std::vector<LayerState> spec;        // their states, in the same order
-  std::optional<DType> dtype;          // their format (kv/kv_config.h); unset: the pool's
-  std::string name() const;            // "full", "sliding 512", "full q4_g64"
+  std::optional<KvFormat> format;      // their format (kv/kv_config.h); unset: the pool's
+  std::string name() const;            // "full", "sliding 512", "full q4", "full turbo:k4v3"
 };
 
 struct KvGrouping {

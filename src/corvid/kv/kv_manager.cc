@@ -19,7 +19,7 @@ std::vector<int64_t> KvManager::plan_blocks(std::span<const KvGroup> groups, con
   int64_t all = 0;
   bool any_full = false;
   for (size_t g = 0; g < groups.size(); ++g) {
-    bytes[g] = BlockPool::bytes_per_block(groups[g].spec, c.block_size, c.dtype);
+    bytes[g] = BlockPool::bytes_per_block(groups[g].spec, c.block_size, c.format);
     all += bytes[g];
     any_full |= groups[g].kind == StateKind::FullKV;
   }
@@ -51,7 +51,6 @@ KvManager::KvManager(std::span<const LayerState> spec, const KvManagerConfig& co
   const int64_t bs = config.block_size;
   CORVID_CHECK(bs > 0, "kv: block_size must be positive, got ", bs);
   CORVID_CHECK(config.max_seqs > 0 && config.max_chunk > 0, "kv: max_seqs and max_chunk must be positive");
-  if (config.rotate_keys) check_key_rotation(spec);
   KvGrouping grouping = group_layers(spec);
   groups_ = std::move(grouping.groups);
   layer_group_ = std::move(grouping.group_of);
@@ -61,17 +60,21 @@ KvManager::KvManager(std::span<const LayerState> spec, const KvManagerConfig& co
     const KvGroup& group = groups_[g];
     CORVID_CHECK(blocks[g] > 0, "kv: a KV cache budget of ", config.budget_bytes, " bytes holds no block of the ",
                  group.name(), " layers (one block of ", bs, " positions takes ",
-                 BlockPool::bytes_per_block(group.spec, bs, config.dtype), " bytes)");
+                 BlockPool::bytes_per_block(group.spec, bs, config.format), " bytes)");
     if (group.kind == StateKind::SlidingKV) {
       const int64_t lone = sliding_blocks_for_chunk(group.window, config.max_chunk, bs);
       CORVID_CHECK(blocks[g] >= lone, "kv: the ", group.name(), " layers need ", lone, " blocks for one sequence's ",
                    config.max_chunk, "-token chunk, but the KV cache gives them ", blocks[g],
                    " (raise the KV cache size or lower max_num_batched_tokens)");
     }
-    pools_.push_back(std::make_unique<BlockPool>(group.spec, bs, blocks[g], config.device, config.dtype));
+    pools_.push_back(std::make_unique<BlockPool>(group.spec, bs, blocks[g], config.device, config.format));
     caches_.push_back(std::make_unique<PrefixCache>(*pools_.back(), config.prefix_caching));
   }
   peak_held_.assign(groups_.size(), 0);
+}
+
+KvFormat KvManager::format(int64_t layer) const {
+  return pools_[static_cast<size_t>(group_of(layer))]->format(layer_index_[static_cast<size_t>(layer)]);
 }
 
 const Tensor& KvManager::keys(int64_t layer) const {
@@ -213,7 +216,7 @@ int64_t KvManager::max_positions_per_sequence() const {
 int64_t KvManager::total_bytes() const {
   int64_t total = 0;
   for (size_t g = 0; g < groups_.size(); ++g)
-    total += pools_[g]->num_blocks() * BlockPool::bytes_per_block(groups_[g].spec, config_.block_size, config_.dtype);
+    total += pools_[g]->num_blocks() * BlockPool::bytes_per_block(groups_[g].spec, config_.block_size, config_.format);
   return total;
 }
 

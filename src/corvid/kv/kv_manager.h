@@ -40,8 +40,7 @@ struct KvManagerConfig {
   int64_t budget_bytes = int64_t{1} << 30;  // split between the groups (see KvManager::plan_blocks)
   int64_t num_blocks = 0;                   // > 0: exactly this many blocks in every group (tests)
   Device device = Device::CPU;
-  DType dtype = DType::F32;
-  bool rotate_keys = false;  // keys in ops::hadamard_rotate's basis (KvStore::keys_rotated)
+  KvFormat format = DType::F32;  // every layer's, unless the spec gives one its own
   bool prefix_caching = true;
   // What the scheduler may ask at once, for sizing sliding groups: sequences in one
   // step, and the longest chunk one sequence runs in a step.
@@ -117,12 +116,12 @@ class KvManager final : public KvStore {
   int64_t num_layers() const override { return static_cast<int64_t>(layer_group_.size()); }
   Device device() const override { return config_.device; }
   bool paged() const override { return true; }
-  bool keys_rotated() const override { return config_.rotate_keys; }
+  KvFormat format(int64_t layer) const override;
   int64_t block_size() const override { return config_.block_size; }
   int64_t num_groups() const override { return static_cast<int64_t>(groups_.size()); }
   int64_t group_of(int64_t layer) const override { return layer_group_[static_cast<size_t>(layer)]; }
   int64_t group_blocks(int64_t group) const override { return pools_[static_cast<size_t>(group)]->num_blocks(); }
-  DType dtype() const { return config_.dtype; }
+  const KvFormat& format() const { return config_.format; }
 
  private:
   // The first table entry the query at `pos` reads in group g (0 for a full group).

@@ -4,8 +4,11 @@ namespace corvid {
 
 uint64_t KvStore::signature() const {
   constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
-  uint64_t h = kFnvOffset ^ static_cast<uint64_t>(keys(0).dim(0)) ^ (paged() ? 1u : 0u) ^ (keys_rotated() ? 2u : 0u);
+  uint64_t h = kFnvOffset ^ static_cast<uint64_t>(keys(0).dim(0)) ^ (paged() ? 1u : 0u);
   for (int64_t l = 0; l < num_layers(); ++l) {
+    const KvFormat f = format(l);
+    h ^= (f.rotate_keys ? 1u : 0u) | (f.rotate_values ? 2u : 0u);
+    h *= kFnvPrime;
     // The formats too: a pool of another format may be handed the freed one's addresses
     // (fp8 and q8 rows take the same bytes), and a recording's kernels are the format's.
     for (const Tensor* t : {&keys(l), &values(l)}) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "corvid/core/tensor.h"
+#include "corvid/kv/kv_format.h"
 
 namespace corvid {
 
@@ -21,9 +22,10 @@ class KvStore {
   virtual Device device() const = 0;
   // false: contiguous, position p is row p; true: rows through block tables.
   virtual bool paged() const = 0;
-  // Whether keys are stored in the rotated basis of ops::hadamard_rotate (--kv-rotate):
-  // the attention layer then rotates queries and keys alike before storing and reading.
-  virtual bool keys_rotated() const { return false; }
+  // The layer's format (kv/kv_format.h): its tensors' dtypes, and whether keys (and
+  // values) are stored in ops::hadamard_rotate's basis, in which the attention layer then
+  // rotates queries and keys alike (and rotates the output back).
+  virtual KvFormat format(int64_t layer) const { return {keys(layer).dtype, values(layer).dtype, false, false}; }
   // A paged store: positions per block, its block-table groups (layers that share one
   // table: kv/kv_groups.h), each layer's group and the blocks in each group's pool.
   virtual int64_t block_size() const { return 0; }

@@ -5,22 +5,25 @@
 
 namespace corvid {
 
-LayerTensors::LayerTensors(std::span<const LayerState> spec, int64_t rows, Device device, DType dtype) {
+LayerTensors::LayerTensors(std::span<const LayerState> spec, int64_t rows, Device device, const KvFormat& store) {
   check_state_spec(spec);
   for (const LayerState& s : spec) {
     if (s.kind == StateKind::SharedKV) {
       storage_.push_back(storage_[static_cast<size_t>(s.source)]);
       continue;
     }
-    // The layer's own format where it has one. A block format (the affine KV formats)
-    // groups values within one head.
-    const DType t = s.format(dtype);
-    check_kv_dtype(t, device);
-    CORVID_CHECK(s.head_dim % dtype_info(t).block_elems == 0, "kv cache: a ", dtype_name(t), " cache needs ",
-                 "head_dim a multiple of ", dtype_info(t).block_elems, "; this model's is ", s.head_dim);
+    // The layer's own format where it has one. A coded format groups values within one head.
+    const KvFormat f = s.format_in(store);
+    for (const DType t : {f.keys, f.values}) {
+      check_kv_dtype(t, device);
+      CORVID_CHECK(s.head_dim % dtype_info(t).block_elems == 0, "kv cache: a ", dtype_name(t), " cache needs ",
+                   "head_dim a multiple of ", dtype_info(t).block_elems, "; this model's is ", s.head_dim);
+    }
+    if (f.rotated()) check_rotation(s.head_dim, static_cast<int64_t>(storage_.size()));
     storage_.push_back(static_cast<int64_t>(keys_.size()));
-    keys_.emplace_back(device, t, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
-    values_.emplace_back(device, t, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    keys_.emplace_back(device, f.keys, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    values_.emplace_back(device, f.values, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});
+    formats_.push_back(f);
   }
 }
 

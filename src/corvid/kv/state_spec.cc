@@ -32,21 +32,21 @@ int64_t kv_elements_per_position(std::span<const LayerState> spec) {
   return total;
 }
 
-int64_t kv_bytes_per_position(std::span<const LayerState> spec, DType store) {
+int64_t kv_bytes_per_position(std::span<const LayerState> spec, const KvFormat& store) {
   int64_t total = 0;
   for (const LayerState& s : spec)
-    if (s.kind != StateKind::SharedKV) total += 2 * static_cast<int64_t>(bytes_for(s.format(store), s.kv_heads * s.head_dim));
+    if (s.kind != StateKind::SharedKV) total += s.format_in(store).bytes_per_position(s.kv_heads * s.head_dim);
   return total;
 }
 
 std::vector<LayerState> with_layer_formats(std::span<const LayerState> spec,
-                                           std::span<const std::optional<DType>> formats) {
+                                           std::span<const std::optional<KvFormat>> formats) {
   std::vector<LayerState> out(spec.begin(), spec.end());
   if (formats.empty()) return out;
   CORVID_CHECK(formats.size() == spec.size(), "kv: ", formats.size(), " layer formats for a model of ", spec.size(),
                " layers");
   for (size_t l = 0; l < out.size(); ++l)
-    if (formats[l]) out[l].dtype = formats[l];
+    if (formats[l]) out[l].format = formats[l];
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "corvid/core/dtype.h"
+#include "corvid/kv/kv_format.h"
 
 namespace corvid {
 
@@ -24,9 +24,9 @@ struct LayerState {
   int64_t kv_heads = 0, head_dim = 0;
   int64_t window = 0;   // SlidingKV: positions visible to a query, itself included
   int64_t source = -1;  // SharedKV: the layer whose keys and values it reads
-  // The layer's KV format (kv/kv_config.h: per-layer formats); unset: the store's dtype.
-  std::optional<DType> dtype = std::nullopt;
-  DType format(DType store) const { return dtype.value_or(store); }
+  // The layer's KV format (kv/kv_config.h: per-layer formats); unset: the store's.
+  std::optional<KvFormat> format = std::nullopt;
+  KvFormat format_in(const KvFormat& store) const { return format.value_or(store); }
 };
 
 // Checks a spec (positive shapes, sources that are earlier layers with storage);
@@ -36,11 +36,11 @@ void check_state_spec(std::span<const LayerState> spec);
 // Elements of keys plus values one position takes over all layers with storage.
 int64_t kv_elements_per_position(std::span<const LayerState> spec);
 // Their bytes, each layer in its format (`store` where it names none).
-int64_t kv_bytes_per_position(std::span<const LayerState> spec, DType store);
+int64_t kv_bytes_per_position(std::span<const LayerState> spec, const KvFormat& store);
 // `spec` with layer l's format set to formats[l] where that is set (formats empty: the
 // spec as it is; otherwise one entry per layer).
 std::vector<LayerState> with_layer_formats(std::span<const LayerState> spec,
-                                           std::span<const std::optional<DType>> formats);
+                                           std::span<const std::optional<KvFormat>> formats);
 
 // Every one of `layers` layers FullKV with the same heads (a plain decoder).
 std::vector<LayerState> uniform_kv_spec(int64_t layers, int64_t kv_heads, int64_t head_dim);

@@ -1,5 +1,5 @@
 // The coded KV cache formats, one entry point for all of them: the affine q8/q4 codes
-// (ops/kv_affine.h) and FP8 (ops/kv_fp8.h). A coded cache row is a head's head_dim
+// (ops/kv_affine.h), FP8 (ops/kv_fp8.h) and TurboQuant's codes (ops/kv_turbo.h). A coded cache row is a head's head_dim
 // values as whole groups, each group its codes then its scales; the CPU writes rows
 // with encode and attention reads them with decode.
 #pragma once

@@ -1,26 +1,20 @@
 #include "corvid/ops/kv_turbo.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "corvid/core/error.h"
+#include "corvid/ops/turbo_codebooks.h"
 
 namespace corvid::ops::kv_turbo {
-
-namespace {
-
-struct Table {
-  std::vector<float> centroids, bounds;
-  double distortion = 0;
-};
 
 // Lloyd's iteration on the density ∝ (1 - x²/d)^((d-3)/2) over [-√d, √d], integrated on
 // a fine grid: cells are split at centroid midpoints, each centroid moves to its cell's
 // mean, until nothing moves.
-Table lloyd_max(int bits) {
+DerivedCodebook derive_codebook(int bits) {
+  CORVID_CHECK(bits >= 2 && bits <= 4, "kv_turbo: ", bits, "-bit codes (2, 3 or 4)");
   const int levels = 1 << bits, d = kGroup, grid = 20001;
   const double r = std::sqrt(static_cast<double>(d)), dx = 2 * r / (grid - 1);
   std::vector<double> x(grid), w(grid);
@@ -65,12 +59,14 @@ Table lloyd_max(int bits) {
     c[j] = -m;
     c[levels - 1 - j] = m;
   }
-  Table t;
-  for (double v : c) t.centroids.push_back(static_cast<float>(v));
-  for (int j = 0; j + 1 < levels; ++j) t.bounds.push_back(static_cast<float>((c[j] + c[j + 1]) / 2));
+  DerivedCodebook t;
+  t.centroids = c;
+  for (int j = 0; j + 1 < levels; ++j) t.bounds.push_back((c[j] + c[j + 1]) / 2);
   each_in_cell(c, [&](int i, int k) { t.distortion += w[i] * (x[i] - c[k]) * (x[i] - c[k]); });
   return t;
 }
+
+namespace {
 
 void check_groups(int64_t n) {
   CORVID_CHECK(n >= 0 && n % kGroup == 0, "kv_turbo: ", n, " values are not whole groups of ", kGroup);
@@ -87,36 +83,59 @@ int code_of(const Codebook& cb, float u) {
 
 const Codebook& codebook(int bits) {
   CORVID_CHECK(bits >= 2 && bits <= 4, "kv_turbo: ", bits, "-bit codes (2, 3 or 4)");
-  static const std::array<Table, 3> tables = {lloyd_max(2), lloyd_max(3), lloyd_max(4)};
-  static const std::array<Codebook, 3> books = [] {
-    std::array<Codebook, 3> b{};
-    for (size_t i = 0; i < 3; ++i) b[i] = {tables[i].centroids, tables[i].bounds, tables[i].distortion};
-    return b;
-  }();
-  return books[static_cast<size_t>(bits - 2)];
+  static constexpr Codebook kBooks[] = {
+      {kCentroids2, kBounds2, kDistortion2},
+      {kCentroids3, kBounds3, kDistortion3},
+      {kCentroids4, kBounds4, kDistortion4},
+  };
+  return kBooks[bits - 2];
 }
 
+bool is_turbo(DType t) { return t == DType::T4G64 || t == DType::T3G64 || t == DType::T2G64; }
+
+int bits_of(DType t) {
+  switch (t) {
+    case DType::T4G64: return 4;
+    case DType::T3G64: return 3;
+    case DType::T2G64: return 2;
+    default: fail("kv_turbo: ", dtype_name(t), " is not a TurboQuant format");
+  }
+}
+
+float group_sum(const float* p) {
+  float a[32];
+  for (int j = 0; j < 32; ++j) a[j] = p[j] + p[j + 32];
+  for (int k = 16; k >= 1; k /= 2)
+    for (int j = 0; j < k; ++j) a[j] = a[j] + a[j + k];
+  return a[0];
+}
+
+// (This file is compiled with -ffp-contract=off: a fused multiply-add would give other
+// bits than the GPU's separately rounded products.)
 void quantize(int bits, const float* x, int64_t n, uint8_t* dst) {
   const Codebook& cb = codebook(bits);  // checks bits
   check_groups(n);
   const int code_bytes = kGroup * bits / 8;
+  float sq[kGroup];
+  int codes[kGroup];
   for (int64_t g = 0; g < n / kGroup; ++g, x += kGroup, dst += group_bytes(bits)) {
-    double norm2 = 0;
-    for (int j = 0; j < kGroup; ++j) norm2 += static_cast<double>(x[j]) * x[j];
+    for (int j = 0; j < kGroup; ++j) sq[j] = x[j] * x[j];
+    const float norm = std::sqrt(group_sum(sq));
     std::memset(dst, 0, static_cast<size_t>(code_bytes));
     float scale = 0;
-    if (norm2 > 0) {
-      const double norm = std::sqrt(norm2), to_unit = std::sqrt(static_cast<double>(kGroup)) / norm;
-      double c2 = 0;
+    if (norm > 0) {
+      const float to_unit = 8.0f / norm;  // sqrt(kGroup) / |x|
       for (int j = 0; j < kGroup; ++j) {
-        const int code = code_of(cb, static_cast<float>(x[j] * to_unit));
-        const double c = cb.centroids[static_cast<size_t>(code)];
-        c2 += c * c;
-        const int bit = j * bits;
+        codes[j] = code_of(cb, x[j] * to_unit);
+        const float c = cb.centroids[static_cast<size_t>(codes[j])];
+        sq[j] = c * c;
+      }
+      scale = norm / std::sqrt(group_sum(sq));
+      for (int j = 0; j < kGroup; ++j) {
+        const int bit = j * bits, code = codes[j];
         dst[bit / 8] = static_cast<uint8_t>(dst[bit / 8] | (code << (bit % 8)));
         if (bit % 8 + bits > 8) dst[bit / 8 + 1] = static_cast<uint8_t>(dst[bit / 8 + 1] | (code >> (8 - bit % 8)));
       }
-      scale = static_cast<float>(norm / std::sqrt(c2));
     }
     std::memcpy(dst + code_bytes, &scale, sizeof scale);
   }

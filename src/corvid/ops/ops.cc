@@ -5,6 +5,7 @@
 #include "corvid/ops/ops.h"
 
 #include "corvid/ops/kv_codec.h"
+#include "corvid/ops/kv_turbo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,11 +31,16 @@ void check_kv_caches(const char* op, Device device, const Tensor& k, const Tenso
   CORVID_CHECK(kv_cache_dtype_supported(k.dtype, device), "ops::", op, ": a KV cache of ",
                dtype_name(k.dtype), " on ", device_name(device),
                " (F32 and the coded q8/q4/fp8 formats everywhere, F16 or BF16 on CUDA)");
-  CORVID_CHECK(v.dtype == k.dtype, "ops::", op, ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
-  if (kv_codec::is_coded(k.dtype)) {
-    const int group = kv_codec::group_values(k.dtype);
-    CORVID_CHECK(k.ndim == 3 && k.dim(2) % group == 0, "ops::", op, ": a ", dtype_name(k.dtype), " cache needs ",
-                 "head_dim a multiple of ", group, ", got ", k.shape_str());
+  CORVID_CHECK(kv_cache_dtype_supported(v.dtype, device), "ops::", op, ": a KV cache of ",
+               dtype_name(v.dtype), " values on ", device_name(device));
+  // Keys and values may differ only as TurboQuant's widths do (both coded).
+  CORVID_CHECK(v.dtype == k.dtype || (kv_codec::is_coded(k.dtype) && kv_codec::is_coded(v.dtype)), "ops::", op,
+               ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
+  for (const Tensor* t : {&k, &v}) {
+    if (!kv_codec::is_coded(t->dtype)) continue;
+    const int group = kv_codec::group_values(t->dtype);
+    CORVID_CHECK(t->ndim == 3 && t->dim(2) % group == 0, "ops::", op, ": a ", dtype_name(t->dtype), " cache needs ",
+                 "head_dim a multiple of ", group, ", got ", t->shape_str());
   }
   CORVID_CHECK((k.data != nullptr || k.numel() == 0) && (v.data != nullptr || v.numel() == 0), "ops::", op,
                ": the KV cache has no data");
@@ -148,7 +154,7 @@ void check_store_kv_args(const char* op, Device device, const Tensor& k, const T
   CORVID_CHECK(k.ndim == 3 && v.ndim == 3 && k.shape == v.shape, "ops::", op, ": k ", k.shape_str(), " and v ",
                v.shape_str(), " must both be [n, kv_heads, head_dim]");
   const int64_t row_elems = k.dim(1) * k.dim(2);
-  CORVID_CHECK(k_cache.numel() == v_cache.numel() && row_elems > 0 && k_cache.numel() % row_elems == 0, "ops::", op,
+  CORVID_CHECK(k_cache.shape == v_cache.shape && row_elems > 0 && k_cache.numel() % row_elems == 0, "ops::", op,
                ": caches ", k_cache.shape_str(), " and ", v_cache.shape_str(), " must be rows of ", row_elems,
                " values, the same number each");
   CORVID_CHECK(static_cast<int64_t>(rows.size()) == k.dim(0), "ops::", op, ": ", rows.size(), " cache rows for ",
@@ -290,14 +296,17 @@ void softcap(const Tensor& x, float cap) {
   CORVID_DISPATCH(device, softcap, x, cap);
 }
 
-void hadamard_rotate(const Tensor& x) {
-  const Device device = common_device("hadamard_rotate", {&x});
-  check_f32("hadamard_rotate", "x", x);
-  CORVID_CHECK(x.ndim == 3, "ops::hadamard_rotate: x must be [n, heads, head_dim], got ", x.shape_str());
+static void hadamard(const char* op, const Tensor& x, bool inverse) {
+  const Device device = common_device(op, {&x});
+  check_f32(op, "x", x);
+  CORVID_CHECK(x.ndim == 3, "ops::", op, ": x must be [n, heads, head_dim], got ", x.shape_str());
   const int64_t d = x.dim(2);
-  CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "ops::hadamard_rotate: head_dim ", d, " is not a power of 2");
-  CORVID_DISPATCH(device, hadamard_rotate, x);
+  CORVID_CHECK(d > 0 && (d & (d - 1)) == 0, "ops::", op, ": head_dim ", d, " is not a power of 2");
+  CORVID_DISPATCH(device, hadamard_rotate, x, inverse);
 }
+
+void hadamard_rotate(const Tensor& x) { hadamard("hadamard_rotate", x, false); }
+void hadamard_unrotate(const Tensor& x) { hadamard("hadamard_unrotate", x, true); }
 
 void add(const Tensor& x, const Tensor& y) {
   const Device device = common_device("add", {&x, &y});
@@ -441,6 +450,7 @@ void softmax(const Tensor& x) {
 }
 
 bool kv_cache_dtype_supported(DType t, Device device) {
+  if (kv_turbo::is_turbo(t)) return device == Device::CPU;
   return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA) || kv_codec::is_coded(t);
 }
 

@@ -127,6 +127,8 @@ void softcap(const Tensor& x, float cap);
 // q.k is unchanged when both are rotated, while a key's large channels spread over all
 // of them (what quantized keys need: --kv-rotate). The CPU and CUDA give the same bits.
 void hadamard_rotate(const Tensor& x);
+// Its inverse, x -> D H x / sqrt(d): a TurboQuant attention output back from the rotated basis.
+void hadamard_unrotate(const Tensor& x);
 
 // out[r, c] = x[r, offset + c]: `out.cols()` columns of each row of x from column
 // `offset` on (F32, x [n, w], out [n, cols], offset + cols <= w). A layer's slice of a

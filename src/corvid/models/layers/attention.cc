@@ -76,18 +76,20 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
   const KvStore& kv = *step.kv;
   const Tensor& k_cache = kv.keys(layer);
   const Tensor& v_cache = kv.values(layer);
+  const KvFormat format = kv.format(layer);
   if (shares_kv) {
     // Another layer stored this position's keys and values: only the query is new.
     ops::matmul(h, q_proj, q, bias(q_bias));
     const Tensor q_heads = q.reshaped({n, heads, head_dim});
     if (qk_norm == QkNorm::PerHead) ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rope(q_heads, step.positions, rope);
-    if (kv.keys_rotated()) ops::hadamard_rotate(q_heads);
+    if (format.rotate_keys) ops::hadamard_rotate(q_heads);
     if (!kv.paged()) {
       ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
     } else {
       ops::paged_attention(q_heads, k_cache, v_cache, step.group(layer).paged, step.positions, scale, window, attn);
     }
+    if (format.rotate_values) ops::hadamard_unrotate(attn);
     ops::matmul(rows_of(s.attn, n, q_dim), o_proj, out, bias(o_bias));
     return;
   }
@@ -118,12 +120,16 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rms_norm(k_heads, k_norm, eps, k_heads);
   }
-  if (kv.keys_rotated()) {
-    // Queries and keys in the rotated basis (q.k unchanged), stored and read as usual.
+  if (format.rotated()) {
+    // Queries and keys in the rotated basis (q.k unchanged), stored and read as usual;
+    // rotated values give a rotated output (a weighted sum of them), rotated back once.
     ops::rope(q_heads, step.positions, rope);
     ops::rope(k_heads, step.positions, rope);
-    ops::hadamard_rotate(q_heads);
-    ops::hadamard_rotate(k_heads);
+    if (format.rotate_keys) {
+      ops::hadamard_rotate(q_heads);
+      ops::hadamard_rotate(k_heads);
+    }
+    if (format.rotate_values) ops::hadamard_rotate(v_heads);
     if (!kv.paged()) {
       ops::store_kv(k_heads, v_heads, step.positions, k_cache, v_cache);
       ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
@@ -132,6 +138,7 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
       ops::store_kv(k_heads, v_heads, group.slots, k_cache, v_cache);
       ops::paged_attention(q_heads, k_cache, v_cache, group.paged, step.positions, scale, window, attn);
     }
+    if (format.rotate_values) ops::hadamard_unrotate(attn);
   } else if (!kv.paged()) {
     // Contiguous: a position's row is the position itself.
     ops::rope_store_kv_attention(q_heads, k_heads, v_heads, step.positions, rope, k_cache, v_cache, scale, window,

@@ -52,7 +52,7 @@ class WhisperKvPool {
   // kernels' only KV type), F16 on the GPU, where a decoder step's time is mostly
   // reading the cross-attention keys and values (F32 halves the step's speed).
   static DType default_kv_dtype(Device device);
-  DType kv_dtype() const { return self_.dtype(); }
+  DType kv_dtype() const { return self_.format().keys; }
   // Storage per decoder layer: [blocks * block_size, heads, head_dim] of kv_dtype.
   const BlockPool& self() const { return self_; }
   const BlockPool& cross() const { return cross_; }

@@ -77,12 +77,12 @@ inline void exp_shifted(float* s, int64_t n, float m) {
 // single heads gives equal bits.
 struct GroupTask {
   const float* q;     // first head's query [head_dim]; heads follow at head_dim stride
-  const uint8_t* k;   // cache base for this kv head; row r at k + r * stride
-  const uint8_t* v;
-  DType dtype;        // the cache's: F32 or a coded format
+  const uint8_t* k;   // cache base for this kv head; row r at k + r * k_stride
+  const uint8_t* v;   // row r at v + r * v_stride
+  DType k_dtype, v_dtype;  // the caches': F32 or a coded format (TurboQuant's differ)
   float* out;         // first head's output
   int64_t heads;      // heads in the group
-  int64_t stride;     // bytes between consecutive cache rows
+  int64_t k_stride, v_stride;  // bytes between consecutive cache rows
   int64_t lo, hi;     // inclusive key position range
   int64_t head_dim;
   float scale;
@@ -92,13 +92,14 @@ struct Scratch {
   std::vector<float> acc, scores, m, l, row;
 };
 
-// Cache row r of one kv head as head_dim floats: in place for F32, else dequantized
-// into `row`.
-inline const float* cache_row(const GroupTask& t, const uint8_t* base, int64_t r, std::vector<float>& row) {
-  const uint8_t* p = base + r * t.stride;
-  if (t.dtype == DType::F32) return reinterpret_cast<const float*>(p);
-  row.resize(static_cast<size_t>(t.head_dim));
-  kv_codec::decode(t.dtype, p, t.head_dim, row.data());
+// Cache row r of one kv head (at `base`, rows `stride` bytes apart) as head_dim floats:
+// in place for F32, else dequantized into `row`.
+inline const float* cache_row(DType dtype, const uint8_t* base, int64_t stride, int64_t r, int64_t head_dim,
+                              std::vector<float>& row) {
+  const uint8_t* p = base + r * stride;
+  if (dtype == DType::F32) return reinterpret_cast<const float*>(p);
+  row.resize(static_cast<size_t>(head_dim));
+  kv_codec::decode(dtype, p, head_dim, row.data());
   return row.data();
 }
 
@@ -115,7 +116,7 @@ void attend_group(const GroupTask& t, const RowOf& row_of, Scratch& sc) {
     const int64_t b1 = std::min(t.hi + 1, (b0 / kKeyBlock + 1) * kKeyBlock);
     const int64_t nk = b1 - b0;
     for (int64_t j = 0; j < nk; ++j) {
-      const float* kr = cache_row(t, t.k, row_of(b0 + j), sc.row);
+      const float* kr = cache_row(t.k_dtype, t.k, t.k_stride, row_of(b0 + j), d, sc.row);
       for (int64_t h = 0; h < g; ++h)
         sc.scores[static_cast<size_t>(h * kKeyBlock + j)] = dot(t.q + h * d, kr, d) * t.scale;
     }
@@ -136,7 +137,7 @@ void attend_group(const GroupTask& t, const RowOf& row_of, Scratch& sc) {
       for (int64_t j = 0; j < nk; ++j) l += s[j];
     }
     for (int64_t j = 0; j < nk; ++j) {
-      const float* vr = cache_row(t, t.v, row_of(b0 + j), sc.row);
+      const float* vr = cache_row(t.v_dtype, t.v, t.v_stride, row_of(b0 + j), d, sc.row);
       for (int64_t h = 0; h < g; ++h)
         axpy(sc.acc.data() + h * d, sc.scores[static_cast<size_t>(h * kKeyBlock + j)], vr, d);
     }
@@ -162,7 +163,8 @@ void attend_all(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, s
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
   const int64_t n_kv = k_cache.dim(1);
   const int64_t group = n_heads / n_kv;
-  const auto head_bytes = static_cast<int64_t>(bytes_for(k_cache.dtype, head_dim));
+  const auto k_head_bytes = static_cast<int64_t>(bytes_for(k_cache.dtype, head_dim));
+  const auto v_head_bytes = static_cast<int64_t>(bytes_for(v_cache.dtype, head_dim));
   ThreadPool& pool = ThreadPool::global();
   const int64_t heads_per_task = n * n_kv >= 2 * pool.size() ? group : 1;
   const int64_t tasks_per_query = n_heads / heads_per_task;
@@ -173,12 +175,14 @@ void attend_all(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, s
       const int64_t pos = positions[static_cast<size_t>(i)];
       GroupTask t;
       t.q = q.ptr<float>() + (i * n_heads + h0) * head_dim;
-      t.k = static_cast<const uint8_t*>(k_cache.data) + head_bytes * kvh;
-      t.v = static_cast<const uint8_t*>(v_cache.data) + head_bytes * kvh;
-      t.dtype = k_cache.dtype;
+      t.k = static_cast<const uint8_t*>(k_cache.data) + k_head_bytes * kvh;
+      t.v = static_cast<const uint8_t*>(v_cache.data) + v_head_bytes * kvh;
+      t.k_dtype = k_cache.dtype;
+      t.v_dtype = v_cache.dtype;
       t.out = out.ptr<float>() + (i * n_heads + h0) * head_dim;
       t.heads = heads_per_task;
-      t.stride = head_bytes * n_kv;
+      t.k_stride = k_head_bytes * n_kv;
+      t.v_stride = v_head_bytes * n_kv;
       t.hi = pos;
       t.lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
       t.head_dim = head_dim;

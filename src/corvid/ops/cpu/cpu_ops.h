@@ -27,7 +27,7 @@ void add(const Tensor& x, const Tensor& y);
 void gelu_tanh_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
 void scale(const Tensor& x, float s);
 void softcap(const Tensor& x, float cap);
-void hadamard_rotate(const Tensor& x);
+void hadamard_rotate(const Tensor& x, bool inverse);
 void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,

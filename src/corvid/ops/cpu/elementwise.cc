@@ -118,11 +118,10 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float
 void store_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> rows, const Tensor& k_cache,
               const Tensor& v_cache) {
   const int64_t row_elems = k.dim(1) * k.dim(2);
-  const size_t row_bytes = bytes_for(k_cache.dtype, row_elems);
-  const bool quantized = k_cache.dtype != DType::F32;
   auto put = [&](const Tensor& cache, const float* src, int32_t row) {
+    const size_t row_bytes = bytes_for(cache.dtype, row_elems);
     auto* dst = static_cast<uint8_t*>(cache.data) + static_cast<size_t>(row) * row_bytes;
-    if (quantized) {
+    if (cache.dtype != DType::F32) {
       kv_codec::encode(cache.dtype, src, row_elems, dst);
     } else {
       std::memcpy(dst, src, row_bytes);
@@ -265,12 +264,14 @@ void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, con
   });
 }
 
-void hadamard_rotate(const Tensor& x) {
+// inverse: D H x / sqrt(d) (the butterflies first, the signs last), undoing H D x / sqrt(d).
+void hadamard_rotate(const Tensor& x, bool inverse) {
   const int64_t d = x.dim(2), vectors = x.dim(0) * x.dim(1);
   const float norm = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t r = 0; r < vectors; ++r) {
     float* v = x.ptr<float>() + r * d;
-    for (int64_t i = 0; i < d; ++i) v[i] *= hadamard_sign(i);
+    if (!inverse)
+      for (int64_t i = 0; i < d; ++i) v[i] *= hadamard_sign(i);
     for (int64_t len = 1; len < d; len *= 2)  // in-place butterflies
       for (int64_t i = 0; i < d; i += 2 * len)
         for (int64_t j = i; j < i + len; ++j) {
@@ -278,7 +279,7 @@ void hadamard_rotate(const Tensor& x) {
           v[j] = a + b;
           v[j + len] = a - b;
         }
-    for (int64_t i = 0; i < d; ++i) v[i] *= norm;
+    for (int64_t i = 0; i < d; ++i) v[i] = inverse ? v[i] * norm * hadamard_sign(i) : v[i] * norm;
   }
 }
 

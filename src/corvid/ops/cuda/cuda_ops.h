@@ -55,7 +55,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, const Tensor& out);
 void gelu(const Tensor& x);
 void rope(const Tensor& x, const Indices& positions, const RopeParams& params);
-void hadamard_rotate(const Tensor& x);
+void hadamard_rotate(const Tensor& x, bool inverse);
 void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
                    const RopeParams& params, const Indices& rows, const Tensor& k_cache,
                    const Tensor& v_cache);
