@@ -1,4 +1,5 @@
-// Coded KV caches (affine q8 / q4, ops/kv_affine.h; fp8, ops/kv_fp8.h) on the CPU:
+// Coded KV caches (affine q8 / q4, ops/kv_affine.h; fp8, ops/kv_fp8.h; TurboQuant's
+// codes, ops/kv_turbo.h, and the turbo:kXvY formats that pair them) on the CPU:
 // store_kv writes the format's codes, attention over the codes equals attention over
 // their decoded values bit for bit (contiguous and paged), a pool of a byte budget holds
 // as many more tokens as the format is smaller, and the engine's batched steps over a quantized pool give what a
@@ -29,7 +30,12 @@ using testing::bitwise_equal;
 using testing::f32_tensor;
 using testing::random_floats;
 
-constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32, DType::F8G64};
+constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32,
+                              DType::F8G64, DType::T4G64, DType::T3G64, DType::T2G64};
+// What the engine tests run: each coded dtype as a plain format, and TurboQuant's pairs.
+const std::vector<KvFormat> kEngineFormats = {
+    DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32, DType::F8G64,
+    *kv_format_from_name("turbo:k8v3"), *kv_format_from_name("turbo:k4v3"), *kv_format_from_name("turbo:k3v2")};
 
 // Rows [0, rows) of a coded cache, decoded into an F32 cache of the same shape.
 OwnedTensor dequantized(const Tensor& cache) {
@@ -74,11 +80,16 @@ TEST(QuantizedKv, AttentionOverCodesEqualsAttentionOverTheirValues) {
   std::vector<int32_t> positions = {0, 1, 63, 64, 100, 149};
   const int64_t n = static_cast<int64_t>(positions.size());
   OwnedTensor q = f32_tensor({n, heads, d}, random_floats(static_cast<size_t>(n * heads * d), 22));
-  for (const DType t : kFormats) {
+  // Every format for keys and values alike, and TurboQuant's pairs of two widths.
+  std::vector<std::pair<DType, DType>> pairs;
+  for (const DType t : kFormats) pairs.emplace_back(t, t);
+  pairs.emplace_back(DType::A8G64, DType::T3G64);
+  pairs.emplace_back(DType::T4G64, DType::T2G64);
+  for (const auto& [t, tv] : pairs) {
     // Contiguous: row p holds position p.
     std::vector<int32_t> rows(static_cast<size_t>(len));
     std::iota(rows.begin(), rows.end(), 0);
-    OwnedTensor kc(t, {len, kv_heads, d}), vc(t, {len, kv_heads, d});
+    OwnedTensor kc(t, {len, kv_heads, d}), vc(tv, {len, kv_heads, d});
     ops::store_kv(k.tensor, v.tensor, rows, kc.tensor, vc.tensor);
     OwnedTensor kf = dequantized(kc.tensor), vf = dequantized(vc.tensor);
     for (const int64_t window : {int64_t{0}, int64_t{40}}) {
@@ -86,7 +97,7 @@ TEST(QuantizedKv, AttentionOverCodesEqualsAttentionOverTheirValues) {
       ops::attention(q.tensor, kc.tensor, vc.tensor, positions, 0.125f, window, got.tensor);
       ops::attention(q.tensor, kf.tensor, vf.tensor, positions, 0.125f, window, want.tensor);
       EXPECT_TRUE(bitwise_equal(got.ptr<float>(), want.ptr<float>(), static_cast<size_t>(n * heads * d)))
-          << dtype_name(t) << " window " << window;
+          << dtype_name(t) << "/" << dtype_name(tv) << " window " << window;
     }
     // Paged: the same positions scattered over shuffled blocks of a larger pool.
     const int64_t blocks = (len + block - 1) / block, pool_blocks = blocks + 5;
@@ -99,7 +110,7 @@ TEST(QuantizedKv, AttentionOverCodesEqualsAttentionOverTheirValues) {
     for (int64_t p = 0; p < len; ++p)
       slots[static_cast<size_t>(p)] = table[static_cast<size_t>(p / block)] * static_cast<int32_t>(block) +
                                       static_cast<int32_t>(p % block);
-    OwnedTensor kp(t, {pool_blocks * block, kv_heads, d}), vp(t, {pool_blocks * block, kv_heads, d});
+    OwnedTensor kp(t, {pool_blocks * block, kv_heads, d}), vp(tv, {pool_blocks * block, kv_heads, d});
     ops::store_kv(k.tensor, v.tensor, slots, kp.tensor, vp.tensor);
     const std::vector<int32_t> query_seq(static_cast<size_t>(n), 0);
     const ops::PagedKV paged{block, table, blocks, query_seq};
@@ -107,7 +118,7 @@ TEST(QuantizedKv, AttentionOverCodesEqualsAttentionOverTheirValues) {
     ops::paged_attention(q.tensor, kp.tensor, vp.tensor, paged, positions, 0.125f, 0, got.tensor);
     ops::attention(q.tensor, kf.tensor, vf.tensor, positions, 0.125f, 0, want.tensor);
     EXPECT_TRUE(bitwise_equal(got.ptr<float>(), want.ptr<float>(), static_cast<size_t>(n * heads * d)))
-        << dtype_name(t) << " paged";
+        << dtype_name(t) << "/" << dtype_name(tv) << " paged";
   }
 }
 
@@ -165,10 +176,10 @@ TEST(QuantizedKv, StoreSignatureCarriesTheFormat) {
 
 // Batched engine steps over a quantized pool give a session's greedy tokens over a
 // quantized cache of the same format, alone; with a pool small enough to preempt too.
-class QuantizedKvEngine : public ::testing::TestWithParam<DType> {};
+class QuantizedKvEngine : public ::testing::TestWithParam<KvFormat> {};
 
 TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
-  const DType t = GetParam();
+  const KvFormat t = GetParam();
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
   const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(m.model->config().vocab_size));
   std::vector<std::vector<int32_t>> alone;
@@ -180,7 +191,7 @@ TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
 // same logits, bit for bit, as k one-token steps over the same quantized cache: every
 // query reads the keys and values of its own step back from the codes, as later steps do.
 TEST_P(QuantizedKvEngine, MultiTokenAppendEqualsOneTokenSteps) {
-  const DType t = GetParam();
+  const KvFormat t = GetParam();
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
   const int64_t vocab = m.model->config().vocab_size;
   const std::vector<int32_t> prompt = {5, 17, 42, 99, 3, 250, 7, 120, 64, 33, 8, 200};
@@ -194,12 +205,14 @@ TEST_P(QuantizedKvEngine, MultiTokenAppendEqualsOneTokenSteps) {
     const Tensor& one = apart.score(std::span<const int32_t>(&tail[i], 1));
     EXPECT_TRUE(bitwise_equal(one.ptr<float>(), joint.data() + static_cast<int64_t>(i) * vocab,
                               static_cast<size_t>(vocab)))
-        << dtype_name(t) << ": position " << 4 + i;
+        << kv_format_name(t) << ": position " << 4 + i;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, QuantizedKvEngine, ::testing::ValuesIn(kFormats),
-                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(Formats, QuantizedKvEngine, ::testing::ValuesIn(kEngineFormats),
+                         [](const ::testing::TestParamInfo<KvFormat>& p) {
+                           return fixtures::test_name(kv_format_name(p.param));
+                         });
 
 }  // namespace
 }  // namespace corvid
