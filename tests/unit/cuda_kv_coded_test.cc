@@ -20,6 +20,7 @@
 #include "corvid/core/device.h"
 #include "corvid/engine/engine.h"
 #include "corvid/engine/loaded_model.h"
+#include "corvid/kv/kv_format.h"
 #include "corvid/ops/kv_codec.h"
 #include "corvid/ops/ops.h"
 #include "cuda_test_util.h"
@@ -32,7 +33,8 @@ namespace {
 
 using namespace corvid::testing;
 
-constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32, DType::F8G64};
+constexpr DType kFormats[] = {DType::A8G64, DType::A4G64, DType::A8G32, DType::A4G32,
+                              DType::F8G64, DType::T4G64, DType::T3G64, DType::T2G64};
 
 // The bytes of a tensor on either device.
 std::vector<uint8_t> bytes_of(const Tensor& t) {
@@ -135,6 +137,11 @@ TEST(CudaCodedKv, HadamardRotationIsTheCpus) {
     ops::hadamard_rotate(gx.tensor);
     const std::vector<float> got = to_host(gx.tensor);
     EXPECT_TRUE(bitwise_equal(got.data(), x.ptr<float>(), got.size())) << "head_dim " << d;
+    // And the inverse (TurboQuant's outputs back from the rotated basis).
+    ops::hadamard_unrotate(x.tensor);
+    ops::hadamard_unrotate(gx.tensor);
+    const std::vector<float> back = to_host(gx.tensor);
+    EXPECT_TRUE(bitwise_equal(back.data(), x.ptr<float>(), back.size())) << "head_dim " << d << ", inverse";
   }
 }
 
@@ -145,7 +152,7 @@ struct AttentionCase {
 // Queries at the end of a 300-token history (one decode query, a 3-query append, a
 // 40-query prompt chunk) over a contiguous cache and over the same rows scattered in a
 // paged pool, in both numerics, with and without a window.
-void check_attention(const AttentionCase& c, DType t, ops::QuantizedMatmul mode) {
+void check_attention(const AttentionCase& c, DType t, DType tv, ops::QuantizedMatmul mode) {
   NumericsScope numerics(mode);
   const int64_t len = 300, block = 16, d = c.head_dim;
   OwnedTensor k = f32_tensor({len, c.kv_heads, d}, random_floats(static_cast<size_t>(len * c.kv_heads * d), 21, 1.5f));
@@ -162,9 +169,9 @@ void check_attention(const AttentionCase& c, DType t, ops::QuantizedMatmul mode)
     slots[static_cast<size_t>(p)] = table[static_cast<size_t>(p / block)] * static_cast<int32_t>(block) +
                                     static_cast<int32_t>(p % block);
   }
-  DeviceTensor kc = zero_cache(Device::CPU, t, len, c.kv_heads, d), vc = zero_cache(Device::CPU, t, len, c.kv_heads, d);
+  DeviceTensor kc = zero_cache(Device::CPU, t, len, c.kv_heads, d), vc = zero_cache(Device::CPU, tv, len, c.kv_heads, d);
   DeviceTensor kp = zero_cache(Device::CPU, t, pool_blocks * block, c.kv_heads, d),
-               vp = zero_cache(Device::CPU, t, pool_blocks * block, c.kv_heads, d);
+               vp = zero_cache(Device::CPU, tv, pool_blocks * block, c.kv_heads, d);
   ops::store_kv(k.tensor, v.tensor, contiguous, kc.tensor, vc.tensor);
   ops::store_kv(k.tensor, v.tensor, slots, kp.tensor, vp.tensor);
   DeviceTensor gkc = to_gpu(kc.tensor), gvc = to_gpu(vc.tensor), gkp = to_gpu(kp.tensor), gvp = to_gpu(vp.tensor);
@@ -182,13 +189,13 @@ void check_attention(const AttentionCase& c, DType t, ops::QuantizedMatmul mode)
       DeviceTensor got(Device::CUDA, DType::F32, {queries, c.heads, d});
       ops::attention(gq.tensor, gkc.tensor, gvc.tensor, pos, scale, window, got.tensor);
       EXPECT_LE(rel_err(to_host(got.tensor), want.ptr<float>(), static_cast<size_t>(want.tensor.numel())), tol)
-          << dtype_name(t) << " contiguous, " << queries << " queries, window " << window << ", head_dim " << d;
+          << dtype_name(t) << "/" << dtype_name(tv) << " contiguous, " << queries << " queries, window " << window << ", head_dim " << d;
       const std::vector<int32_t> query_seq(static_cast<size_t>(queries), 0);
       const ops::PagedKV paged{block, table, blocks, query_seq};
       DeviceTensor got_paged(Device::CUDA, DType::F32, {queries, c.heads, d});
       ops::paged_attention(gq.tensor, gkp.tensor, gvp.tensor, paged, pos, scale, window, got_paged.tensor);
       EXPECT_LE(rel_err(to_host(got_paged.tensor), want.ptr<float>(), static_cast<size_t>(want.tensor.numel())), tol)
-          << dtype_name(t) << " paged, " << queries << " queries, window " << window << ", head_dim " << d;
+          << dtype_name(t) << "/" << dtype_name(tv) << " paged, " << queries << " queries, window " << window << ", head_dim " << d;
     }
   }
 }
@@ -196,10 +203,14 @@ void check_attention(const AttentionCase& c, DType t, ops::QuantizedMatmul mode)
 TEST(CudaCodedKv, AttentionOverCodesMatchesTheCpus) {
   SKIP_WITHOUT_GPU();
   for (ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast})
-    for (const DType t : kFormats) {
-      check_attention({8, 2, 64}, t, mode);
-      check_attention({4, 4, 128}, t, mode);  // MHA
-      check_attention({8, 1, 256}, t, mode);  // Gemma's heads
+    for (const auto& [t, tv] : std::vector<std::pair<DType, DType>>{
+             {DType::A8G64, DType::A8G64}, {DType::A4G64, DType::A4G64}, {DType::A8G32, DType::A8G32},
+             {DType::A4G32, DType::A4G32}, {DType::F8G64, DType::F8G64}, {DType::T4G64, DType::T4G64},
+             {DType::T2G64, DType::T2G64}, {DType::A8G64, DType::T3G64}, {DType::T4G64, DType::T3G64},
+             {DType::T3G64, DType::T2G64}}) {  // TurboQuant's pairs of two formats too
+      check_attention({8, 2, 64}, t, tv, mode);
+      check_attention({4, 4, 128}, t, tv, mode);  // MHA
+      check_attention({8, 1, 256}, t, tv, mode);  // Gemma's heads
     }
 }
 
@@ -212,7 +223,8 @@ TEST(CudaCodedKv, BatchedGreedyOnTheGpuEqualsTheCpuSessionAlone) {
   LoadedModel cpu = LoadedModel::load(path);
   LoadedModel gpu = LoadedModel::load(path, Device::CUDA);
   const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(cpu.model->config().vocab_size));
-  for (const DType t : {DType::F8G64, DType::A8G64, DType::A4G32}) {
+  for (const KvFormat& t : {KvFormat(DType::F8G64), KvFormat(DType::A8G64), KvFormat(DType::A4G32),
+                            *kv_format_from_name("turbo:k8v3"), *kv_format_from_name("turbo:k4v3")}) {
     std::vector<std::vector<int32_t>> alone;
     for (const auto& p : prompts) alone.push_back(fixtures::greedy(*cpu.runner, p, 16, t));
     fixtures::expect_batched_equals_alone(*gpu.runner, nullptr, prompts, alone, 16, t);

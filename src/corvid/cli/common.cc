@@ -42,7 +42,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                  "makes them: q8 / q4 (8.5 / 4.5 bits a value, groups of 64), q8_g32 / q4_g32 (9 / 5 bits, groups of "
                  "32), fp8 (e4m3 with a scale per 64 values, 8.5 bits), or TurboQuant turbo:kXvY (keys and values "
                  "rotated, X-bit keys and Y-bit values, X and Y in 8, 4, 3, 2: Lloyd-Max codes with a norm per 64 "
-                 "values, 8 = int8; e.g. turbo:k8v3, turbo:k4v3; CPU only for now; head_dim a power of 2)")
+                 "values, 8 = int8; e.g. turbo:k8v3, turbo:k4v3; on a GPU X > Y or X = Y; head_dim a power of 2)")
       ->check(CLI::IsMember(kv_dtype_choices()));
   cmd.add_option("--kv-config", opts.kv_config,
                  "per-layer KV formats, a JSON file of rules, e.g. {\"rules\": [{\"layers\": [0, -1], \"format\": "
@@ -85,9 +85,7 @@ std::string read_text_file(const std::string& path, const std::string& what) {
 
 namespace {
 
-bool format_on(const KvFormat& f, Device device) {
-  return ops::kv_cache_dtype_supported(f.keys, device) && ops::kv_cache_dtype_supported(f.values, device);
-}
+bool format_on(const KvFormat& f, Device device) { return ops::kv_cache_pair_supported(f.keys, f.values, device); }
 
 }  // namespace
 
@@ -107,7 +105,7 @@ std::vector<std::optional<KvFormat>> kv_layer_formats(const CommonOptions& opts,
 KvFormat kv_cache_format(const CommonOptions& opts, Device device) {
   KvFormat f = opts.kv_cache_dtype == "auto" ? KvFormat(default_kv_dtype(device)) : kv_format_named(opts.kv_cache_dtype);
   CORVID_CHECK(format_on(f, device), "--kv-cache-dtype ", opts.kv_cache_dtype, " is not available on ",
-               device_name(device), " (f16 / bf16 need a GPU; turbo:kXvY runs on the CPU only for now)");
+               device_name(device), " (f16 / bf16 need a GPU; on a GPU turbo:kXvY needs X > Y or X = Y)");
   f.rotate_keys |= opts.kv_rotate;
   return f;
 }

@@ -2,6 +2,7 @@
 
 #include "corvid/core/error.h"
 #include "corvid/kv/kv_cache.h"
+#include "corvid/ops/ops.h"
 
 namespace corvid {
 
@@ -19,6 +20,8 @@ LayerTensors::LayerTensors(std::span<const LayerState> spec, int64_t rows, Devic
       CORVID_CHECK(s.head_dim % dtype_info(t).block_elems == 0, "kv cache: a ", dtype_name(t), " cache needs ",
                    "head_dim a multiple of ", dtype_info(t).block_elems, "; this model's is ", s.head_dim);
     }
+    CORVID_CHECK(ops::kv_cache_pair_supported(f.keys, f.values, device), "kv cache: keys of ", dtype_name(f.keys),
+                 " with values of ", dtype_name(f.values), " are not available on ", device_name(device));
     if (f.rotated()) check_rotation(s.head_dim, static_cast<int64_t>(storage_.size()));
     storage_.push_back(static_cast<int64_t>(keys_.size()));
     keys_.emplace_back(device, f.keys, std::initializer_list<int64_t>{rows, s.kv_heads, s.head_dim});

@@ -33,9 +33,9 @@ void check_kv_caches(const char* op, Device device, const Tensor& k, const Tenso
                " (F32 and the coded q8/q4/fp8 formats everywhere, F16 or BF16 on CUDA)");
   CORVID_CHECK(kv_cache_dtype_supported(v.dtype, device), "ops::", op, ": a KV cache of ",
                dtype_name(v.dtype), " values on ", device_name(device));
-  // Keys and values may differ only as TurboQuant's widths do (both coded).
-  CORVID_CHECK(v.dtype == k.dtype || (kv_codec::is_coded(k.dtype) && kv_codec::is_coded(v.dtype)), "ops::", op,
-               ": keys are ", dtype_name(k.dtype), ", values ", dtype_name(v.dtype));
+  // Keys and values may differ only as TurboQuant's widths do.
+  CORVID_CHECK(kv_cache_pair_supported(k.dtype, v.dtype, device), "ops::", op, ": keys of ", dtype_name(k.dtype),
+               " with values of ", dtype_name(v.dtype), " on ", device_name(device));
   for (const Tensor* t : {&k, &v}) {
     if (!kv_codec::is_coded(t->dtype)) continue;
     const int group = kv_codec::group_values(t->dtype);
@@ -450,8 +450,17 @@ void softmax(const Tensor& x) {
 }
 
 bool kv_cache_dtype_supported(DType t, Device device) {
-  if (kv_turbo::is_turbo(t)) return device == Device::CPU;
   return t == DType::F32 || ((t == DType::F16 || t == DType::BF16) && device == Device::CUDA) || kv_codec::is_coded(t);
+}
+
+bool kv_cache_pair_supported(DType k, DType v, Device device) {
+  if (!kv_cache_dtype_supported(k, device) || !kv_cache_dtype_supported(v, device)) return false;
+  if (k == v) return true;
+  if (!kv_codec::is_coded(k) || !kv_codec::is_coded(v)) return false;
+  if (device == Device::CPU) return true;
+  // The GPU instantiates TurboQuant's pairs whose values have fewer bits than the keys.
+  auto bits = [](DType t) { return t == DType::A8G64 ? 8 : kv_turbo::is_turbo(t) ? kv_turbo::bits_of(t) : 0; };
+  return kv_turbo::is_turbo(v) && bits(k) > bits(v);
 }
 
 DType device_weight_dtype(const Tensor& w, Device device) {

@@ -35,6 +35,9 @@ enum class QuantizedMatmul { Fast, Exact };
 // Whether a KV cache of dtype t works on `device` (attention below): F32 and the coded
 // formats (ops/kv_codec.h) everywhere, F16 or BF16 on CUDA only. The one rule the caches (kv/) and the ops' checks share.
 bool kv_cache_dtype_supported(DType t, Device device);
+// Whether keys of k and values of v can make one cache on `device`: one dtype for both, or
+// two coded ones (TurboQuant's pairs; the GPU takes those whose values have fewer bits).
+bool kv_cache_pair_supported(DType k, DType v, Device device);
 
 // Encodes k floats (host memory) as one row of dtype t: F32/F16/BF16 or a GGUF block
 // format (k a whole number of blocks). For building weights in code (dummy weights, tests).

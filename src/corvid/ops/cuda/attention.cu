@@ -36,10 +36,10 @@ constexpr int kPerLane = kMaxHeadDim / 32;
 
 
 // kDims: dims per lane, ceil(head_dim / 32); Kv: where key rows live (kv_rows.cuh);
-// E: the cache's element type (kv_elem.cuh).
-template <int kDims, class Kv, class E>
-__global__ void attention_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
-                                 const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
+// EK, EV: the caches' element types or formats (kv_elem.cuh, kv_codec.cuh).
+template <int kDims, class Kv, class EK, class EV>
+__global__ void attention_kernel(const float* __restrict__ q, const EK* __restrict__ k_cache,
+                                 const EV* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                  float scale, int64_t window, float* __restrict__ out, int n_heads, int n_kv_heads,
                                  int head_dim) {
   pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
@@ -62,8 +62,8 @@ __global__ void attention_kernel(const float* __restrict__ q, const E* __restric
   float m = -INFINITY, l = 0.0f;
   for (int64_t j = first + warp; j <= pos; j += kWarps) {
     const int64_t r = kv.row(t, j);
-    const E* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
-    const E* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
+    const EK* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
+    const EV* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
     float s = 0.0f;
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
@@ -121,9 +121,9 @@ constexpr int kKeysPerSplit = 256;  // a split is worth a block from this many c
 
 // G query heads that share a kv head run in one block, so each key and value row is
 // read once per group instead of once per head.
-template <int kDims, int G, class Kv, class E>
-__global__ void attention_split_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
-                                       const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
+template <int kDims, int G, class Kv, class EK, class EV>
+__global__ void attention_split_kernel(const float* __restrict__ q, const EK* __restrict__ k_cache,
+                                       const EV* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                        float scale, int64_t window, float* __restrict__ partial, int n_heads,
                                        int n_kv_heads, int head_dim, int splits) {
   __shared__ float part_m[kSplitWarps][G], part_l[kSplitWarps][G];
@@ -151,8 +151,8 @@ __global__ void attention_split_kernel(const float* __restrict__ q, const E* __r
   }
   for (int64_t j = start + warp; j <= end; j += kSplitWarps) {
     const int64_t r = kv.row(t, j);
-    const E* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
-    const E* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
+    const EK* kp = kv_head(k_cache, r, kvh, n_kv_heads, head_dim);
+    const EV* vp = kv_head(v_cache, r, kvh, n_kv_heads, head_dim);
     float kr[kDims], vr[kDims];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
@@ -284,9 +284,9 @@ int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity
   return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 64));
 }
 
-// fp32_attention's kernels for the cache's element type E.
-template <class Kv, class E>
-void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, const E* v_cache, int64_t n_kv_heads,
+// fp32_attention's kernels for the caches' element types EK and EV.
+template <class Kv, class EK, class EV>
+void fp32_attention_kernels(Context& ctx, const Tensor& q, const EK* k_cache, const EV* v_cache, int64_t n_kv_heads,
                             int heads_per_block, const Kv& kv, const int32_t* pos, int64_t extent, float scale,
                             int64_t window, const Tensor& out) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
@@ -306,13 +306,13 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, con
     auto for_dims = [&](auto dims) {
       constexpr int D = decltype(dims)::value;
       if constexpr (D > 8) {  // fp32_attention gives wide heads at most 4 a block
-        if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, E>);
-        else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, E>);
-        else launch_split(attention_split_kernel<D, 1, Kv, E>);
-      } else if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv, E>);
-      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, E>);
-      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, E>);
-      else launch_split(attention_split_kernel<D, 1, Kv, E>);
+        if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, EK, EV>);
+        else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, EK, EV>);
+        else launch_split(attention_split_kernel<D, 1, Kv, EK, EV>);
+      } else if (heads_per_block == 8) launch_split(attention_split_kernel<D, 8, Kv, EK, EV>);
+      else if (heads_per_block == 4) launch_split(attention_split_kernel<D, 4, Kv, EK, EV>);
+      else if (heads_per_block == 2) launch_split(attention_split_kernel<D, 2, Kv, EK, EV>);
+      else launch_split(attention_split_kernel<D, 1, Kv, EK, EV>);
     };
     if (head_dim <= 32) for_dims(std::integral_constant<int, 1>{});
     else if (head_dim <= 64) for_dims(std::integral_constant<int, 2>{});
@@ -330,11 +330,11 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const E* k_cache, con
     CORVID_CUDA_LAUNCHED("attention_kernel");
   };
   // Registers per lane scale with head_dim: instantiate the common sizes.
-  if (head_dim <= 32) launch(attention_kernel<1, Kv, E>);
-  else if (head_dim <= 64) launch(attention_kernel<2, Kv, E>);
-  else if (head_dim <= 128) launch(attention_kernel<4, Kv, E>);
-  else if (head_dim <= 256) launch(attention_kernel<8, Kv, E>);
-  else launch(attention_kernel<kPerLane, Kv, E>);
+  if (head_dim <= 32) launch(attention_kernel<1, Kv, EK, EV>);
+  else if (head_dim <= 64) launch(attention_kernel<2, Kv, EK, EV>);
+  else if (head_dim <= 128) launch(attention_kernel<4, Kv, EK, EV>);
+  else if (head_dim <= 256) launch(attention_kernel<8, Kv, EK, EV>);
+  else launch(attention_kernel<kPerLane, Kv, EK, EV>);
 }
 
 // The fp32 kernels over n queries (q, out: [n, heads, head_dim]) whose keys `kv` places
@@ -352,9 +352,10 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   int heads_per_block = 1;
   while (heads_per_block * 2 <= widest && group % (heads_per_block * 2) == 0) heads_per_block *= 2;
   if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
-  dispatch_kv_format(k_cache.dtype, [&](auto elem) {
-    using E = decltype(elem);
-    fp32_attention_kernels(ctx, q, static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data),
+  dispatch_kv_pair(k_cache.dtype, v_cache.dtype, [&](auto key, auto value) {
+    using EK = decltype(key);
+    using EV = decltype(value);
+    fp32_attention_kernels(ctx, q, static_cast<const EK*>(k_cache.data), static_cast<const EV*>(v_cache.data),
                            n_kv_heads, heads_per_block, kv, pos, extent, scale, window, out);
   });
 }

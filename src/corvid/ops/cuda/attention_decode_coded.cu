@@ -26,6 +26,7 @@
 
 #include "corvid/ops/cuda/attention_decode.cuh"
 #include "corvid/ops/cuda/kv_codec.cuh"
+#include "corvid/ops/kv_turbo.h"
 #include "corvid/ops/cuda/pdl.cuh"
 #include "corvid/ops/cuda/warp.cuh"
 
@@ -295,10 +296,13 @@ template <class Kv>
 bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                             const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
   const int64_t head_dim = q.dim(2);
-  if (kv_dtype_is_plain(k_cache.dtype) || !(head_dim == 64 || head_dim == 128 || head_dim == 256)) return false;
+  // TurboQuant's codes (and its pairs of two formats) take the fp32 kernels for now.
+  if (kv_dtype_is_plain(k_cache.dtype) || v_cache.dtype != k_cache.dtype || ops::kv_turbo::is_turbo(k_cache.dtype) ||
+      !(head_dim == 64 || head_dim == 128 || head_dim == 256))
+    return false;
   dispatch_kv_format(k_cache.dtype, [&](auto tag) {
     using C = decltype(tag);
-    if constexpr (kv_is_coded<C>) {
+    if constexpr (kv_is_coded<C> && !kv_is_turbo<C>) {
       switch (head_dim) {
         case 64: launch_group<64, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return;
         case 128: launch_group<128, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return;

@@ -116,10 +116,10 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* dst, const E* cache, i
 }
 
 // Every query of a launch reads the same sequence's keys (Kv: ContiguousKv or SequenceKv).
-template <int D, int kRows, class Kv, class E>
+template <int D, int kRows, class Kv, class EK, class EV>
 __global__ void __launch_bounds__(Shape<D, kRows>::kWarps * 32)
-    flash_prefill_kernel(const float* __restrict__ q, const E* __restrict__ k_cache,
-                         const E* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
+    flash_prefill_kernel(const float* __restrict__ q, const EK* __restrict__ k_cache,
+                         const EV* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
                          float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads,
                          HalfOut out16) {
   using L = Layout<D, kRows>;
@@ -404,9 +404,13 @@ template <int D, int kRows, class Kv>
 void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                  const int32_t* positions, float scale, int64_t window, const Tensor& out, HalfOut out16) {
   Context& ctx = context();
-  dispatch_kv_format(k_cache.dtype, [&](auto elem) {
-    using E = decltype(elem);
-    auto* kernel = flash_prefill_kernel<D, kRows, Kv, E>;
+  dispatch_kv_pair(k_cache.dtype, v_cache.dtype, [&](auto key, auto value) {
+    using EK = decltype(key);
+    using EV = decltype(value);
+    if constexpr ((kv_is_turbo<EK> || kv_is_turbo<EV>) && D % 64 != 0) {
+      fail("CUDA prefill attention: TurboQuant needs head_dim a multiple of 64, not ", D);  // never instantiated
+    } else {
+    auto* kernel = flash_prefill_kernel<D, kRows, Kv, EK, EV>;
     static const bool configured = [kernel] {
       CORVID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(Layout<D, kRows>::kBytes)));
@@ -418,10 +422,11 @@ void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
     constexpr int kQueries = Shape<D, kRows>::kQueries;
     const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>((n + kQueries - 1) / kQueries));
     kernel<<<grid, Shape<D, kRows>::kWarps * 32, Layout<D, kRows>::kBytes, ctx.stream>>>(
-        q.ptr<float>(), static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, positions, n,
+        q.ptr<float>(), static_cast<const EK*>(k_cache.data), static_cast<const EV*>(v_cache.data), kv, positions, n,
         scale * kLog2e, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
         static_cast<int>(k_cache.dim(1)), out16);
     CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
+    }
   });
 }
 

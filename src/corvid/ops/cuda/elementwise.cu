@@ -416,8 +416,8 @@ void rope_store_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Indi
     }
   });
   if (coded)
-    store_kv_coded(ctx, k_cache.dtype, k.ptr<float>(), v.ptr<float>(), args.rows, n, kv_heads, head_dim, k_cache.data,
-                   v_cache.data);
+    store_kv_coded(ctx, k_cache.dtype, v_cache.dtype, k.ptr<float>(), v.ptr<float>(), args.rows, n, kv_heads, head_dim,
+                   k_cache.data, v_cache.data);
 }
 
 // rope_store_kv_kernel with no rotated pair (half 0) and no q heads: every k and v
@@ -428,8 +428,8 @@ void store_kv(const Tensor& k, const Tensor& v, const Indices& rows, const Tenso
   if (n == 0) return;
   const int kv_heads = static_cast<int>(k.dim(1)), head_dim = static_cast<int>(k.dim(2));
   if (!kv_dtype_is_plain(k_cache.dtype)) {
-    store_kv_coded(ctx, k_cache.dtype, k.ptr<float>(), v.ptr<float>(), ctx.indices(UploadSlot::Rows, rows), n,
-                   kv_heads, head_dim, k_cache.data, v_cache.data);
+    store_kv_coded(ctx, k_cache.dtype, v_cache.dtype, k.ptr<float>(), v.ptr<float>(),
+                   ctx.indices(UploadSlot::Rows, rows), n, kv_heads, head_dim, k_cache.data, v_cache.data);
     return;
   }
   const int64_t items = int64_t{2} * kv_heads * head_dim;

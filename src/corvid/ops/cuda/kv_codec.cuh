@@ -6,7 +6,11 @@
 //
 // Tags are one byte wide, so that a const E* of a coded cache walks its bytes.
 // The stores (kv_store_coded.cu) write the CPU's bytes exactly: the same f16 rounding and
-// IEEE divisions for the affine codes, Hopper's satfinite cvt for FP8.
+// IEEE divisions for the affine codes, Hopper's satfinite cvt for FP8, TurboQuant's
+// group sums in the CPU's tree order.
+//
+// TurboQuant (turbo:kXvY) gives keys and values their own formats: kernels take EK and
+// EV, and dispatch_kv_pair names the pairs the GPU instantiates.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -16,6 +20,7 @@
 
 #include "corvid/ops/cuda/context.h"
 #include "corvid/ops/cuda/kv_elem.cuh"
+#include "corvid/ops/turbo_codebooks.h"
 
 namespace corvid::ops::cuda {
 
@@ -37,12 +42,49 @@ struct KvFp8 {
   static constexpr int bits = 8;
 };
 
+// TurboQuant (ops/kv_turbo.h): 64 kBits-bit Lloyd-Max codes as a little-endian bit
+// stream and an f32 scale, value scale * centroid[code].
+template <int kBits>
+struct KvTurbo {
+  uint8_t byte;
+  static constexpr int kGroup = 64;
+  static constexpr int kCodeBytes = 64 * kBits / 8;
+  static constexpr int kBlockBytes = kCodeBytes + 4;
+  static constexpr int bits = kBits;
+};
+
 template <class E>
 inline constexpr bool kv_is_coded = false;
 template <int B, int G>
 inline constexpr bool kv_is_coded<KvAffine<B, G>> = true;
 template <>
 inline constexpr bool kv_is_coded<KvFp8> = true;
+template <int B>
+inline constexpr bool kv_is_coded<KvTurbo<B>> = true;
+template <class E>
+inline constexpr bool kv_is_turbo = false;
+template <int B>
+inline constexpr bool kv_is_turbo<KvTurbo<B>> = true;
+
+// TurboQuant's centroids and cell boundaries (ops/turbo_codebooks.h), row bits - 2.
+// (Each translation unit has its own copy; they are never written.)
+static __constant__ float kTurboCentroids[3][16] = {
+    {CORVID_TURBO_CENTROIDS_2}, {CORVID_TURBO_CENTROIDS_3}, {CORVID_TURBO_CENTROIDS_4}};
+static __constant__ float kTurboBounds[3][15] = {
+    {CORVID_TURBO_BOUNDS_2}, {CORVID_TURBO_BOUNDS_3}, {CORVID_TURBO_BOUNDS_4}};
+
+// Codes i .. i + n - 1 (n * bits <= 16 bits, starting in byte i * bits / 8) of a
+// TurboQuant group's bit stream, as one word: code e at bits e * bits.
+template <int kBits>
+__device__ __forceinline__ uint32_t turbo_codes(const uint8_t* group, int i) {
+  const int bit = i * kBits;
+  const uint32_t w = group[bit / 8] | (static_cast<uint32_t>(group[bit / 8 + 1]) << 8);
+  return w >> (bit % 8);
+}
+template <int kBits>
+__device__ __forceinline__ float turbo_centroid(uint32_t code) {
+  return kTurboCentroids[kBits - 2][code & ((1u << kBits) - 1)];
+}
 
 // Head kvh of cache row `row`: its elements (plain) or its groups' bytes (coded).
 template <class E>
@@ -66,7 +108,7 @@ struct CodedGroup {
 template <class E>
 __device__ __forceinline__ CodedGroup coded_group(const E* head, int d) {
   const uint8_t* group = reinterpret_cast<const uint8_t*>(head) + (d / E::kGroup) * E::kBlockBytes;
-  if constexpr (__is_same(E, KvFp8)) {
+  if constexpr (__is_same(E, KvFp8) || kv_is_turbo<E>) {
     return {group, d % E::kGroup, *reinterpret_cast<const float*>(group + E::kCodeBytes), 0.0f};
   } else {
     const __half2 sb = *reinterpret_cast<const __half2*>(group + E::kCodeBytes);
@@ -81,6 +123,8 @@ __device__ __forceinline__ float kv_value(const E* head, int d) {
     const CodedGroup g = coded_group(head, d);
     if constexpr (__is_same(E, KvFp8)) {
       return g.s * fp8_value(g.bytes[g.i]);
+    } else if constexpr (kv_is_turbo<E>) {
+      return g.s * turbo_centroid<E::bits>(turbo_codes<E::bits>(g.bytes, g.i));
     } else {
       const uint32_t q = E::bits == 8 ? g.bytes[g.i] : (g.bytes[g.i / 2] >> (4 * (g.i % 2))) & 0xFu;
       return __fadd_rn(__fmul_rn(g.s, static_cast<float>(q)), g.b);
@@ -100,6 +144,11 @@ __device__ __forceinline__ float4 kv_value4(const E* head, int d) {
       const uint32_t w = *reinterpret_cast<const uint32_t*>(g.bytes + g.i);
       return make_float4(s * fp8_value(w & 0xFF), s * fp8_value((w >> 8) & 0xFF), s * fp8_value((w >> 16) & 0xFF),
                          s * fp8_value(w >> 24));
+    } else if constexpr (kv_is_turbo<E>) {
+      constexpr int B = E::bits;
+      const uint32_t w = turbo_codes<B>(g.bytes, g.i);  // 4 codes: at most 12 bits past a nibble
+      return make_float4(s * turbo_centroid<B>(w), s * turbo_centroid<B>(w >> B), s * turbo_centroid<B>(w >> (2 * B)),
+                         s * turbo_centroid<B>(w >> (3 * B)));
     } else {
       uint32_t q[4];
       if constexpr (E::bits == 8) {
@@ -127,14 +176,42 @@ void dispatch_kv_format(DType t, F&& f) {
     case DType::A8G32: f(KvAffine<8, 32>{}); return;
     case DType::A4G32: f(KvAffine<4, 32>{}); return;
     case DType::F8G64: f(KvFp8{}); return;
+    case DType::T4G64: f(KvTurbo<4>{}); return;
+    case DType::T3G64: f(KvTurbo<3>{}); return;
+    case DType::T2G64: f(KvTurbo<2>{}); return;
     default: dispatch_kv_dtype(t, f);
   }
 }
 
+// Calls f(EK{}, EV{}) for keys of dtype k and values of dtype v: one format for both, or
+// a TurboQuant pair whose values have fewer bits than its keys (ops::kv_cache_pair_supported).
+template <class F>
+void dispatch_kv_pair(DType k, DType v, F&& f) {
+  if (k == v) return dispatch_kv_format(k, [&](auto e) { f(e, e); });
+  auto values = [&](auto key) {
+    switch (v) {
+      case DType::T4G64: if constexpr (decltype(key)::bits > 4) return f(key, KvTurbo<4>{}); break;
+      case DType::T3G64: if constexpr (decltype(key)::bits > 3) return f(key, KvTurbo<3>{}); break;
+      case DType::T2G64: return f(key, KvTurbo<2>{});
+      default: break;
+    }
+    fail("CUDA attention: keys of ", dtype_name(k), " with values of ", dtype_name(v),
+         " (the GPU takes TurboQuant pairs whose values have fewer bits than their keys)");
+  };
+  switch (k) {
+    case DType::A8G64: return values(KvAffine<8, 64>{});
+    case DType::T4G64: return values(KvTurbo<4>{});
+    case DType::T3G64: return values(KvTurbo<3>{});
+    default:
+      fail("CUDA attention: keys of ", dtype_name(k), " with values of ", dtype_name(v),
+           " (the GPU takes TurboQuant pairs whose values have fewer bits than their keys)");
+  }
+}
+
 // Encodes n tokens' keys and values (k, v: [n, kv_heads, head_dim] floats on the device)
-// into cache rows rows[t] of the coded caches (rows[t] < 0: not stored), one warp a
-// group (kv_store_coded.cu).
-void store_kv_coded(Context& ctx, DType t, const float* k, const float* v, const int32_t* rows, int64_t n,
+// into cache rows rows[t] of the coded caches (keys of kt, values of vt; rows[t] < 0: not
+// stored), one warp a group (kv_store_coded.cu).
+void store_kv_coded(Context& ctx, DType kt, DType vt, const float* k, const float* v, const int32_t* rows, int64_t n,
                     int kv_heads, int head_dim, void* k_cache, void* v_cache);
 
 }  // namespace corvid::ops::cuda

@@ -1,8 +1,8 @@
 // Stores of keys and values into the coded KV caches (kv_codec.cuh): one warp encodes
 // one group of 64 or 32 values, lane l holding values l * V .. l * V + V - 1 (V = group
 // / 32), so the group's extremes are two warp reductions and each lane writes its own
-// codes. The arithmetic is the CPU's (ops/kv_affine.cc, ops/kv_fp8.cc) step for step,
-// IEEE divisions included, so the bytes are the CPU's.
+// codes. The arithmetic is the CPU's (ops/kv_affine.cc, ops/kv_fp8.cc, ops/kv_turbo.cc)
+// step for step, IEEE divisions included, so the bytes are the CPU's.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -79,42 +79,110 @@ __device__ __forceinline__ void encode_fp8(const float* x, uint8_t* dst, int lan
   if (lane == 0) *reinterpret_cast<float*>(dst + KvFp8::kCodeBytes) = scale;
 }
 
-// Warp w of block (x, token y) takes item x * kWarps + w: keys' groups first, then values'.
+// The sum of a value a lane (and its partner 32 values on) in ops/kv_turbo.cc group_sum's
+// order: lane j's pair, then a butterfly, whose level k adds lanes j and j + k as the CPU does.
+__device__ __forceinline__ float group_sum(float a) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, o));
+  return a;
+}
+
+// TurboQuant's codes of one group of 64 (ops/kv_turbo.cc quantize): lane j codes values j
+// and j + 32; the bit stream is assembled from one ballot per code bit.
+template <int B>
+__device__ __forceinline__ void encode_turbo(const float* x, uint8_t* dst, int lane) {
+  const float x0 = x[lane], x1 = x[lane + 32];
+  const float norm = __fsqrt_rn(group_sum(__fadd_rn(__fmul_rn(x0, x0), __fmul_rn(x1, x1))));
+  uint32_t c0 = 0, c1 = 0;
+  float scale = 0.0f;
+  if (norm > 0.0f) {  // the same for every lane
+    const float to_unit = __fdiv_rn(8.0f, norm);  // sqrt(64) / |x|
+    const float u0 = __fmul_rn(x0, to_unit), u1 = __fmul_rn(x1, to_unit);
+#pragma unroll
+    for (int b = 0; b < (1 << B) - 1; ++b) {
+      c0 += u0 > kTurboBounds[B - 2][b] ? 1u : 0u;
+      c1 += u1 > kTurboBounds[B - 2][b] ? 1u : 0u;
+    }
+    const float v0 = kTurboCentroids[B - 2][c0], v1 = kTurboCentroids[B - 2][c1];
+    scale = __fdiv_rn(norm, __fsqrt_rn(group_sum(__fadd_rn(__fmul_rn(v0, v0), __fmul_rn(v1, v1)))));
+  }
+  uint32_t low[B], high[B];  // bit k of the codes of values 0..31 and 32..63
+#pragma unroll
+  for (int k = 0; k < B; ++k) {
+    low[k] = __ballot_sync(0xffffffffu, (c0 >> k) & 1u);
+    high[k] = __ballot_sync(0xffffffffu, (c1 >> k) & 1u);
+  }
+  if (lane < KvTurbo<B>::kCodeBytes) {
+    uint32_t byte = 0;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      const int s = 8 * lane + p, j = s / B, k = s % B;
+      uint32_t mask = 0;
+#pragma unroll
+      for (int kk = 0; kk < B; ++kk)
+        if (kk == k) mask = j < 32 ? low[kk] >> j : high[kk] >> (j - 32);
+      byte |= (mask & 1u) << p;
+    }
+    dst[lane] = static_cast<uint8_t>(byte);
+  }
+  if (lane == 0) *reinterpret_cast<float*>(dst + KvTurbo<B>::kCodeBytes) = scale;
+}
+
+// One tensor's groups, or two tensors' of one format: tensor i is x[i] into cache[i].
+struct StoreTensors {
+  const float* x[2];
+  uint8_t* cache[2];
+};
+
+// Warp w of block (x, token y) takes item x * kWarps + w: tensor 0's groups first, then
+// tensor 1's.
 template <class C>
-__global__ void __launch_bounds__(kThreads) store_kv_coded_kernel(const float* __restrict__ k,
-                                                                  const float* __restrict__ v,
+__global__ void __launch_bounds__(kThreads) store_kv_coded_kernel(StoreTensors tensors, int count,
                                                                   const int32_t* __restrict__ rows, int kv_heads,
-                                                                  int head_dim, uint8_t* k_cache, uint8_t* v_cache) {
+                                                                  int head_dim) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();               // launched with launch_pdl: the projection's output first
   const int t = blockIdx.y, lane = threadIdx.x % 32;
   const int groups = head_dim / C::kGroup, per_tensor = kv_heads * groups;
   const int item = blockIdx.x * kWarps + threadIdx.x / 32;
   const int32_t row = rows[t];
-  if (item >= 2 * per_tensor || row < 0) return;
-  const bool value = item >= per_tensor;
-  const int g = value ? item - per_tensor : item;  // head g / groups, its group g % groups
-  const float* x = (value ? v : k) + static_cast<int64_t>(t) * kv_heads * head_dim + g * C::kGroup;
-  uint8_t* dst = (value ? v_cache : k_cache) + (static_cast<int64_t>(row) * per_tensor + g) * C::kBlockBytes;
+  if (item >= count * per_tensor || row < 0) return;
+  const int which = item >= per_tensor ? 1 : 0;
+  const int g = item - which * per_tensor;  // head g / groups, its group g % groups
+  const float* x = tensors.x[which] + static_cast<int64_t>(t) * kv_heads * head_dim + g * C::kGroup;
+  uint8_t* dst = tensors.cache[which] + (static_cast<int64_t>(row) * per_tensor + g) * C::kBlockBytes;
   if constexpr (__is_same(C, KvFp8)) encode_fp8(x, dst, lane);
+  else if constexpr (kv_is_turbo<C>) encode_turbo<C::bits>(x, dst, lane);
   else encode_affine<C>(x, dst, lane);
 }
 
-}  // namespace
-
-void store_kv_coded(Context& ctx, DType t, const float* k, const float* v, const int32_t* rows, int64_t n,
-                    int kv_heads, int head_dim, void* k_cache, void* v_cache) {
+void launch_store(Context& ctx, DType t, StoreTensors tensors, int count, const int32_t* rows, int64_t n, int kv_heads,
+                  int head_dim) {
   dispatch_kv_format(t, [&](auto tag) {
     using C = decltype(tag);
     if constexpr (kv_is_coded<C>) {
-      const int64_t items = int64_t{2} * kv_heads * (head_dim / C::kGroup);
+      const int64_t items = int64_t{count} * kv_heads * (head_dim / C::kGroup);
       launch_pdl("store_kv_coded_kernel", store_kv_coded_kernel<C>,
-                 dim3(blocks_for(items, kWarps), static_cast<unsigned>(n)), dim3(kThreads), ctx.stream, k, v, rows,
-                 kv_heads, head_dim, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache));
+                 dim3(blocks_for(items, kWarps), static_cast<unsigned>(n)), dim3(kThreads), ctx.stream, tensors, count,
+                 rows, kv_heads, head_dim);
     } else {
       fail("CUDA store_kv_coded: ", dtype_name(t), " is not a coded KV format");
     }
   });
+}
+
+}  // namespace
+
+void store_kv_coded(Context& ctx, DType kt, DType vt, const float* k, const float* v, const int32_t* rows, int64_t n,
+                    int kv_heads, int head_dim, void* k_cache, void* v_cache) {
+  auto* kc = static_cast<uint8_t*>(k_cache);
+  auto* vc = static_cast<uint8_t*>(v_cache);
+  if (kt == vt) {  // one launch for both
+    launch_store(ctx, kt, StoreTensors{{k, v}, {kc, vc}}, 2, rows, n, kv_heads, head_dim);
+    return;
+  }
+  launch_store(ctx, kt, StoreTensors{{k, nullptr}, {kc, nullptr}}, 1, rows, n, kv_heads, head_dim);
+  launch_store(ctx, vt, StoreTensors{{v, nullptr}, {vc, nullptr}}, 1, rows, n, kv_heads, head_dim);
 }
 
 }  // namespace corvid::ops::cuda
