@@ -344,6 +344,11 @@ def test_queue_full_429_and_draining():
                         break
             assert names == ["message_start", "ping", "ping"], names
             assert time.time() - started >= 9
+            # Closing that stream cancels its request; the one waiting slot is free once the
+            # engine has dropped it, not at once.
+            deadline = time.time() + 10
+            while time.time() < deadline and metrics(s)["corvid_num_requests_waiting"]:
+                time.sleep(0.05)
             # A waiting Responses stream gets an SSE comment instead (OpenAI has no ping event).
             responses = {"input": "Hi", "max_output_tokens": 8, "stream": True}
             with httpx.stream("POST", s.url + "/v1/responses", json=responses, timeout=60) as waiting:
