@@ -79,20 +79,13 @@ __device__ __forceinline__ void encode_fp8(const float* x, uint8_t* dst, int lan
   if (lane == 0) *reinterpret_cast<float*>(dst + KvFp8::kCodeBytes) = scale;
 }
 
-// The sum of a value a lane (and its partner 32 values on) in ops/kv_turbo.cc group_sum's
-// order: lane j's pair, then a butterfly, whose level k adds lanes j and j + k as the CPU does.
-__device__ __forceinline__ float group_sum(float a) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, o));
-  return a;
-}
-
 // TurboQuant's codes of one group of 64 (ops/kv_turbo.cc quantize): lane j codes values j
-// and j + 32; the bit stream is assembled from one ballot per code bit.
+// and j + 32; the bit stream is assembled from one ballot per code bit. warp_sum of lane j's
+// pair adds in kv_turbo::group_sum's order: its butterfly's level k adds lanes j and j + k.
 template <int B>
 __device__ __forceinline__ void encode_turbo(const float* x, uint8_t* dst, int lane) {
   const float x0 = x[lane], x1 = x[lane + 32];
-  const float norm = __fsqrt_rn(group_sum(__fadd_rn(__fmul_rn(x0, x0), __fmul_rn(x1, x1))));
+  const float norm = __fsqrt_rn(warp_sum(__fadd_rn(__fmul_rn(x0, x0), __fmul_rn(x1, x1))));
   uint32_t c0 = 0, c1 = 0;
   float scale = 0.0f;
   if (norm > 0.0f) {  // the same for every lane
@@ -104,7 +97,7 @@ __device__ __forceinline__ void encode_turbo(const float* x, uint8_t* dst, int l
       c1 += u1 > kTurboBounds[B - 2][b] ? 1u : 0u;
     }
     const float v0 = kTurboCentroids[B - 2][c0], v1 = kTurboCentroids[B - 2][c1];
-    scale = __fdiv_rn(norm, __fsqrt_rn(group_sum(__fadd_rn(__fmul_rn(v0, v0), __fmul_rn(v1, v1)))));
+    scale = __fdiv_rn(norm, __fsqrt_rn(warp_sum(__fadd_rn(__fmul_rn(v0, v0), __fmul_rn(v1, v1)))));
   }
   uint32_t low[B], high[B];  // bit k of the codes of values 0..31 and 32..63
 #pragma unroll
