@@ -361,23 +361,45 @@ void check_attention_args(const char* op, Device device, const Tensor& q, const 
                " positions for ", q.dim(0), " queries");
 }
 
-// Every position a row of a contiguous cache (the row is the position).
-void check_positions_in_cache(const char* op, std::span<const int32_t> positions, const Tensor& k_cache) {
+// Every position a row of a contiguous cache (the row is the position); negative ones
+// (a query that sees no key of this part) only when lse is asked for.
+void check_positions_in_cache(const char* op, std::span<const int32_t> positions, const Tensor& k_cache,
+                              bool negative_ok = false) {
   for (int32_t p : positions) {
-    CORVID_CHECK(p >= 0 && p < k_cache.dim(0), "ops::", op, ": position ", p, " outside the cache capacity ",
-                 k_cache.dim(0));
+    CORVID_CHECK((p >= 0 || negative_ok) && p < k_cache.dim(0), "ops::", op, ": position ", p,
+                 " outside the cache capacity ", k_cache.dim(0));
   }
+}
+
+void check_lse(const char* op, const Tensor& q, const Tensor* lse) {
+  if (!lse) return;
+  check_f32(op, "lse", *lse);
+  CORVID_CHECK(lse->numel() == q.dim(0) * q.dim(1) && lse->device == q.device, "ops::", op, ": lse ",
+               lse->shape_str(), " must hold [", q.dim(0), ", ", q.dim(1), "] on the queries' device");
 }
 
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
-               float scale, int64_t window, const Tensor& out) {
+               float scale, int64_t window, const Tensor& out, const Tensor* lse) {
   const Device device = common_device("attention", {&q, &k_cache, &v_cache, &out});
   check_attention_args("attention", device, q, k_cache, v_cache, positions, out);
-  check_positions_in_cache("attention", positions, k_cache);
+  check_positions_in_cache("attention", positions, k_cache, lse != nullptr);
+  check_lse("attention", q, lse);
   if (q.numel() == 0) return;
-  CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out);
+  CORVID_DISPATCH(device, attention, q, k_cache, v_cache, positions, scale, window, out, lse);
+}
+
+void merge_attention(const Tensor& out, const Tensor& lse, const Tensor& other, const Tensor& other_lse) {
+  const Device device = common_device("merge_attention", {&out, &lse, &other, &other_lse});
+  for (const Tensor* t : {&out, &lse, &other, &other_lse}) check_f32("merge_attention", "input", *t);
+  CORVID_CHECK(out.ndim == 3 && other.shape == out.shape, "ops::merge_attention: outputs ", out.shape_str(), " and ",
+               other.shape_str(), " must both be [n, n_heads, head_dim]");
+  CORVID_CHECK(lse.numel() == out.dim(0) * out.dim(1) && other_lse.numel() == lse.numel(),
+               "ops::merge_attention: log-sum-exps ", lse.shape_str(), " and ", other_lse.shape_str(),
+               " must hold [n, n_heads] of ", out.shape_str());
+  if (out.numel() == 0) return;
+  CORVID_DISPATCH(device, merge_attention, out, lse, other, other_lse);
 }
 
 void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& positions,
@@ -406,9 +428,10 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 }
 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     const Indices& positions, float scale, int64_t window, const Tensor& out) {
+                     const Indices& positions, float scale, int64_t window, const Tensor& out, const Tensor* lse) {
   const Device device = common_device("paged_attention", {&q, &k_pool, &v_pool, &out});
   check_attention_args("paged_attention", device, q, k_pool, v_pool, positions, out);
+  check_lse("paged_attention", q, lse);
   const int64_t bs = paged.block_size;
   CORVID_CHECK(bs > 0 && k_pool.dim(0) % bs == 0, "ops::paged_attention: pool of ", k_pool.dim(0),
                " rows is not a whole number of ", bs, "-position blocks");
@@ -422,8 +445,9 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t seq = paged.query_seq[i], pos = positions[i];
     CORVID_CHECK(seq >= 0 && seq < n_seqs, "ops::paged_attention: query ", i, " names sequence ", seq, " of ", n_seqs);
-    CORVID_CHECK(pos >= 0 && pos / bs < paged.max_blocks, "ops::paged_attention: position ", pos,
+    CORVID_CHECK((pos >= 0 || lse) && pos / bs < paged.max_blocks, "ops::paged_attention: position ", pos,
                  " outside the block table (", paged.max_blocks, " blocks of ", bs, ")");
+    if (pos < 0) continue;  // sees no key of this part
     const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) / bs : 0;
     for (int64_t b = first; b <= pos / bs; ++b) {
       const int32_t block = paged.block_tables[static_cast<size_t>(seq * paged.max_blocks + b)];
@@ -432,7 +456,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
     }
   }
   if (q.numel() == 0) return;
-  CORVID_DISPATCH(device, paged_attention, q, k_pool, v_pool, paged, positions, scale, window, out);
+  CORVID_DISPATCH(device, paged_attention, q, k_pool, v_pool, paged, positions, scale, window, out, lse);
 }
 
 int64_t max_attention_head_dim(Device device) {

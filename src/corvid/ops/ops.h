@@ -162,8 +162,20 @@ void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float 
 // Query i (at absolute position positions[i]) attends to cache rows
 // max(0, positions[i] - window + 1) ..= positions[i] (window <= 0: no window).
 // Query head h reads kv head h / (n_heads / n_kv_heads).
+//
+// lse (optional, [n, n_heads] F32): each query head's log-sum-exp of its scaled scores
+// (natural log), so that attention over two parts of one sequence's keys (the delayed
+// switch: kv/kv_manager.h) can be merged (merge_attention). With lse given, a query may
+// have a negative position: it sees no key, its lse is -inf and its out row is undefined.
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-               const Indices& positions, float scale, int64_t window, const Tensor& out);
+               const Indices& positions, float scale, int64_t window, const Tensor& out,
+               const Tensor* lse = nullptr);
+
+// out, lse: attention over one part of a sequence's keys; other, other_lse: over the rest
+// (each from attention or paged_attention with lse). out becomes the attention over all
+// of them: the parts weighted by exp(lse - max), a part whose lse is -inf dropped. lse is
+// left as it was. [n, n_heads, head_dim] and [n, n_heads] F32.
+void merge_attention(const Tensor& out, const Tensor& lse, const Tensor& other, const Tensor& other_lse);
 
 // rope_store_kv with rows = positions (a contiguous cache: a position's row is the
 // position itself), then attention of q over the cache: a decode step's work between
@@ -192,8 +204,10 @@ struct PagedKV {
 // Every table entry a query reads (its window's blocks) must be a block of the pool.
 // On CUDA the result equals attention()'s numerics (fp32 kernels; prefill chunks of 16+
 // queries take the tensor-core kernel in Fast mode), not bit for bit across batchings.
+// lse as for attention().
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     const Indices& positions, float scale, int64_t window, const Tensor& out);
+                     const Indices& positions, float scale, int64_t window, const Tensor& out,
+                     const Tensor* lse = nullptr);
 
 // The widest attention head the backend of `device` runs (attention, paged_attention).
 int64_t max_attention_head_dim(Device device);

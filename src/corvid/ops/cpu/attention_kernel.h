@@ -81,6 +81,7 @@ struct GroupTask {
   const uint8_t* v;   // row r at v + r * v_stride
   DType k_dtype, v_dtype;  // the caches': F32 or a coded format (TurboQuant's differ)
   float* out;         // first head's output
+  float* lse;         // null, or the first head's log-sum-exp (heads follow at stride 1)
   int64_t heads;      // heads in the group
   int64_t k_stride, v_stride;  // bytes between consecutive cache rows
   int64_t lo, hi;     // inclusive key position range
@@ -148,10 +149,12 @@ void attend_group(const GroupTask& t, const RowOf& row_of, Scratch& sc) {
     const float inv = l > 0 ? 1.0f / l : 0.0f;
     const float* acc = sc.acc.data() + h * d;
     for (int64_t i = 0; i < d; ++i) t.out[h * d + i] = acc[i] * inv;
+    if (t.lse) t.lse[h] = l > 0 ? sc.m[static_cast<size_t>(h)] + std::log(l) : -INFINITY;
   }
 }
 
-// Every (query, head group) of a call: q [n, heads, head_dim] over caches of [rows,
+// Every (query, head group) of a call (a query at a negative position sees no key: out 0,
+// lse -inf): q [n, heads, head_dim] over caches of [rows,
 // kv_heads, head_dim], query i's positions mapped to cache rows by row_map(i) (a
 // callable for attend_group). Tasks cover whole GQA groups (K/V read once per group)
 // when there are enough of them to keep the pool busy; otherwise (decode with few kv
@@ -159,7 +162,7 @@ void attend_group(const GroupTask& t, const RowOf& row_of, Scratch& sc) {
 // run on the caller, cheaper than a hand-off.
 template <class RowMap>
 void attend_all(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
-                float scale, int64_t window, const Tensor& out, const RowMap& row_map) {
+                float scale, int64_t window, const Tensor& out, const Tensor* lse, const RowMap& row_map) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
   const int64_t n_kv = k_cache.dim(1);
   const int64_t group = n_heads / n_kv;
@@ -180,6 +183,7 @@ void attend_all(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, s
       t.k_dtype = k_cache.dtype;
       t.v_dtype = v_cache.dtype;
       t.out = out.ptr<float>() + (i * n_heads + h0) * head_dim;
+      t.lse = lse ? lse->ptr<float>() + i * n_heads + h0 : nullptr;
       t.heads = heads_per_task;
       t.k_stride = k_head_bytes * n_kv;
       t.v_stride = v_head_bytes * n_kv;

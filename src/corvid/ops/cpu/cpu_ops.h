@@ -31,9 +31,11 @@ void hadamard_rotate(const Tensor& x, bool inverse);
 void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::span<const int32_t> positions,
-               float scale, int64_t window, const Tensor& out);
+               float scale, int64_t window, const Tensor& out, const Tensor* lse);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out);
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out,
+                     const Tensor* lse);
+void merge_attention(const Tensor& out, const Tensor& lse, const Tensor& other, const Tensor& other_lse);
 void softmax(const Tensor& x);
 void moe_route(const Tensor& logits, bool norm_topk, const Tensor& weights, const Tensor& ids);
 void moe_experts(const Tensor& x, const Experts& experts, const Tensor& ids, const Tensor& weights,

@@ -9,7 +9,8 @@
 namespace corvid::ops::cpu {
 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out) {
+                     std::span<const int32_t> positions, float scale, int64_t window, const Tensor& out,
+                     const Tensor* lse) {
   const int64_t block_size = paged.block_size;
   // Query i's position p is in its sequence's block table[p / block_size], at p % block_size.
   auto rows = [&paged, block_size](int64_t i) {
@@ -19,7 +20,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
       return static_cast<int64_t>(table[key_pos / block_size]) * block_size + key_pos % block_size;
     };
   };
-  attention_kernel::attend_all(q, k_pool, v_pool, positions, scale, window, out, rows);
+  attention_kernel::attend_all(q, k_pool, v_pool, positions, scale, window, out, lse, rows);
 }
 
 }  // namespace corvid::ops::cpu

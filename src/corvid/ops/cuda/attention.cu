@@ -41,7 +41,7 @@ template <int kDims, class Kv, class EK, class EV>
 __global__ void attention_kernel(const float* __restrict__ q, const EK* __restrict__ k_cache,
                                  const EV* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions,
                                  float scale, int64_t window, float* __restrict__ out, int n_heads, int n_kv_heads,
-                                 int head_dim) {
+                                 int head_dim, float* __restrict__ lse) {
   pdl_launch_dependents();  // the next kernel (the GEMV's quantizer) may start launching
   __shared__ float part_m[kWarps], part_l[kWarps];
   __shared__ float part_acc[kWarps][kDims * 32];
@@ -90,7 +90,8 @@ __global__ void attention_kernel(const float* __restrict__ q, const EK* __restri
   for (int e = 0; e < kDims; ++e) part_acc[warp][lane + 32 * e] = acc[e];
   __syncthreads();
   // Merge the warps' partial softmaxes. A warp may have seen no key (short ranges):
-  // it gets weight 0. The query's own key is always visible, so `big` is finite.
+  // it gets weight 0. The query's own key is always visible, so `big` is finite (unless
+  // lse is asked for: a part of the delayed switch the query lies before, lse -inf).
   float big = -INFINITY;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) big = fmaxf(big, part_m[w]);
@@ -108,6 +109,7 @@ __global__ void attention_kernel(const float* __restrict__ q, const EK* __restri
     for (int w = 0; w < kWarps; ++w) sum += part_acc[w][d] * weight[w];
     op[d] = sum / total;
   }
+  if (lse && threadIdx.x == 0) lse[static_cast<int64_t>(t) * n_heads + h] = big + logf(total);
 }
 
 // Decode (few queries) splits each head's keys over several blocks so that a long
@@ -222,7 +224,8 @@ constexpr int kCombineDims = 32;
 // one activation block).
 __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(const float* __restrict__ partial,
                                                                                float* __restrict__ out, int n_heads,
-                                                                               int head_dim, int splits, Int8Out q8) {
+                                                                               int head_dim, int splits, Int8Out q8,
+                                                                               float* __restrict__ lse) {
   pdl_launch_dependents();  // the next kernel may start launching (launch_pdl)
   pdl_wait();               // launched with launch_pdl: the splits' rows first
   __shared__ float weight_s[kMaxCombineSplits];
@@ -256,6 +259,8 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine_kernel(c
     }
     total = warp_sum(total);
     if (lane == 0) inv_total = 1.0f / total;
+    // -inf: no split saw a key (the query lies before this part of the delayed switch).
+    if (lse && lane == 0 && blockIdx.z == 0) lse[static_cast<int64_t>(t) * n_heads + h] = big + logf(total);
   }
   __syncthreads();
   float acc = 0.0f;  // splits in ascending order, as the values' loads went
@@ -288,7 +293,7 @@ int decode_splits(const Context& ctx, int64_t blocks_per_split, int64_t capacity
 template <class Kv, class EK, class EV>
 void fp32_attention_kernels(Context& ctx, const Tensor& q, const EK* k_cache, const EV* v_cache, int64_t n_kv_heads,
                             int heads_per_block, const Kv& kv, const int32_t* pos, int64_t extent, float scale,
-                            int64_t window, const Tensor& out) {
+                            int64_t window, const Tensor& out, float* lse) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2);
   const int splits = n < kPrefillMinQueries ? decode_splits(ctx, n * n_heads / heads_per_block, extent) : 1;
   // A short cache gives one split: the one-block-per-head kernel below has more warps then.
@@ -319,14 +324,14 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const EK* k_cache, co
     else if (head_dim <= 128) for_dims(std::integral_constant<int, 4>{});
     else if (head_dim <= 256) for_dims(std::integral_constant<int, 8>{});
     else for_dims(std::integral_constant<int, kPerLane>{});
-    attention_combine(ctx, partial, out, splits);
+    attention_combine(ctx, partial, out, splits, lse);
     return;
   }
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads));
   auto launch = [&](auto kernel) {
     kernel<<<grid, kWarps * 32, 0, ctx.stream>>>(q.ptr<float>(), k_cache, v_cache, kv, pos,
                                                  scale, window, out.ptr<float>(), static_cast<int>(n_heads),
-                                                 static_cast<int>(n_kv_heads), static_cast<int>(head_dim));
+                                                 static_cast<int>(n_kv_heads), static_cast<int>(head_dim), lse);
     CORVID_CUDA_LAUNCHED("attention_kernel");
   };
   // Registers per lane scale with head_dim: instantiate the common sizes.
@@ -343,7 +348,8 @@ void fp32_attention_kernels(Context& ctx, const Tensor& q, const EK* k_cache, co
 // decode step replays at any position.
 template <class Kv>
 void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                    const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+                    const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                    float* lse) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), head_dim = q.dim(2), n_kv_heads = k_cache.dim(1);
   // Heads per block: the largest of 8, 4, 2, 1 that divides the GQA group; heads wider
   // than 256 at most 4 (8 would need 64 KiB of static shared memory).
@@ -351,12 +357,13 @@ void fp32_attention(Context& ctx, const Tensor& q, const Tensor& k_cache, const 
   const int widest = head_dim > 256 ? 4 : 8;
   int heads_per_block = 1;
   while (heads_per_block * 2 <= widest && group % (heads_per_block * 2) == 0) heads_per_block *= 2;
-  if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return;
+  if (n < kPrefillMinQueries && attention_decode(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse))
+    return;
   dispatch_kv_pair(k_cache.dtype, v_cache.dtype, [&](auto key, auto value) {
     using EK = decltype(key);
     using EV = decltype(value);
     fp32_attention_kernels(ctx, q, static_cast<const EK*>(k_cache.data), static_cast<const EV*>(v_cache.data),
-                           n_kv_heads, heads_per_block, kv, pos, extent, scale, window, out);
+                           n_kv_heads, heads_per_block, kv, pos, extent, scale, window, out, lse);
   });
 }
 
@@ -380,14 +387,15 @@ void check_grid(const Tensor& q) {
 
 int64_t max_attention_head_dim() { return kMaxHeadDim; }
 
-void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits) {
+void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits, float* lse) {
   CORVID_CHECK(splits <= kMaxCombineSplits, "CUDA attention: ", splits, " splits exceed ", kMaxCombineSplits);
   const int64_t n = out.dim(0), n_heads = out.dim(1), head_dim = out.dim(2);
   // A decode GEMV (the output projection) reads out next: write it as int8 activations
   // too (context.h Int8Rows).
   // (A block's 32 dims must be one activation block: head_dim % 32 == 0.)
+  // (Not with lse: the delayed switch merges out with another part first.)
   Int8Out q8;
-  if (head_dim % 32 == 0) {
+  if (head_dim % 32 == 0 && !lse) {
     const Context::Int8Rows& made = ctx.int8_output(out.data, n, n_heads * head_dim);
     q8 = {made.q, made.d};
   }
@@ -395,22 +403,24 @@ void attention_combine(Context& ctx, const float* partial, const Tensor& out, in
              dim3(static_cast<unsigned>(n), static_cast<unsigned>(n_heads),
                   static_cast<unsigned>((head_dim + kCombineDims - 1) / kCombineDims)),
              dim3(kCombineWarps * 32), ctx.stream,
-             partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits, q8);
+             partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(head_dim), splits, q8, lse);
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
-               float scale, int64_t window, const Tensor& out) {
+               float scale, int64_t window, const Tensor& out, const Tensor* lse) {
   Context& ctx = context();
   check_grid(q);
   const int32_t* pos = ctx.indices(UploadSlot::Positions, positions);
+  float* lse_p = lse ? lse->ptr<float>() : nullptr;
   // Prompts take the tensor-core kernel unless the user asked for exact numerics.
   if (use_prefill_kernel(q, k_cache, out, q.dim(0))) {
-    // The output projection reads out next: write its 16-bit operand too.
+    // The output projection reads out next (unless a part's lse is merged first): write
+    // its 16-bit operand too.
     attention_prefill(q, k_cache, v_cache, pos, scale, window, out,
-                      half_output(out.data, out.dim(0), out.dim(1) * out.dim(2)));
+                      lse ? HalfOut{} : half_output(out.data, out.dim(0), out.dim(1) * out.dim(2)), lse_p);
     return;
   }
-  fp32_attention(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window, out);
+  fp32_attention(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window, out, lse_p);
 }
 
 bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache) {
@@ -435,7 +445,7 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 // kernel run it over their own block table; every other run of queries takes the
 // fp32 kernels with per-query tables.
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     const Indices& positions, float scale, int64_t window, const Tensor& out) {
+                     const Indices& positions, float scale, int64_t window, const Tensor& out, const Tensor* lse) {
   Context& ctx = context();
   check_grid(q);
   CORVID_CHECK(paged.max_blocks <= INT32_MAX && paged.block_size <= INT32_MAX, "CUDA paged_attention: block table of ",
@@ -462,13 +472,15 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   // 16-bit operand (the fp32 kernels do not, so a batch with decode rows makes none).
   const bool all_prefill = std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.prefill; });
   const int64_t row_elems = q.dim(1) * q.dim(2);
-  const HalfOut out16 = all_prefill ? half_output(out.data, n, row_elems) : HalfOut{};
+  const HalfOut out16 = all_prefill && !lse ? half_output(out.data, n, row_elems) : HalfOut{};
+  // A run's rows of lse (queries begin.. of [n, heads]).
+  auto lse_rows = [&](int64_t begin) { return lse ? lse->ptr<float>() + begin * q.dim(1) : nullptr; };
   int64_t pending = 0;  // first query not yet handed to a kernel
   auto flush_fp32 = [&](int64_t end) {
     if (end <= pending) return;
     const PagedKv kv{tables, query_seq + pending, max_blocks, bs};
     fp32_attention(ctx, query_rows(q, pending, end), k_pool, v_pool, kv, pos + pending, extent, scale, window,
-                   query_rows(out, pending, end));
+                   query_rows(out, pending, end), lse_rows(pending));
   };
   for (const auto& [begin, end, prefill] : runs) {
     if (!prefill) continue;
@@ -476,10 +488,45 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
     const int32_t* table = tables + static_cast<int64_t>(paged.query_seq[static_cast<size_t>(begin)]) * max_blocks;
     const HalfOut run16 = out16.p ? HalfOut{out16.p + begin * row_elems, out16.f16} : HalfOut{};
     attention_prefill_sequence(query_rows(q, begin, end), k_pool, v_pool, table, bs, pos + begin, scale, window,
-                               query_rows(out, begin, end), run16);
+                               query_rows(out, begin, end), run16, lse_rows(begin));
     pending = end;
   }
   flush_fp32(n);
+}
+
+namespace {
+
+// One warp per (query, head) row: the two parts' weights from their log-sum-exps, then
+// the row's dims; a part whose lse is -inf (it saw no key) is dropped, not weighted (its
+// row is undefined).
+__global__ void merge_attention_kernel(float* __restrict__ out, const float* __restrict__ lse,
+                                       const float* __restrict__ other, const float* __restrict__ other_lse,
+                                       int64_t rows, int head_dim) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const float a = lse[r], b = other_lse[r];
+  if (b == -INFINITY) return;
+  float* x = out + r * head_dim;
+  const float* y = other + r * head_dim;
+  if (a == -INFINITY) {
+    for (int d = lane; d < head_dim; d += 32) x[d] = y[d];
+    return;
+  }
+  const float m = fmaxf(a, b), wa = expf(a - m), wb = expf(b - m), inv = 1.0f / (wa + wb);
+  for (int d = lane; d < head_dim; d += 32) x[d] = (wa * x[d] + wb * y[d]) * inv;
+}
+
+}  // namespace
+
+void merge_attention(const Tensor& out, const Tensor& lse, const Tensor& other, const Tensor& other_lse) {
+  Context& ctx = context();
+  const int64_t rows = out.dim(0) * out.dim(1);
+  constexpr int kRowsPerBlock = 8;
+  merge_attention_kernel<<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kRowsPerBlock * 32, 0,
+                           ctx.stream>>>(out.ptr<float>(), lse.ptr<float>(), other.ptr<float>(), other_lse.ptr<float>(),
+                                         rows, static_cast<int>(out.dim(2)));
+  CORVID_CUDA_LAUNCHED("merge_attention_kernel");
 }
 
 }  // namespace corvid::ops::cuda

@@ -59,7 +59,7 @@ template <int D, int G, class Kv, class E, bool kRope>
 __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) decode_attention_kernel(
     const float* __restrict__ q, const E* __restrict__ k_cache, const E* __restrict__ v_cache, Kv kv,
     const int32_t* __restrict__ positions, float scale, int64_t window, float* __restrict__ partial,
-    float* __restrict__ out, int n_heads, int n_kv_heads, int splits, const NewKvRow nr) {
+    float* __restrict__ out, int n_heads, int n_kv_heads, int splits, const NewKvRow nr, float* __restrict__ lse) {
   // Loads stay in registers as raw 32-bit words of cache elements (a 16-bit cache takes
   // half the registers of an F32 one, so more blocks fit on an SM) and become floats
   // where they are used.
@@ -358,6 +358,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
       const float inv = 1.0f / l_s[g];
 #pragma unroll
       for (int e = 0; e < kDimsPerThread; ++e) out[head_row * D + dim0 + e] = acc[g][e] * inv;
+      if (lse && tid == 0) lse[head_row] = m_s[g] + logf(l_s[g]);  // -inf: no key seen
     } else {
       float* row = partial + (head_row * splits + split) * (D + 2);
       if (tid == 0) {
@@ -374,7 +375,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(E) == 2 && D == 128 ? 6 : 1) 
 // rotates and stores (one query, a contiguous cache).
 template <int D, int G, class Kv, bool kRope>
 void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out, const NewKvRow& rope) {
+            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out, const NewKvRow& rope,
+            float* lse) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), n_kv_heads = k_cache.dim(1);
   dispatch_kv_dtype(k_cache.dtype, [&](auto elem) {
     using E = decltype(elem);
@@ -390,19 +392,19 @@ void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& 
     const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
     launch_pdl("decode_attention_kernel", kernel, grid, dim3(kThreads), ctx.stream, q.ptr<float>(),
                static_cast<const E*>(k_cache.data), static_cast<const E*>(v_cache.data), kv, pos, scale, window,
-               partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits, rope);
-    if (splits > 1) attention_combine(ctx, partial, out, splits);
+               partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits, rope, lse);
+    if (splits > 1) attention_combine(ctx, partial, out, splits, lse);
   });
 }
 
 template <int D, class Kv, bool kRope>
 void launch_group(int group, Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                   const Kv& kv, const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
-                  const NewKvRow& rope) {
-  if (group % 8 == 0) launch<D, 8, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-  else if (group % 4 == 0) launch<D, 4, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-  else if (group % 2 == 0) launch<D, 2, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
-  else launch<D, 1, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+                  const NewKvRow& rope, float* lse) {
+  if (group % 8 == 0) launch<D, 8, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
+  else if (group % 4 == 0) launch<D, 4, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
+  else if (group % 2 == 0) launch<D, 2, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
+  else launch<D, 1, Kv, kRope>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
 }
 
 // What the decode kernels take: head sizes 64, 128 and 256, and a 16-byte aligned cache
@@ -418,14 +420,14 @@ bool decode_kernels_take(const Tensor& q, const Tensor& k_cache) {
 template <class Kv, bool kRope>
 void launch_head_dim(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
-                     const NewKvRow& rope) {
+                     const NewKvRow& rope, float* lse) {
   const int g = static_cast<int>(q.dim(1) / k_cache.dim(1));
   switch (q.dim(2)) {
-    case 64: launch_group<64, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+    case 64: launch_group<64, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
       return;
-    case 128: launch_group<128, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+    case 128: launch_group<128, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
       return;
-    case 256: launch_group<256, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope);
+    case 256: launch_group<256, Kv, kRope>(g, ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, rope, lse);
       return;
     default: fail("CUDA decode attention: head_dim ", q.dim(2), " is not 64, 128 or 256");
   }
@@ -448,10 +450,11 @@ int decode_split_count(const Context& ctx, int64_t blocks_per_split, int64_t ext
 
 template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
-  if (attention_decode_coded(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out)) return true;
+                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                      float* lse) {
+  if (attention_decode_coded(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse)) return true;
   if (!decode_kernels_take(q, k_cache)) return false;
-  launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{});
+  launch_head_dim<Kv, false>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, NewKvRow{}, lse);
   return true;
 }
 
@@ -464,12 +467,12 @@ void attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, c
   CORVID_CHECK(attention_decode_rope_supported(q, k_cache), "CUDA attention_decode_rope: q ", q.shape_str(),
                " (one query of head size 64, 128 or 256 over a 16-byte aligned cache)");
   launch_head_dim<ContiguousKv, true>(ctx, q, k_cache, v_cache, ContiguousKv{}, pos, k_cache.dim(0), scale, window,
-                                      out, row);
+                                      out, row, nullptr);
 }
 
 template bool attention_decode<ContiguousKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const ContiguousKv&,
-                                             const int32_t*, int64_t, float, int64_t, const Tensor&);
+                                             const int32_t*, int64_t, float, int64_t, const Tensor&, float*);
 template bool attention_decode<PagedKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const PagedKv&,
-                                        const int32_t*, int64_t, float, int64_t, const Tensor&);
+                                        const int32_t*, int64_t, float, int64_t, const Tensor&, float*);
 
 }  // namespace corvid::ops::cuda

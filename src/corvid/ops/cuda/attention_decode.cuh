@@ -13,18 +13,21 @@ namespace corvid::ops::cuda {
 // The fp32 attention of q [n, heads, head_dim] over the rows kv places in k_cache /
 // v_cache ([rows, kv_heads, head_dim]); pos: the queries' positions on the device;
 // extent: the most rows a query could see (sets the split count, so that a recorded
-// step replays at any position). False, with nothing launched, for head sizes other
-// than 64, 128 and 256 (the caller's general kernels run those).
+// step replays at any position); lse: null, or [n, heads] on the device (ops::attention's).
+// False, with nothing launched, for head sizes other than 64, 128 and 256 (the caller's
+// general kernels run those).
 template <class Kv>
 bool attention_decode(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
+                      const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                      float* lse = nullptr);
 
 // attention_decode over a coded cache (q8 / q4 / fp8, kv_codec.cuh), codes decoded in
 // registers (attention_decode_coded.cu); false, with nothing launched, for a plain cache or
 // head sizes other than 64, 128 and 256.
 template <class Kv>
 bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out);
+                            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                            float* lse = nullptr);
 
 // How many blocks share one head group's keys (blocks_per_split blocks each): as many as
 // the GPU holds at once, resident_per_sm a multiprocessor, no more than the extent has
@@ -56,6 +59,6 @@ void attention_decode_rope(Context& ctx, const Tensor& q, const NewKvRow& row, c
 // out [n, heads, head_dim] from the splits' partial rows (attention.cu): row (query t,
 // head h, split s) at partial + ((t * heads + h) * splits + s) * (head_dim + 2) holds
 // the split's running max, running sum and unnormalised output.
-void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits);
+void attention_combine(Context& ctx, const float* partial, const Tensor& out, int splits, float* lse = nullptr);
 
 }  // namespace corvid::ops::cuda

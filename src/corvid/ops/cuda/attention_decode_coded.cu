@@ -74,7 +74,7 @@ template <int D, int G, class Kv, class C>
 __global__ void __launch_bounds__(kThreads) coded_decode_kernel(
     const float* __restrict__ q, const uint8_t* __restrict__ k_cache, const uint8_t* __restrict__ v_cache, Kv kv,
     const int32_t* __restrict__ positions, float scale, int64_t window, float* __restrict__ partial,
-    float* __restrict__ out, int n_heads, int n_kv_heads, int splits) {
+    float* __restrict__ out, int n_heads, int n_kv_heads, int splits, float* __restrict__ lse) {
   constexpr int kPerWord = 32 / C::bits;                 // codes in a 32-bit word
   constexpr int kHeadBytes = D / C::kGroup * C::kBlockBytes;
   constexpr int kSubDims = D / kSub;                     // key dims a thread dots
@@ -248,6 +248,7 @@ __global__ void __launch_bounds__(kThreads) coded_decode_kernel(
       const float inv = 1.0f / l_s[g];
 #pragma unroll
       for (int e = 0; e < kPerWord; ++e) out[head_row * D + dim0 + e] = acc[g][e] * inv;
+      if (lse && tid == 0) lse[head_row] = m_s[g] + logf(l_s[g]);  // -inf: no key seen
     } else {
       float* row = partial + (head_row * splits + split) * (D + 2);
       if (tid == 0) {
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(kThreads) coded_decode_kernel(
 
 template <int D, int G, class Kv, class C>
 void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out, float* lse) {
   const int64_t n = q.dim(0), n_heads = q.dim(1), n_kv_heads = k_cache.dim(1);
   auto* kernel = coded_decode_kernel<D, G, Kv, C>;
   static const int resident = [kernel] {
@@ -276,25 +277,26 @@ void launch(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& 
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads / G), static_cast<unsigned>(splits));
   launch_pdl("coded_decode_kernel", kernel, grid, dim3(kThreads), ctx.stream, q.ptr<float>(),
              static_cast<const uint8_t*>(k_cache.data), static_cast<const uint8_t*>(v_cache.data), kv, pos, scale,
-             window, partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits);
-  if (splits > 1) attention_combine(ctx, partial, out, splits);
+             window, partial, out.ptr<float>(), static_cast<int>(n_heads), static_cast<int>(n_kv_heads), splits, lse);
+  if (splits > 1) attention_combine(ctx, partial, out, splits, lse);
 }
 
 template <int D, class Kv, class C>
 void launch_group(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                  const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+                  const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out, float* lse) {
   const int64_t group = q.dim(1) / k_cache.dim(1);
-  if (group % 8 == 0) launch<D, 8, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else if (group % 4 == 0) launch<D, 4, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else if (group % 2 == 0) launch<D, 2, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
-  else launch<D, 1, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out);
+  if (group % 8 == 0) launch<D, 8, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse);
+  else if (group % 4 == 0) launch<D, 4, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse);
+  else if (group % 2 == 0) launch<D, 2, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse);
+  else launch<D, 1, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse);
 }
 
 }  // namespace
 
 template <class Kv>
 bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out) {
+                            const int32_t* pos, int64_t extent, float scale, int64_t window, const Tensor& out,
+                            float* lse) {
   const int64_t head_dim = q.dim(2);
   // TurboQuant's codes (and its pairs of two formats) take the fp32 kernels for now.
   if (kv_dtype_is_plain(k_cache.dtype) || v_cache.dtype != k_cache.dtype || ops::kv_turbo::is_turbo(k_cache.dtype) ||
@@ -304,9 +306,9 @@ bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache
     using C = decltype(tag);
     if constexpr (kv_is_coded<C> && !kv_is_turbo<C>) {
       switch (head_dim) {
-        case 64: launch_group<64, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return;
-        case 128: launch_group<128, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return;
-        default: launch_group<256, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out); return;
+        case 64: launch_group<64, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse); return;
+        case 128: launch_group<128, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse); return;
+        default: launch_group<256, Kv, C>(ctx, q, k_cache, v_cache, kv, pos, extent, scale, window, out, lse); return;
       }
     }
   });
@@ -315,8 +317,8 @@ bool attention_decode_coded(Context& ctx, const Tensor& q, const Tensor& k_cache
 
 template bool attention_decode_coded<ContiguousKv>(Context&, const Tensor&, const Tensor&, const Tensor&,
                                                    const ContiguousKv&, const int32_t*, int64_t, float, int64_t,
-                                                   const Tensor&);
+                                                   const Tensor&, float*);
 template bool attention_decode_coded<PagedKv>(Context&, const Tensor&, const Tensor&, const Tensor&, const PagedKv&,
-                                              const int32_t*, int64_t, float, int64_t, const Tensor&);
+                                              const int32_t*, int64_t, float, int64_t, const Tensor&, float*);
 
 }  // namespace corvid::ops::cuda

@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(Shape<D, kRows>::kWarps * 32)
     flash_prefill_kernel(const float* __restrict__ q, const EK* __restrict__ k_cache,
                          const EV* __restrict__ v_cache, Kv kv, const int32_t* __restrict__ positions, int n,
                          float scale_log2, int window, float* __restrict__ out, int n_heads, int n_kv_heads,
-                         HalfOut out16) {
+                         HalfOut out16, float* __restrict__ lse) {
   using L = Layout<D, kRows>;
   using S = Shape<D, kRows>;
   constexpr int kWarps = S::kWarps, kThreads = kWarps * 32, kQueries = S::kQueries, kKeys = S::kKeys;
@@ -365,7 +365,10 @@ __global__ void __launch_bounds__(Shape<D, kRows>::kWarps * 32)
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       if (!live[r][i]) continue;
-      // The query's own key is always visible, so the sum is > 0.
+      const int64_t row = static_cast<int64_t>(t0 + 16 * r + 8 * i) * n_heads + h;
+      // (-inf for a query that saw no key: a part of the delayed switch it lies before.)
+      if (lse && lane % 4 == 0 && warp % S::kSplit == 0) lse[row] = m[r][i] * (scale_log2 / kLog2e) + logf(sum);
+      // The query's own key is always visible (unless lse is asked for), so the sum is > 0.
       const float inv = 1.0f / sum;
       const int64_t at = static_cast<int64_t>(t0 + 16 * r + 8 * i) * q_stride + static_cast<int64_t>(h) * D + out0 +
                          2 * (lane % 4);
@@ -402,7 +405,8 @@ bool two_rows_fit() {
 
 template <int D, int kRows, class Kv>
 void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv,
-                 const int32_t* positions, float scale, int64_t window, const Tensor& out, HalfOut out16) {
+                 const int32_t* positions, float scale, int64_t window, const Tensor& out, HalfOut out16,
+                 float* lse) {
   Context& ctx = context();
   dispatch_kv_pair(k_cache.dtype, v_cache.dtype, [&](auto key, auto value) {
     using EK = decltype(key);
@@ -424,7 +428,7 @@ void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
     kernel<<<grid, Shape<D, kRows>::kWarps * 32, Layout<D, kRows>::kBytes, ctx.stream>>>(
         q.ptr<float>(), static_cast<const EK*>(k_cache.data), static_cast<const EV*>(v_cache.data), kv, positions, n,
         scale * kLog2e, static_cast<int>(std::min<int64_t>(window, INT_MAX)), out.ptr<float>(), n_heads,
-        static_cast<int>(k_cache.dim(1)), out16);
+        static_cast<int>(k_cache.dim(1)), out16, lse);
     CORVID_CUDA_LAUNCHED("flash_prefill_kernel");
     }
   });
@@ -432,18 +436,18 @@ void launch_rows(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
 
 template <int D, class Kv>
 void launch(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Kv& kv, const int32_t* positions,
-            float scale, int64_t window, const Tensor& out, HalfOut out16) {
+            float scale, int64_t window, const Tensor& out, HalfOut out16, float* lse) {
   // The row max is taken on unscaled scores, which is only the max of the scaled ones for scale > 0.
   try {
     CORVID_CHECK(scale > 0, "CUDA prefill attention: scale must be positive, got ", scale);
     // Head sizes 256 and 512 (Gemma) keep one row tile a warp: two would hold 256 accumulators a thread.
     if constexpr (D <= 128) {
       if (g_rows == 2 && two_rows_fit<D>()) {
-        launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+        launch_rows<D, 2>(q, k_cache, v_cache, kv, positions, scale, window, out, out16, lse);
         return;
       }
     }
-    launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16);
+    launch_rows<D, 1>(q, k_cache, v_cache, kv, positions, scale, window, out, out16, lse);
   } catch (...) {
     context().gemm_operand = {};  // the caller recorded an operand this launch never wrote
     throw;
@@ -468,26 +472,26 @@ bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache, const T
 }
 
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
-                       float scale, int64_t window, const Tensor& out, HalfOut out16) {
+                       float scale, int64_t window, const Tensor& out, HalfOut out16, float* lse) {
   switch (q.dim(2)) {
-    case 64: launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
-    case 96: launch<96>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
-    case 128: launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
-    case 256: launch<256>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
-    default: launch<512>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16); return;
+    case 64: launch<64>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16, lse); return;
+    case 96: launch<96>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16, lse); return;
+    case 128: launch<128>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16, lse); return;
+    case 256: launch<256>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16, lse); return;
+    default: launch<512>(q, k_cache, v_cache, ContiguousKv{}, positions, scale, window, out, out16, lse); return;
   }
 }
 
 void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
                                 int block_size, const int32_t* positions, float scale, int64_t window,
-                                const Tensor& out, HalfOut out16) {
+                                const Tensor& out, HalfOut out16, float* lse) {
   const SequenceKv kv{table, block_size};
   switch (q.dim(2)) {
-    case 64: launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
-    case 96: launch<96>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
-    case 128: launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
-    case 256: launch<256>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
-    default: launch<512>(q, k_pool, v_pool, kv, positions, scale, window, out, out16); return;
+    case 64: launch<64>(q, k_pool, v_pool, kv, positions, scale, window, out, out16, lse); return;
+    case 96: launch<96>(q, k_pool, v_pool, kv, positions, scale, window, out, out16, lse); return;
+    case 128: launch<128>(q, k_pool, v_pool, kv, positions, scale, window, out, out16, lse); return;
+    case 256: launch<256>(q, k_pool, v_pool, kv, positions, scale, window, out, out16, lse); return;
+    default: launch<512>(q, k_pool, v_pool, kv, positions, scale, window, out, out16, lse); return;
   }
 }
 

@@ -16,14 +16,14 @@ int attention_prefill_rows();
 
 // Head sizes and extents the kernel handles (else the fp32 kernel runs).
 bool attention_prefill_supported(const Tensor& q, const Tensor& k_cache, const Tensor& out);
-// Same contract as ops::attention; positions is the device copy. out16: where the
+// Same contract as ops::attention (lse: null, or [n, heads] on the device); positions is the device copy. out16: where the
 // output is also written as the next GEMM's 16-bit operand (half_out.cuh), or nowhere.
 void attention_prefill(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const int32_t* positions,
-                       float scale, int64_t window, const Tensor& out, HalfOut out16);
+                       float scale, int64_t window, const Tensor& out, HalfOut out16, float* lse = nullptr);
 // The same over a paged pool, for queries that are all in one sequence: its position j
 // is pool row table[j / block_size] * block_size + j % block_size (table on the device).
 void attention_prefill_sequence(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const int32_t* table,
                                 int block_size, const int32_t* positions, float scale, int64_t window,
-                                const Tensor& out, HalfOut out16);
+                                const Tensor& out, HalfOut out16, float* lse = nullptr);
 
 }  // namespace corvid::ops::cuda

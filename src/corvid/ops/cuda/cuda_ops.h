@@ -73,7 +73,8 @@ void gather_columns(const Tensor& x, int64_t offset, const Tensor& out);
 void im2col_1d(const Tensor& x, int64_t kernel, int64_t stride, int64_t pad, const Tensor& out);
 void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& weight, float eps, const Tensor& out);
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Indices& positions,
-               float scale, int64_t window, const Tensor& out);
+               float scale, int64_t window, const Tensor& out, const Tensor* lse);
+void merge_attention(const Tensor& out, const Tensor& lse, const Tensor& other, const Tensor& other_lse);
 // Whether rope_store_kv_attention runs as one kernel (one query, decode attention's head
 // sizes; not with CORVID_NO_FUSED_ROPE=1); otherwise ops.cc runs rope_store_kv + attention.
 bool rope_store_kv_attention_fuses(const Tensor& q, const Tensor& k_cache);
@@ -81,7 +82,7 @@ void rope_store_kv_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const RopeParams& params, const Tensor& k_cache, const Tensor& v_cache, float scale,
                              int64_t window, const Tensor& out);
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, const PagedKV& paged,
-                     const Indices& positions, float scale, int64_t window, const Tensor& out);
+                     const Indices& positions, float scale, int64_t window, const Tensor& out, const Tensor* lse);
 void softmax(const Tensor& x);
 // ops/moe.h, in moe.cu (the router, the pairs' grouping and the combining) and
 // moe_experts.cu (the experts' GEMVs and grouped GEMM).
