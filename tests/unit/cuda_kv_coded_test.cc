@@ -214,6 +214,139 @@ TEST(CudaCodedKv, AttentionOverCodesMatchesTheCpus) {
     }
 }
 
+// The delayed switch's two parts on the GPU (a bf16 head of `split` positions, a coded
+// tail) merged, against the CPU's merge of the same values (the head rounded to bf16
+// first, kept in f32): queries before, at and after the switch; contiguous and paged;
+// decode, append and prompt kernels. Also each part's lse.
+void check_split_attention(DType t, DType tv, ops::QuantizedMatmul mode) {
+  NumericsScope numerics(mode);
+  const int64_t heads = 8, kv_heads = 2, d = 64, len = 300, split = 48, block = 16;
+  const int64_t tail = len - split, row = kv_heads * d;
+  std::vector<float> kvals = random_floats(static_cast<size_t>(len * row), 31, 1.5f);
+  std::vector<float> vvals = random_floats(static_cast<size_t>(len * row), 32, 1.5f);
+  auto to_bf16 = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&x, &b, 4);
+    return x;
+  };
+  for (int64_t i = 0; i < split * row; ++i) {
+    kvals[static_cast<size_t>(i)] = to_bf16(kvals[static_cast<size_t>(i)]);
+    vvals[static_cast<size_t>(i)] = to_bf16(vvals[static_cast<size_t>(i)]);
+  }
+  auto part = [&](const std::vector<float>& x, int64_t from, int64_t to) {
+    return f32_tensor({to - from, kv_heads, d}, std::vector<float>(x.begin() + from * row, x.begin() + to * row));
+  };
+  OwnedTensor kh = part(kvals, 0, split), vh = part(vvals, 0, split);
+  OwnedTensor kt = part(kvals, split, len), vt = part(vvals, split, len);
+  std::vector<int32_t> tail_rows(static_cast<size_t>(tail)), head_rows(static_cast<size_t>(split));
+  std::iota(tail_rows.begin(), tail_rows.end(), 0);
+  std::iota(head_rows.begin(), head_rows.end(), 0);
+  DeviceTensor ktc = zero_cache(Device::CPU, t, tail, kv_heads, d), vtc = zero_cache(Device::CPU, tv, tail, kv_heads, d);
+  ops::store_kv(kt.tensor, vt.tensor, tail_rows, ktc.tensor, vtc.tensor);
+  DeviceTensor gkh = zero_cache(Device::CUDA, DType::BF16, split, kv_heads, d),
+               gvh = zero_cache(Device::CUDA, DType::BF16, split, kv_heads, d);
+  DeviceTensor gk_rows = to_gpu(kh.tensor), gv_rows = to_gpu(vh.tensor);
+  ops::store_kv(gk_rows.tensor, gv_rows.tensor, head_rows, gkh.tensor, gvh.tensor);
+  DeviceTensor gkt = to_gpu(ktc.tensor), gvt = to_gpu(vtc.tensor);
+  const float scale = 0.125f;
+  // Queries: a decode step before the switch, one after; an append across it; a prompt
+  // chunk from 20 to 59 (the tensor-core kernel in Fast numerics).
+  const std::vector<std::vector<int32_t>> cases = {{10}, {299}, {46, 47, 48}, {}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    std::vector<int32_t> pos = cases[ci];
+    if (pos.empty())
+      for (int32_t p = 20; p < 60; ++p) pos.push_back(p);
+    const int64_t n = static_cast<int64_t>(pos.size());
+    std::vector<int32_t> hp, tp;
+    for (int32_t p : pos) {
+      hp.push_back(std::min<int32_t>(p, split - 1));
+      tp.push_back(p - static_cast<int32_t>(split));
+    }
+    OwnedTensor q = f32_tensor({n, heads, d}, random_floats(static_cast<size_t>(n * heads * d), 33 + ci));
+    OwnedTensor want(DType::F32, {n, heads, d}), other(DType::F32, {n, heads, d});
+    OwnedTensor lse(DType::F32, {n, heads}), other_lse(DType::F32, {n, heads});
+    ops::attention(q.tensor, kh.tensor, vh.tensor, hp, scale, 0, want.tensor, &lse.tensor);
+    ops::attention(q.tensor, ktc.tensor, vtc.tensor, tp, scale, 0, other.tensor, &other_lse.tensor);
+    ops::merge_attention(want.tensor, lse.tensor, other.tensor, other_lse.tensor);
+    const bool tensor_cores = mode == ops::QuantizedMatmul::Fast && n >= 16;
+    const double tol = tensor_cores ? 2e-2 : 1e-5;
+    DeviceTensor gq = to_gpu(q.tensor);
+    for (const bool paged : {false, true}) {
+      DeviceTensor got(Device::CUDA, DType::F32, {n, heads, d}), got_other(Device::CUDA, DType::F32, {n, heads, d});
+      DeviceTensor glse(Device::CUDA, DType::F32, {n, heads}), glse_other(Device::CUDA, DType::F32, {n, heads});
+      if (!paged) {
+        ops::attention(gq.tensor, gkh.tensor, gvh.tensor, hp, scale, 0, got.tensor, &glse.tensor);
+        ops::attention(gq.tensor, gkt.tensor, gvt.tensor, tp, scale, 0, got_other.tensor, &glse_other.tensor);
+      } else {
+        // Each part's rows in blocks of 16 in the order given (the rows are the cache's):
+        // the tables are the identity, the pools the contiguous caches.
+        std::vector<int32_t> head_table(static_cast<size_t>(split / block)), tail_table(static_cast<size_t>(
+                                                                                 (tail + block - 1) / block));
+        std::iota(head_table.begin(), head_table.end(), 0);
+        std::iota(tail_table.begin(), tail_table.end(), 0);
+        const std::vector<int32_t> query_seq(static_cast<size_t>(n), 0);
+        const ops::PagedKV ph{block, head_table, static_cast<int64_t>(head_table.size()), query_seq};
+        const int64_t tail_rows_padded = static_cast<int64_t>(tail_table.size()) * block;
+        DeviceTensor pkt = zero_cache(Device::CPU, t, tail_rows_padded, kv_heads, d),
+                     pvt = zero_cache(Device::CPU, tv, tail_rows_padded, kv_heads, d);
+        ops::store_kv(kt.tensor, vt.tensor, tail_rows, pkt.tensor, pvt.tensor);
+        DeviceTensor gpkt = to_gpu(pkt.tensor), gpvt = to_gpu(pvt.tensor);
+        const ops::PagedKV pt{block, tail_table, static_cast<int64_t>(tail_table.size()), query_seq};
+        ops::paged_attention(gq.tensor, gkh.tensor, gvh.tensor, ph, hp, scale, 0, got.tensor, &glse.tensor);
+        ops::paged_attention(gq.tensor, gpkt.tensor, gpvt.tensor, pt, tp, scale, 0, got_other.tensor,
+                             &glse_other.tensor);
+      }
+      // Each part's lse where it saw keys; -inf where it saw none.
+      const std::vector<float> l1 = to_host(glse.tensor), l2 = to_host(glse_other.tensor);
+      for (int64_t i = 0; i < n * heads; ++i) {
+        EXPECT_NEAR(l1[static_cast<size_t>(i)], lse.ptr<float>()[i], tensor_cores ? 2e-2 : 1e-4) << i;
+        if (other_lse.ptr<float>()[i] == -INFINITY) EXPECT_EQ(l2[static_cast<size_t>(i)], -INFINITY) << i;
+        else EXPECT_NEAR(l2[static_cast<size_t>(i)], other_lse.ptr<float>()[i], tensor_cores ? 2e-2 : 1e-4) << i;
+      }
+      ops::merge_attention(got.tensor, glse.tensor, got_other.tensor, glse_other.tensor);
+      EXPECT_LE(rel_err(to_host(got.tensor), want.ptr<float>(), static_cast<size_t>(want.tensor.numel())), tol)
+          << dtype_name(t) << "/" << dtype_name(tv) << (paged ? " paged, " : " contiguous, ") << "case " << ci;
+    }
+  }
+}
+
+TEST(CudaCodedKv, DelayedSwitchPartsMergeAsTheCpus) {
+  SKIP_WITHOUT_GPU();
+  for (ops::QuantizedMatmul mode : {ops::QuantizedMatmul::Exact, ops::QuantizedMatmul::Fast})
+    for (const auto& [t, tv] : std::vector<std::pair<DType, DType>>{
+             {DType::A8G64, DType::A8G64}, {DType::F8G64, DType::F8G64}, {DType::A8G64, DType::T3G64}})
+      check_split_attention(t, tv, mode);
+}
+
+// The engine on the GPU with the delayed switch (an f32 head, so that it holds the CPU's
+// values; then the default bf16 head runs too), batched, against a CPU session alone.
+TEST(CudaCodedKv, DelayedSwitchBatchedGreedyEqualsTheCpuSessionAlone) {
+  SKIP_WITHOUT_GPU();
+  NumericsScope numerics(ops::QuantizedMatmul::Exact);
+  const std::string path = (fixtures::fixtures_dir() / "llama_hd64").string();
+  LoadedModel cpu = LoadedModel::load(path);
+  LoadedModel gpu = LoadedModel::load(path, Device::CUDA);
+  const auto prompts = fixtures::random_prompts(6, 17, 25, static_cast<int32_t>(cpu.model->config().vocab_size));
+  for (const KvFormat& t : {KvFormat(DType::A8G64), *kv_format_from_name("turbo:k8v3")}) {
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : prompts) alone.push_back(fixtures::greedy(*cpu.runner, p, 16, t, {}, 8));
+    fixtures::expect_batched_equals_alone(*gpu.runner, nullptr, prompts, alone, 16, t, 8, DType::F32);
+    EngineConfig c;
+    c.num_blocks = 64;
+    c.block_size = 4;
+    c.kv_format = t;
+    c.kv_quant_start = 8;  // bf16 head
+    Engine engine(*gpu.runner, nullptr, c);
+    const auto got = fixtures::engine_greedy(engine, prompts, 16);
+    size_t same = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) same += got[i] == alone[i];
+    EXPECT_GE(same, prompts.size() / 2) << kv_format_name(t) << ": a bf16 head rounds, but most runs agree";
+    engine.shutdown();
+  }
+}
+
 // The engine on the GPU over a coded pool, batched (a roomy pool and one that preempts),
 // against a CPU session alone over a cache of the same format, in Exact numerics.
 TEST(CudaCodedKv, BatchedGreedyOnTheGpuEqualsTheCpuSessionAlone) {

@@ -48,13 +48,16 @@ inline std::vector<std::vector<int32_t>> engine_greedy(Engine& engine, const std
 inline void expect_batched_equals_alone(Runner& runner, const Tokenizer* tokenizer,
                                         const std::vector<std::vector<int32_t>>& prompts,
                                         const std::vector<std::vector<int32_t>>& alone, int64_t n,
-                                        const KvFormat& kv) {
+                                        const KvFormat& kv, int64_t quant_start = 0,
+                                        std::optional<DType> head_dtype = std::nullopt) {
   for (const int64_t num_blocks : {int64_t{256}, int64_t{14}}) {
     EngineConfig c;
     c.num_blocks = num_blocks;
     c.block_size = 4;
     c.scheduler = {6, 24};
     c.kv_format = kv;
+    c.kv_quant_start = quant_start;
+    c.kv_head_dtype = head_dtype;
     Engine engine(runner, tokenizer, c);
     const auto batched = engine_greedy(engine, prompts, n);
     for (size_t i = 0; i < prompts.size(); ++i)

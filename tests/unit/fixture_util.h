@@ -53,10 +53,11 @@ inline std::string test_name(std::string s) {
 }
 
 // n greedy tokens after `prompt` (no stop tokens: the oracle ran with EOS off), the
-// session's cache in `kv` (with `formats` per layer).
+// session's cache in `kv` (with `formats` per layer, the delayed switch at quant_start).
 inline std::vector<int32_t> greedy(Runner& model, const std::vector<int32_t>& prompt, int64_t n,
-                                   const KvFormat& kv = DType::F32, std::span<const std::optional<KvFormat>> formats = {}) {
-  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats);
+                                   const KvFormat& kv = DType::F32, std::span<const std::optional<KvFormat>> formats = {},
+                                   int64_t quant_start = 0) {
+  Session session(model, static_cast<int64_t>(prompt.size()) + n + 1, kv, formats, quant_start);
   GenerateOptions opts;
   opts.max_new_tokens = n;
   std::vector<int32_t> out;

@@ -61,7 +61,7 @@ void run_bench(const BenchArgs& a) {
   const int64_t vocab = model.config().vocab_size;
   const KvFormat kv_format = kv_cache_format(a.common, model.device());
   KVCache kv(with_layer_formats(model.state_spec(), kv_layer_formats(a.common, model)),
-             a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_format);
+             a.depth + std::max(a.prompt, a.gen) + 1, model.device(), kv_format, a.common.kv_quant_start);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(a.prompt, a.gen))), positions(tokens.size());
@@ -94,7 +94,9 @@ void run_bench(const BenchArgs& a) {
   std::printf("model: %s (%s, %.1fM params), device: %s, threads: %d, KV cache: %s\n", a.common.model.c_str(),
               model.config().architecture.c_str(), static_cast<double>(model.parameter_count()) / 1e6,
               device_backend(model.device()).description().c_str(), ThreadPool::global().size(),
-              kv_format_name(kv_format).c_str());
+              (kv_format_name(kv_format) + (a.common.kv_quant_start > 0
+                                                ? " from position " + std::to_string(a.common.kv_quant_start)
+                                                : std::string())).c_str());
   const std::string at = a.depth > 0 ? " @ d" + std::to_string(a.depth) : "";
   if (!pp.empty()) {
     Stat s = summarize(pp);

@@ -53,6 +53,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& opts) {
                "rotate queries and keys by a fixed randomised Hadamard transform before the cache (scores unchanged; "
                "a quantized key's large channels spread over all of them), as llama.cpp does for q4_0 KV; "
                "head_dim a power of 2");
+  cmd.add_option("--kv-quant-start", opts.kv_quant_start,
+                 "the delayed switch: a sequence's first N positions stay in bf16 (f32 on the CPU) in every layer "
+                 "of a coded --kv-cache-dtype (q8, q4, fp8, turbo), the rest is coded; N is rounded up to whole "
+                 "KV blocks in the server (docs/kv-cache.md). 0: code every position")
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--moe-offload", opts.moe_offload,
                  "keep the routed experts of the first N MoE layers (or 'all') in pinned host memory, read in place "
                  "by the GPU: a MoE model larger than the GPU runs, those layers at the host link's speed (GPU only)");

@@ -21,6 +21,7 @@ struct CommonOptions {
   std::string moe_offload = "0";        // N | all: MoE layers whose experts stay in host memory
   std::string kv_config;                // per-layer KV formats (kv/kv_config.h), a JSON file
   bool kv_rotate = false;               // queries and keys rotated before the cache (ops::hadamard_rotate)
+  int64_t kv_quant_start = 0;           // the delayed switch: positions kept in 16 bits before the format
 };
 
 void add_common_options(CLI::App& cmd, CommonOptions& opts);

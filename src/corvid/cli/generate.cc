@@ -74,7 +74,8 @@ void run_generate(GenerateArgs& a, const CLI::App& cmd) {
   opts.sampling = sampling_params(a.sampling, cmd, m.files->generation);
   if (!a.ignore_eos) opts.stop_ids = stop_token_ids(m, tmpl ? &*tmpl : nullptr);
   Session session(*m.runner, context_size(a, m.model->config(), static_cast<int64_t>(prompt.ids.size()) + a.max_tokens),
-                  kv_cache_format(a.common, m.model->device()), kv_layer_formats(a.common, *m.model));
+                  kv_cache_format(a.common, m.model->device()), kv_layer_formats(a.common, *m.model),
+                  a.common.kv_quant_start);
   ReplyPrinter printer(tok, opts.stop_ids, tmpl ? tmpl->source(ChatRequest{}) : std::string(), prompt.text);
   printer.prime(prompt.ids);  // so the first word keeps its leading space (SentencePiece)
   std::vector<int32_t> generated;
@@ -106,7 +107,7 @@ void run_chat(GenerateArgs& a, const CLI::App& cmd) {
   opts.sampling = sampling_params(a.sampling, cmd, m.files->generation);
   opts.stop_ids = stop_token_ids(m, &*tmpl);
   Session session(*m.runner, context_size(a, m.model->config(), 0), kv_cache_format(a.common, m.model->device()),
-                  kv_layer_formats(a.common, *m.model));
+                  kv_layer_formats(a.common, *m.model), a.common.kv_quant_start);
   std::fprintf(stderr, "corvid chat: %s (%s). Type a message; an empty line or Ctrl-D ends.\n",
                a.common.model.c_str(), m.model->config().architecture.c_str());
   Json messages = first_messages(a);

@@ -64,9 +64,10 @@ WindowRun open_windows(const WindowArgs& a, const char* verb) {
   const Tokenizer* tok = run.model.tokenizer.get();
   run.bos = tok && tok->adds_bos() ? tok->bos_id() : std::nullopt;
   run.kv_label = kv_format_name(run.kv) + " KV" +
-                 (a.common.kv_config.empty() ? std::string() : " + per-layer rules of " + a.common.kv_config);
+                 (a.common.kv_config.empty() ? std::string() : " + per-layer rules of " + a.common.kv_config) +
+                 (a.common.kv_quant_start > 0 ? " from position " + std::to_string(a.common.kv_quant_start) : "");
   run.session = std::make_unique<Session>(*run.model.runner, a.context, run.kv,
-                                          kv_layer_formats(a.common, *run.model.model));
+                                          kv_layer_formats(a.common, *run.model.model), a.common.kv_quant_start);
   std::fprintf(stderr, "corvid %s: %lld tokens, %lld windows of %lld, scoring the last %lld of each, %s\n", verb,
                static_cast<long long>(run.tokens.size()), static_cast<long long>(run.chunks),
                static_cast<long long>(a.context), static_cast<long long>(a.context - 1 - a.context / 2),

@@ -168,8 +168,8 @@ void serve_embeddings(const ServeArgs& a, LoadedModel& m) {
   config.max_batch_seqs = std::max<int64_t>(a.max_num_seqs, 1);
   config.max_waiting = std::max<int64_t>(a.max_waiting, 1);
   config.kv_format = kv_cache_format(a.common, m.model->device());
-  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated(),
-               "--kv-config / --kv-rotate / turbo: --task embed runs each input once through a short-lived cache; give a plain --kv-cache-dtype");
+  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated() && a.common.kv_quant_start == 0,
+               "--kv-config / --kv-rotate / --kv-quant-start / turbo: --task embed runs each input once through a short-lived cache; give a plain --kv-cache-dtype");
   Embedder embedder(m, pooling, config);
   server::ApiConfig api_config;
   api_config.model_name = model_name(a);
@@ -227,6 +227,7 @@ void run_serve(const ServeArgs& a) {
   config.kv_cache_bytes = kv_cache_bytes(a, m.model->device());
   config.kv_format = kv_cache_format(a.common, m.model->device());
   config.kv_layer_formats = kv_layer_formats(a.common, *m.model);
+  config.kv_quant_start = a.common.kv_quant_start;
   config.scheduler.max_num_seqs = a.max_num_seqs;
   config.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   config.max_model_len = a.max_model_len;

@@ -78,6 +78,8 @@ Engine::Engine(Runner& runner, const Tokenizer* tokenizer, const EngineConfig& c
   kv.num_blocks = config.num_blocks;
   kv.device = runner.device();
   kv.format = config.kv_format;
+  kv.quant_start = config.kv_quant_start;
+  kv.head_dtype = config.kv_head_dtype;
   kv.prefix_caching = config.enable_prefix_caching;
   kv.max_seqs = config.scheduler.max_num_seqs;
   kv.max_chunk = config.scheduler.max_num_batched_tokens;

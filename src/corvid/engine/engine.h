@@ -54,6 +54,10 @@ struct EngineConfig {
   KvFormat kv_format = DType::F32;  // the KV pool's (kv/kv_format.h: F16 / BF16 on a GPU only)
   // Per-layer formats (kv/kv_config.h), one entry per model layer; empty: kv_format for all.
   std::vector<std::optional<KvFormat>> kv_layer_formats;
+  // The delayed switch (kv/kv_manager.h): a sequence's first positions that coded layers
+  // keep in 16 bits (f32 on the CPU); 0: none.
+  int64_t kv_quant_start = 0;
+  std::optional<DType> kv_head_dtype;  // its dtype; unset: bf16 on CUDA, f32 on the CPU (tests)
   int format_mask_threads = 4;                // threads filling a step's structured-output masks
   // Set when another model shares the device (a speech model beside it in corvid serve):
   // each step runs in a turn of it (core/device_turns.h). Outlives the engine.

@@ -19,6 +19,14 @@ int64_t next_power_of_two(int64_t n) {
 // short sequences share one recording per batch bucket.
 constexpr int64_t kMinRecordedTableWidth = 4;
 
+// Where a group of segment `seg` (kv/kv_store.h) sees absolute position pos: counted
+// from the segment's begin, clamped to its last position (a later query sees all of it),
+// negative before it (the query sees none of its keys).
+int32_t segment_position(const KvSegment& seg, int64_t pos) {
+  return static_cast<int32_t>(std::min(pos, seg.end - 1) - seg.begin);
+}
+bool in_segment(const KvSegment& seg, int64_t pos) { return pos >= seg.begin && pos < seg.end; }
+
 }  // namespace
 
 Runner::Runner(Model& model) : model_(model) {}
@@ -107,12 +115,18 @@ void Runner::stage(const KvStore* kv, const InputLayout& layout, bool paged) {
   groups_.clear();
   const ops::Indices tokens = view(0, n), positions = view(layout.positions(), n);
   if (!paged) {
-    groups_.push_back({positions, {}});  // contiguous: a position's row is the position
+    if (kv && kv->num_groups() > 1) {  // the delayed switch: rows and positions per group
+      for (int64_t g = 0; g < kv->num_groups(); ++g)
+        groups_.push_back({view(layout.slots(g), n), {}, view(layout.group_positions(g), n)});
+    } else {
+      groups_.push_back({positions, {}, positions});  // contiguous: a position's row is the position
+    }
   } else {
     const ops::Indices query_seq = view(layout.query_seq(), n);
     for (int64_t g = 0; g < kv->num_groups(); ++g)
-      groups_.push_back({view(layout.slots(g), n), {kv->block_size(), view(layout.tables(g), layout.seqs * layout.width),
-                                                    layout.width, query_seq}});
+      groups_.push_back({view(layout.slots(g), n),
+                         {kv->block_size(), view(layout.tables(g), layout.seqs * layout.width), layout.width, query_seq},
+                         view(layout.group_positions(g), n)});
   }
   step_ = Step{tokens, positions, groups_, out_rows_, kv, StepOutput::Logits, {}};
 }
@@ -138,7 +152,22 @@ void Runner::forward(std::span<const int32_t> tokens, std::span<const int32_t> p
   for (int64_t r = n - n_out; r < n; ++r) out_rows_.push_back(r);
   inputs_.assign(tokens.begin(), tokens.end());
   inputs_.insert(inputs_.end(), positions.begin(), positions.end());
-  stage(&kv, {n, 0, 0}, /*paged=*/false);
+  const InputLayout layout{n, 0, 0};
+  if (kv.num_groups() > 1) {
+    // The delayed switch: each group's rows (position - begin inside its segment, else
+    // -1: stored nowhere) and positions.
+    inputs_.resize(static_cast<size_t>(layout.size(kv.num_groups())), 0);
+    for (int64_t g = 0; g < kv.num_groups(); ++g) {
+      const KvSegment seg = kv.segment(g);
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t pos = positions[static_cast<size_t>(j)];
+        inputs_[static_cast<size_t>(layout.slots(g) + j)] =
+            in_segment(seg, pos) ? static_cast<int32_t>(pos - seg.begin) : -1;
+        inputs_[static_cast<size_t>(layout.group_positions(g) + j)] = segment_position(seg, pos);
+      }
+    }
+  }
+  stage(&kv, layout, /*paged=*/false);
   const Tensor out = logits_target(logits, n_out);
   DeviceBackend& backend = device_backend(model_.device());
   if (n == 1 && record_steps_ && warm_ && backend.supports_capture()) {
@@ -196,7 +225,14 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
   int32_t* positions = tokens + layout.positions();
   int32_t* query_seq = tokens + layout.query_seq();
   auto slots = [&](int64_t g) { return tokens + layout.slots(g); };
+  auto group_positions = [&](int64_t g) { return tokens + layout.group_positions(g); };
   auto tables = [&](int64_t g) { return tokens + layout.tables(g); };
+  std::vector<KvSegment> segments;
+  for (int64_t g = 0; g < groups; ++g) {
+    segments.push_back(kv.segment(g));
+    CORVID_CHECK(segments.back().begin % bs == 0 && (segments.back().end == INT64_MAX || segments.back().end % bs == 0),
+                 "forward_batch: KV group ", g, "'s segment is not whole blocks of ", bs);
+  }
   out_rows_.clear();
   int64_t i = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -207,12 +243,16 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
       CORVID_CHECK(static_cast<int64_t>(table.size()) * bs >= seq.start + count, "forward_batch: sequence ", s,
                    " has ", table.size(), " blocks of ", bs, " for ", seq.start + count, " positions");
       int32_t* row = tables(g) + static_cast<int64_t>(s) * width;
-      for (size_t b = 0; b < table.size(); ++b) {
+      // A group of a segment reads its table from the segment's first block.
+      const KvSegment& seg = segments[static_cast<size_t>(g)];
+      const size_t first = static_cast<size_t>(seg.begin / bs);
+      const size_t last = std::min(table.size(), seg.end == INT64_MAX ? table.size() : static_cast<size_t>(seg.end / bs));
+      for (size_t b = first; b < last; ++b) {
         CORVID_CHECK(table[b] < kv.group_blocks(g), "forward_batch: sequence ", s, " names block ", table[b],
                      ", outside the pool of ", kv.group_blocks(g));
         // A released entry is never read (it lies before every query's window); 0 keeps
         // a kernel that loads a whole tile inside the pool.
-        row[b] = std::max<int32_t>(table[b], 0);
+        row[b - first] = std::max<int32_t>(table[b], 0);
       }
     }
     for (int64_t j = 0; j < count; ++j, ++i) {
@@ -224,6 +264,12 @@ void Runner::forward_batch(std::span<const BatchSequence> batch, const KvStore& 
       positions[i] = static_cast<int32_t>(pos);
       query_seq[i] = static_cast<int32_t>(s);
       for (int64_t g = 0; g < groups; ++g) {
+        const KvSegment& seg = segments[static_cast<size_t>(g)];
+        group_positions(g)[i] = segment_position(seg, pos);
+        if (!in_segment(seg, pos)) {
+          slots(g)[i] = -1;  // the group keeps none of this position
+          continue;
+        }
         const int32_t block = seq.block_tables[static_cast<size_t>(g)][static_cast<size_t>(pos / bs)];
         CORVID_CHECK(block >= 0, "forward_batch: sequence ", s, " has no block for position ", pos, " in KV group ", g);
         slots(g)[i] = static_cast<int32_t>(block * bs + pos % bs);

@@ -108,18 +108,21 @@ class Runner {
   Recording wanted(const KvStore& kv, const Tensor& out) const;
   // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views.
   // Where each array of a step's packed int32 inputs starts: tokens, positions and
-  // query_seq [n each], then per KV group its slots [n] and block tables [seqs * width].
+  // query_seq [n each], then per KV group its slots [n], its positions [n] (models/model.h
+  // StepKvGroup) and block tables [seqs * width].
   struct InputLayout {
     int64_t n = 0, seqs = 0, width = 0;
     int64_t positions() const { return n; }
     int64_t query_seq() const { return 2 * n; }
-    int64_t slots(int64_t group) const { return 3 * n + group * (n + seqs * width); }
-    int64_t tables(int64_t group) const { return slots(group) + n; }
+    int64_t slots(int64_t group) const { return 3 * n + group * (2 * n + seqs * width); }
+    int64_t group_positions(int64_t group) const { return slots(group) + n; }
+    int64_t tables(int64_t group) const { return slots(group) + 2 * n; }
     int64_t size(int64_t groups) const { return slots(groups); }
   };
   // Copies the packed inputs to the device (a model on a GPU) and makes the Step's views:
-  // paged, every array of `layout`; contiguous, tokens and positions only (the slots are
-  // the positions; no store: an encoder's step).
+  // paged, every array of `layout`; contiguous, tokens and positions, and the groups'
+  // slots and positions when the store has several (the delayed switch), else the slots
+  // are the positions; no store: an encoder's step.
   void stage(const KvStore* kv, const InputLayout& layout, bool paged);
 
   Model& model_;

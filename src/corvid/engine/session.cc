@@ -15,9 +15,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Session::Session(Runner& runner, int64_t context_size, const KvFormat& kv_format,
-                 std::span<const std::optional<KvFormat>> layer_formats)
+                 std::span<const std::optional<KvFormat>> layer_formats, int64_t kv_quant_start)
     : runner_(runner),
-      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_format) {
+      kv_(with_layer_formats(runner.model().state_spec(), layer_formats), context_size, runner.device(), kv_format,
+          kv_quant_start) {
   const int64_t vocab = runner.config().vocab_size;
   if (runner.device() == Device::CPU) {
     logits_ = OwnedTensor(DType::F32, {1, vocab});

@@ -37,9 +37,10 @@ struct GenerationStats {
 class Session {
  public:
   // kv_format: the KV cache's (kv/kv_format.h); layer_formats: per-layer formats
-  // (kv/kv_config.h), one entry per model layer, or none.
+  // (kv/kv_config.h), one entry per model layer, or none; kv_quant_start: the delayed
+  // switch (kv/kv_cache.h).
   Session(Runner& runner, int64_t context_size, const KvFormat& kv_format = DType::F32,
-          std::span<const std::optional<KvFormat>> layer_formats = {});
+          std::span<const std::optional<KvFormat>> layer_formats = {}, int64_t kv_quant_start = 0);
 
   // Appends `new_tokens` to the sequence, then samples up to max_new_tokens, calling
   // on_token for each (return false to stop early). Throws corvid::Error, before any

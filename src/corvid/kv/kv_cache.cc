@@ -1,5 +1,7 @@
 #include "corvid/kv/kv_cache.h"
 
+#include <algorithm>
+
 #include "corvid/core/error.h"
 #include "corvid/ops/ops.h"
 
@@ -27,12 +29,53 @@ static std::span<const LayerState> checked(std::span<const LayerState> spec, int
   return spec;
 }
 
-KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, const KvFormat& format)
+KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device device, const KvFormat& format,
+                 int64_t quant_start)
     : capacity_(capacity),
       device_(device),
       format_(format),
-      layers_(checked(spec, capacity, device, format), capacity, device, format) {}
+      quant_start_(quant_start),
+      layers_(checked(spec, capacity, device, format), capacity, device, format) {
+  CORVID_CHECK(quant_start >= 0, "kv cache: --kv-quant-start must not be negative, got ", quant_start);
+  if (quant_start == 0) return;
+  // Layers split as the KV manager splits them: full attention in a coded format. Their
+  // heads take default_kv_dtype; every other layer keeps its format in the head tensors
+  // too (rows nobody reads: a spec has one format per layer).
+  std::vector<LayerState> head_spec(spec.begin(), spec.end());
+  bool any = false;
+  for (size_t l = 0; l < spec.size(); ++l) {
+    const LayerState& s = spec[l];
+    const LayerState& own = s.kind == StateKind::SharedKV ? spec[static_cast<size_t>(s.source)] : s;
+    const KvFormat f = own.format_in(format);
+    const bool split = own.kind == StateKind::FullKV && kv_format_coded(f);
+    split_.push_back(split);
+    any |= split;
+    if (split && s.kind != StateKind::SharedKV) head_spec[l].format = kv_head_format(f, default_kv_dtype(device));
+  }
+  if (any) heads_ = std::make_unique<LayerTensors>(head_spec, std::min(quant_start, capacity), device, format);
+}
 
-size_t KVCache::nbytes() const { return layers_.nbytes(); }
+const Tensor& KVCache::head_keys(int64_t layer) const {
+  CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
+  return heads_->keys(layer);
+}
+
+const Tensor& KVCache::head_values(int64_t layer) const {
+  CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
+  return heads_->values(layer);
+}
+
+KvFormat KVCache::head_format(int64_t layer) const {
+  CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
+  return heads_->format(layer);
+}
+
+KvSegment KVCache::segment(int64_t group) const {
+  if (group == 1) return {0, quant_start_};
+  if (group == 2) return {quant_start_, INT64_MAX};
+  return {};
+}
+
+size_t KVCache::nbytes() const { return layers_.nbytes() + (heads_ ? heads_->nbytes() : 0); }
 
 }  // namespace corvid

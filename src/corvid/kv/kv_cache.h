@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "corvid/core/device.h"
@@ -25,12 +26,16 @@ void check_kv_dtype(DType dtype, Device device);
 // head_dim a power of 2), so that --kv-rotate and TurboQuant are refused before any request.
 void check_rotation(int64_t head_dim, int64_t layer);
 
+// The delayed switch (quant_start > 0): a full-attention layer of a coded format keeps
+// positions [0, quant_start) in a head tensor of default_kv_dtype (rotated as its format
+// is) and position p >= quant_start in row p - quant_start of its own. Its step groups
+// (KvStore): 0 every other layer's (rows = positions), 1 the heads', 2 the coded tails'.
 class KVCache final : public KvStore {
  public:
   // Zero-filled keys and values for `capacity` positions, on `device`, in `format`
   // (each layer in the spec's own format where it gives one).
   KVCache(std::span<const LayerState> spec, int64_t capacity, Device device = Device::CPU,
-          const KvFormat& format = DType::F32);
+          const KvFormat& format = DType::F32, int64_t quant_start = 0);
 
   int64_t capacity() const { return capacity_; }
   Device device() const override { return device_; }
@@ -40,14 +45,27 @@ class KVCache final : public KvStore {
   int64_t num_layers() const override { return layers_.num_layers(); }
   bool paged() const override { return false; }
   KvFormat format(int64_t layer) const override { return layers_.format(layer); }
+  int64_t num_groups() const override { return heads_ ? 3 : 1; }
+  int64_t group_of(int64_t layer) const override { return split(layer) ? 2 : 0; }
+  int64_t head_group_of(int64_t layer) const override { return split(layer) ? 1 : -1; }
+  const Tensor& head_keys(int64_t layer) const override;
+  const Tensor& head_values(int64_t layer) const override;
+  KvFormat head_format(int64_t layer) const override;
+  KvSegment segment(int64_t group) const override;
+  int64_t quant_start() const { return quant_start_; }
   // Bytes held, for reporting.
   size_t nbytes() const;
 
  private:
+  bool split(int64_t layer) const { return heads_ && split_[static_cast<size_t>(layer)]; }
+
   int64_t capacity_;
   Device device_;
   KvFormat format_;
+  int64_t quant_start_;
   LayerTensors layers_;
+  std::vector<bool> split_;             // per layer: its head positions are kept apart
+  std::unique_ptr<LayerTensors> heads_;  // [quant_start rows] per layer (split layers' read)
 };
 
 }  // namespace corvid

@@ -72,4 +72,13 @@ std::string kv_format_name(const KvFormat& f) {
   return name;
 }
 
+bool kv_format_coded(const KvFormat& f) {
+  auto plain = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; };
+  return !plain(f.keys) || !plain(f.values);
+}
+
+KvFormat kv_head_format(const KvFormat& coded, DType plain) {
+  return {plain, plain, coded.rotate_keys, coded.rotate_values};
+}
+
 }  // namespace corvid

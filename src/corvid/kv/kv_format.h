@@ -30,6 +30,14 @@ struct KvFormat {
   int64_t bytes_per_position(int64_t elems) const;
 };
 
+// Whether a format codes its keys or values (q8, q4, fp8, turbo: not f32 / f16 / bf16);
+// the delayed switch (--kv-quant-start) applies to these.
+bool kv_format_coded(const KvFormat& f);
+// The delayed switch's format for a coded layer's first positions: keys and values of
+// `plain` (bf16 on CUDA, f32 on the CPU), rotated as `coded` rotates them, so that one
+// rotated query reads both parts and both outputs come back in one basis.
+KvFormat kv_head_format(const KvFormat& coded, DType plain);
+
 // The format a name gives: f32, f16, bf16, q8, q4, q8_g32, q4_g32, fp8, or turbo:kXvY
 // (X, Y in 8, 4, 3, 2: TurboQuant codes of X bits for keys and Y for values, 8 being
 // affine int8 in the rotated basis); nothing for another name.

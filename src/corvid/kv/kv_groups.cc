@@ -6,7 +6,10 @@ namespace corvid {
 
 std::string KvGroup::name() const {
   const std::string base = kind == StateKind::SlidingKV ? "sliding " + std::to_string(window) : "full";
-  return format ? base + " " + kv_format_name(*format) : base;
+  std::string name = format ? base + " " + kv_format_name(*format) : base;
+  if (segment.end != INT64_MAX) name += " below " + std::to_string(segment.end);
+  if (segment.begin > 0) name += " from " + std::to_string(segment.begin);
+  return name;
 }
 
 KvGrouping group_layers(std::span<const LayerState> spec) {
@@ -18,7 +21,7 @@ KvGrouping group_layers(std::span<const LayerState> spec) {
     const int64_t window = s.kind == StateKind::SlidingKV ? s.window : 0;
     for (size_t i = 0; i < g.groups.size(); ++i)
       if (g.groups[i].kind == s.kind && g.groups[i].window == window && g.groups[i].format == s.format) return i;
-    g.groups.push_back({s.kind, window, {}, {}, s.format});
+    g.groups.push_back({s.kind, window, {}, {}, s.format, {}});
     return g.groups.size() - 1;
   };
   std::vector<size_t> raw_group(spec.size());

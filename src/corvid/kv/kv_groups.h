@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "corvid/kv/kv_store.h"
 #include "corvid/kv/state_spec.h"
 
 namespace corvid {
@@ -23,7 +24,9 @@ struct KvGroup {
   std::vector<int64_t> layers;         // its storage layers (model indices)
   std::vector<LayerState> spec;        // their states, in the same order
   std::optional<KvFormat> format;      // their format (kv/kv_config.h); unset: the pool's
-  std::string name() const;            // "full", "sliding 512", "full q4", "full turbo:k4v3"
+  KvSegment segment;                   // the positions it keeps (the delayed switch splits a group)
+  // "full", "sliding 512", "full q4", "full turbo:k4v3", "full bf16 below 256", "full q8 from 256"
+  std::string name() const;
 };
 
 struct KvGrouping {

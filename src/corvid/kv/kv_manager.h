@@ -16,12 +16,23 @@
 // when every full group has all k cached and every sliding group has the blocks
 // of the window before position k * block_size.
 //
+// The delayed switch (quant_start > 0): a full group of a coded format keeps a
+// sequence's first positions (quant_start rounded up to whole blocks) apart, in a head
+// group of 16-bit keys and values (f32 on the CPU) with its own pool and prefix cache;
+// the coded group keeps the blocks from there on. A sequence holds at most that many
+// head blocks, so the head pool is sized for max_seqs sequences' heads (at most half the
+// budget). Blocks are never converted from one format to the other: the head stays
+// exact for the whole life of a sequence (a system prompt, the attention sinks), and a
+// block's format never changes under a prefix-cache hit. Each group's cache keys mix the
+// group's format and segment into the block hash, so no hit can cross formats.
+//
 // The manager is also the paged KvStore the runner and the model read: keys(layer)
 // and values(layer) are views into the layer's group pool.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +52,10 @@ struct KvManagerConfig {
   int64_t num_blocks = 0;                   // > 0: exactly this many blocks in every group (tests)
   Device device = Device::CPU;
   KvFormat format = DType::F32;  // every layer's, unless the spec gives one its own
+  // The delayed switch: positions a coded layer keeps in 16 bits (default_kv_dtype) before
+  // its format takes over; 0: none. Rounded up to whole blocks.
+  int64_t quant_start = 0;
+  std::optional<DType> head_dtype;  // the head's dtype; unset: default_kv_dtype (bf16 on CUDA, f32 on the CPU)
   bool prefix_caching = true;
   // What the scheduler may ask at once, for sizing sliding groups: sequences in one
   // step, and the longest chunk one sequence runs in a step.
@@ -121,16 +136,30 @@ class KvManager final : public KvStore {
   int64_t num_groups() const override { return static_cast<int64_t>(groups_.size()); }
   int64_t group_of(int64_t layer) const override { return layer_group_[static_cast<size_t>(layer)]; }
   int64_t group_blocks(int64_t group) const override { return pools_[static_cast<size_t>(group)]->num_blocks(); }
+  int64_t head_group_of(int64_t layer) const override { return layer_head_group_[static_cast<size_t>(layer)]; }
+  const Tensor& head_keys(int64_t layer) const override;
+  const Tensor& head_values(int64_t layer) const override;
+  KvFormat head_format(int64_t layer) const override;
+  KvSegment segment(int64_t group) const override { return groups_[static_cast<size_t>(group)].segment; }
   const KvFormat& format() const { return config_.format; }
 
  private:
   // The first table entry the query at `pos` reads in group g (0 for a full group).
   int64_t first_visible_block(size_t g, int64_t pos) const;
+  // The table entries group g holds blocks for: [begin_block, end_block).
+  int64_t begin_block(size_t g) const { return groups_[g].segment.begin / config_.block_size; }
+  int64_t end_block(size_t g) const;
+  // Group g's prefix-cache key of a block hash: the hash with the group's format and segment.
+  uint64_t cache_key(size_t g, uint64_t hash) const { return hash ^ cache_salt_[g]; }
+  // The delayed switch: each full group of a coded format gets a head group.
+  void split_heads(int64_t blocks);
   void note_held(size_t g, const std::vector<int32_t>& table, int64_t first_held);
 
   KvManagerConfig config_;
   std::vector<KvGroup> groups_;
   std::vector<int64_t> layer_group_, layer_index_;  // per layer: its group and its index in the group
+  std::vector<int64_t> layer_head_group_;           // per layer: its head group (the delayed switch) or -1
+  std::vector<uint64_t> cache_salt_;                // per group
   std::vector<std::unique_ptr<BlockPool>> pools_;
   std::vector<std::unique_ptr<PrefixCache>> caches_;
   std::vector<int64_t> peak_held_;

@@ -12,6 +12,17 @@
 
 namespace corvid {
 
+// The positions [begin, end) of a sequence a group's storage keeps. Every position, unless
+// the delayed switch (--kv-quant-start) splits a layer's keys and values in two: a head
+// group keeps [0, N) in a 16-bit format (f32 on the CPU), the layer's own group the rest
+// in its coded format. A split group's positions are counted from its begin (a contiguous
+// store's row of position p is p - begin; a paged store's block tables start there).
+struct KvSegment {
+  int64_t begin = 0;
+  int64_t end = INT64_MAX;
+  bool operator==(const KvSegment&) const = default;
+};
+
 class KvStore {
  public:
   virtual ~KvStore() = default;
@@ -32,6 +43,14 @@ class KvStore {
   virtual int64_t num_groups() const { return 1; }
   virtual int64_t group_of(int64_t /*layer*/) const { return 0; }
   virtual int64_t group_blocks(int64_t /*group*/) const { return 0; }
+  // The delayed switch: the group holding the layer's head positions (its own group,
+  // group_of, holds the rest), or -1 when the layer is not split; the head's tensors and
+  // format; and the positions each group keeps.
+  virtual int64_t head_group_of(int64_t /*layer*/) const { return -1; }
+  virtual const Tensor& head_keys(int64_t layer) const;
+  virtual const Tensor& head_values(int64_t layer) const;
+  virtual KvFormat head_format(int64_t layer) const;
+  virtual KvSegment segment(int64_t /*group*/) const { return {}; }
   // Identifies the store by every buffer a step reads or writes and its format (a
   // recorded step holds their addresses and the format's kernels; a new store can reuse
   // an old one's addresses).

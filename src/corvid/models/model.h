@@ -24,6 +24,11 @@ struct StepKvGroup {
   // padding, stored nowhere).
   ops::Indices slots;
   ops::PagedKV paged;  // a paged store: the group's block tables and each token's sequence
+  // [n] each token's position as the group's attention sees it: the step's positions,
+  // except in a group the delayed switch made (kv/kv_store.h KvSegment [begin, end)):
+  // min(position, end - 1) - begin, negative where the group holds none of the
+  // token's keys; the block tables then start at block begin / block_size.
+  ops::Indices positions;
 };
 
 // What a step returns for its out_rows.

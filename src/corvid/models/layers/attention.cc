@@ -69,6 +69,30 @@ int64_t Attention::weight_bytes() const {
 
 static const Tensor* bias(const Tensor& t) { return t.data ? &t : nullptr; }
 
+void Attention::attend_split(const Tensor& q, const Tensor* k, const Tensor* v, const Step& step, Scratch& s,
+                             const Tensor& attn) const {
+  const KvStore& kv = *step.kv;
+  const StepKvGroup& tail = step.group(layer);
+  const StepKvGroup& head = step.groups[static_cast<size_t>(kv.head_group_of(layer))];
+  if (k) {
+    // A token's slot is -1 in the part that does not keep its position.
+    ops::store_kv(*k, *v, head.slots, kv.head_keys(layer), kv.head_values(layer));
+    ops::store_kv(*k, *v, tail.slots, kv.keys(layer), kv.values(layer));
+  }
+  const int64_t n = q.dim(0);
+  s.ensure_split(heads);
+  const Tensor other = rows_of(s.attn_tail, n, heads * head_dim).reshaped({n, heads, head_dim});
+  const Tensor lse_head = rows_of(s.lse_head, n, heads), lse_tail = rows_of(s.lse_tail, n, heads);
+  auto part = [&](const Tensor& keys, const Tensor& values, const StepKvGroup& g, const Tensor& out,
+                  const Tensor& lse) {
+    if (kv.paged()) ops::paged_attention(q, keys, values, g.paged, g.positions, scale, window, out, &lse);
+    else ops::attention(q, keys, values, g.positions, scale, window, out, &lse);
+  };
+  part(kv.head_keys(layer), kv.head_values(layer), head, attn, lse_head);
+  part(kv.keys(layer), kv.values(layer), tail, other, lse_tail);
+  ops::merge_attention(attn, lse_head, other, lse_tail);
+}
+
 void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Tensor& out) const {
   const int64_t n = h.rows(), q_dim = heads * head_dim, kv_dim = kv_heads * head_dim;
   Tensor q = rows_of(s.q, n, q_dim), k = rows_of(s.k, n, kv_dim), v = rows_of(s.v, n, kv_dim);
@@ -84,7 +108,9 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     if (qk_norm == QkNorm::PerHead) ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rope(q_heads, step.positions, rope);
     if (format.rotate_keys) ops::hadamard_rotate(q_heads);
-    if (!kv.paged()) {
+    if (kv.head_group_of(layer) >= 0) {
+      attend_split(q_heads, nullptr, nullptr, step, s, attn);
+    } else if (!kv.paged()) {
       ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
     } else {
       ops::paged_attention(q_heads, k_cache, v_cache, step.group(layer).paged, step.positions, scale, window, attn);
@@ -120,9 +146,10 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
     ops::rms_norm(q_heads, q_norm, eps, q_heads);
     ops::rms_norm(k_heads, k_norm, eps, k_heads);
   }
-  if (format.rotated()) {
+  if (format.rotated() || kv.head_group_of(layer) >= 0) {
     // Queries and keys in the rotated basis (q.k unchanged), stored and read as usual;
     // rotated values give a rotated output (a weighted sum of them), rotated back once.
+    // (The delayed switch's head is rotated as its tail: kv_head_format.)
     ops::rope(q_heads, step.positions, rope);
     ops::rope(k_heads, step.positions, rope);
     if (format.rotate_keys) {
@@ -130,7 +157,9 @@ void Attention::forward(const Tensor& h, const Step& step, Scratch& s, const Ten
       ops::hadamard_rotate(k_heads);
     }
     if (format.rotate_values) ops::hadamard_rotate(v_heads);
-    if (!kv.paged()) {
+    if (kv.head_group_of(layer) >= 0) {
+      attend_split(q_heads, &k_heads, &v_heads, step, s, attn);
+    } else if (!kv.paged()) {
       ops::store_kv(k_heads, v_heads, step.positions, k_cache, v_cache);
       ops::attention(q_heads, k_cache, v_cache, step.positions, scale, window, attn);
     } else {

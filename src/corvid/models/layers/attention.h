@@ -47,6 +47,13 @@ struct Attention {
   int64_t weight_bytes() const;
   // What the layer keeps per sequence: SlidingKV with its window, else FullKV.
   LayerState state() const;
+
+ private:
+  // The delayed switch (kv/kv_store.h KvSegment): k and v (null for a layer that shares
+  // another's store) go to the 16-bit head or the coded tail, by position; attention over
+  // each part, merged into attn. q (and k, v) are roped and rotated as the format says.
+  void attend_split(const Tensor& q, const Tensor* k, const Tensor* v, const Step& step, Scratch& s,
+                    const Tensor& attn) const;
 };
 
 // The fields every decoder family sets alike: layer index, heads, KV heads and head_dim

@@ -28,6 +28,21 @@ struct Scratch {
   // shared expert's output and gate.
   DeviceTensor router, route_weights, route_ids, expert_x, expert_act, expert_up, expert_y, routed, shared, shared_gate;
   DeviceTensor expert_plan;  // I32: the GPU's grouping of the pairs (ops::moe_plan_size)
+  // The delayed switch (kv/kv_store.h KvSegment): the coded part's attention output
+  // [tokens, q] and both parts' log-sum-exps [tokens, heads]; made on first use (a store
+  // without the switch never needs them), grown with `tokens`.
+  DeviceTensor attn_tail, lse_head, lse_tail;
+  int64_t split_tokens = 0, split_heads = 0;
+
+  void ensure_split(int64_t heads) {
+    if (split_tokens >= tokens && split_heads >= heads) return;
+    ++generation;
+    split_tokens = tokens;
+    split_heads = std::max(split_heads, heads);
+    attn_tail = DeviceTensor(device, DType::F32, {tokens, dims.q});
+    lse_head = DeviceTensor(device, DType::F32, {tokens, split_heads});
+    lse_tail = DeviceTensor(device, DType::F32, {tokens, split_heads});
+  }
 
   void ensure(int64_t n) {
     if (tokens >= n) return;
