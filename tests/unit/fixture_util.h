@@ -18,6 +18,7 @@
 
 #include "corvid/engine/session.h"
 #include "corvid/engine/runner.h"
+#include "ops_test_util.h"
 
 namespace corvid::fixtures {
 
@@ -88,6 +89,26 @@ inline double expect_top_logits(const Tensor& logits, const nlohmann::json& topk
     }
   }
   return worst;
+}
+
+// Appending k tokens in one step (a prefill chunk, speculative verification) gives the
+// logits of k one-token steps bit for bit over a cache of format t (with the delayed
+// switch at quant_start, when set): a fixed 12-token prompt, its first 4 scored first.
+inline void expect_append_equals_one_token_steps(Runner& runner, const KvFormat& t, int64_t quant_start = 0) {
+  const int64_t vocab = runner.config().vocab_size;
+  const std::vector<int32_t> prompt = {5, 17, 42, 99, 3, 250, 7, 120, 64, 33, 8, 200};
+  Session together(runner, 32, t, {}, quant_start), apart(runner, 32, t, {}, quant_start);
+  const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 4), tail(prompt.begin() + 4, prompt.end());
+  together.score(head);
+  const Tensor& all = together.score(tail);  // 8 positions appended in one step
+  std::vector<float> joint(all.ptr<float>(), all.ptr<float>() + all.numel());
+  apart.score(head);
+  for (size_t i = 0; i < tail.size(); ++i) {
+    const Tensor& one = apart.score(std::span<const int32_t>(&tail[i], 1));
+    EXPECT_TRUE(testing::bitwise_equal(one.ptr<float>(), joint.data() + static_cast<int64_t>(i) * vocab,
+                                       static_cast<size_t>(vocab)))
+        << kv_format_name(t) << ": position " << 4 + i;
+  }
 }
 
 }  // namespace corvid::fixtures

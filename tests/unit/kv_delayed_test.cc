@@ -195,22 +195,8 @@ TEST_P(DelayedKvEngine, SwitchAfterTheEndIsTheUnquantizedCache) {
 
 // k tokens appended in one step across the switch give k one-token steps' bits.
 TEST_P(DelayedKvEngine, MultiTokenAppendEqualsOneTokenSteps) {
-  const KvFormat t = GetParam();
   LoadedModel m = tiny();
-  const int64_t vocab = m.model->config().vocab_size;
-  const std::vector<int32_t> prompt = {5, 17, 42, 99, 3, 250, 7, 120, 64, 33, 8, 200};
-  Session together(*m.runner, 32, t, {}, 6), apart(*m.runner, 32, t, {}, 6);
-  const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 4), tail(prompt.begin() + 4, prompt.end());
-  together.score(head);
-  const Tensor& all = together.score(tail);  // positions 4..11 in one step, the switch at 6
-  std::vector<float> joint(all.ptr<float>(), all.ptr<float>() + all.numel());
-  apart.score(head);
-  for (size_t i = 0; i < tail.size(); ++i) {
-    const Tensor& one = apart.score(std::span<const int32_t>(&tail[i], 1));
-    EXPECT_TRUE(bitwise_equal(one.ptr<float>(), joint.data() + static_cast<int64_t>(i) * vocab,
-                              static_cast<size_t>(vocab)))
-        << kv_format_name(t) << ": position " << 4 + i;
-  }
+  fixtures::expect_append_equals_one_token_steps(*m.runner, GetParam(), 6);  // the switch at 6
 }
 
 // A prompt seen before reuses its blocks of both parts, and its tokens stay the same.

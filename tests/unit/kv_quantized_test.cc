@@ -191,22 +191,8 @@ TEST_P(QuantizedKvEngine, BatchedGreedyEqualsSessionAlone) {
 // same logits, bit for bit, as k one-token steps over the same quantized cache: every
 // query reads the keys and values of its own step back from the codes, as later steps do.
 TEST_P(QuantizedKvEngine, MultiTokenAppendEqualsOneTokenSteps) {
-  const KvFormat t = GetParam();
   LoadedModel m = LoadedModel::load((fixtures::fixtures_dir() / "llama_hd64").string());
-  const int64_t vocab = m.model->config().vocab_size;
-  const std::vector<int32_t> prompt = {5, 17, 42, 99, 3, 250, 7, 120, 64, 33, 8, 200};
-  Session together(*m.runner, 32, t), apart(*m.runner, 32, t);
-  const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 4), tail(prompt.begin() + 4, prompt.end());
-  together.score(head);
-  const Tensor& all = together.score(tail);  // 8 positions appended in one step
-  std::vector<float> joint(all.ptr<float>(), all.ptr<float>() + all.numel());
-  apart.score(head);
-  for (size_t i = 0; i < tail.size(); ++i) {
-    const Tensor& one = apart.score(std::span<const int32_t>(&tail[i], 1));
-    EXPECT_TRUE(bitwise_equal(one.ptr<float>(), joint.data() + static_cast<int64_t>(i) * vocab,
-                              static_cast<size_t>(vocab)))
-        << kv_format_name(t) << ": position " << 4 + i;
-  }
+  fixtures::expect_append_equals_one_token_steps(*m.runner, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedKvEngine, ::testing::ValuesIn(kEngineFormats),

@@ -115,6 +115,12 @@ KvFormat kv_cache_format(const CommonOptions& opts, Device device) {
   return f;
 }
 
+void check_embedding_cache(const CommonOptions& opts, const KvFormat& format, const char* who) {
+  CORVID_CHECK(opts.kv_config.empty() && !format.rotated() && opts.kv_quant_start == 0,
+               "--kv-config / --kv-rotate / --kv-quant-start / turbo: ", who,
+               " runs each input once through a short-lived cache; give a plain --kv-cache-dtype");
+}
+
 void apply_common_options(const CommonOptions& opts) {
   ThreadPool::set_global_threads(opts.threads);
   ops::set_quantized_matmul(opts.matmul == "exact" ? ops::QuantizedMatmul::Exact : ops::QuantizedMatmul::Fast);

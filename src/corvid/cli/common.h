@@ -37,6 +37,9 @@ LoadedModel load_model(const CommonOptions& opts);
 // The KV cache format --kv-cache-dtype names for a model on `device` (auto: BF16 on CUDA,
 // F32 on the CPU), keys rotated with --kv-rotate; a format the device lacks is an error.
 KvFormat kv_cache_format(const CommonOptions& opts, Device device);
+// Embeddings run each input once through a short-lived cache: refuses --kv-config,
+// --kv-rotate, --kv-quant-start and the rotated (turbo) formats; `who` names the command.
+void check_embedding_cache(const CommonOptions& opts, const KvFormat& format, const char* who);
 // The format of a --kv-cache-dtype name other than auto (unknown: F32).
 KvFormat kv_format_named(const std::string& name);
 // The whole file at `path` as bytes; `what` names it in the error when it cannot be read.

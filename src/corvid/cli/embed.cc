@@ -28,9 +28,7 @@ void run_embed(const EmbedArgs& a) {
   const PoolingConfig pooling = read_pooling(a.common.model, m.model->state_spec().empty());
   EmbedderConfig config;
   config.kv_format = kv_cache_format(a.common, m.model->device());
-  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated() && a.common.kv_quant_start == 0,
-               "--kv-config / --kv-rotate / --kv-quant-start / turbo: embed runs each input once through a short-lived cache; give a plain "
-               "--kv-cache-dtype");
+  check_embedding_cache(a.common, config.kv_format, "embed");
   Embedder embedder(m, pooling, config);
   CORVID_CHECK(a.dimensions == 0 || pooling.matryoshka || a.dimensions == embedder.dimensions(), "--dimensions: ",
                a.common.model, " gives ", embedder.dimensions(),

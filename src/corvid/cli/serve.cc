@@ -168,8 +168,7 @@ void serve_embeddings(const ServeArgs& a, LoadedModel& m) {
   config.max_batch_seqs = std::max<int64_t>(a.max_num_seqs, 1);
   config.max_waiting = std::max<int64_t>(a.max_waiting, 1);
   config.kv_format = kv_cache_format(a.common, m.model->device());
-  CORVID_CHECK(a.common.kv_config.empty() && !config.kv_format.rotated() && a.common.kv_quant_start == 0,
-               "--kv-config / --kv-rotate / --kv-quant-start / turbo: --task embed runs each input once through a short-lived cache; give a plain --kv-cache-dtype");
+  check_embedding_cache(a.common, config.kv_format, "--task embed");
   Embedder embedder(m, pooling, config);
   server::ApiConfig api_config;
   api_config.model_name = model_name(a);

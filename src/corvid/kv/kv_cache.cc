@@ -55,20 +55,14 @@ KVCache::KVCache(std::span<const LayerState> spec, int64_t capacity, Device devi
   if (any) heads_ = std::make_unique<LayerTensors>(head_spec, std::min(quant_start, capacity), device, format);
 }
 
-const Tensor& KVCache::head_keys(int64_t layer) const {
+const LayerTensors& KVCache::head_tensors(int64_t layer) const {
   CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
-  return heads_->keys(layer);
+  return *heads_;
 }
 
-const Tensor& KVCache::head_values(int64_t layer) const {
-  CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
-  return heads_->values(layer);
-}
-
-KvFormat KVCache::head_format(int64_t layer) const {
-  CORVID_CHECK(split(layer), "kv cache: layer ", layer, " keeps no head positions apart");
-  return heads_->format(layer);
-}
+const Tensor& KVCache::head_keys(int64_t layer) const { return head_tensors(layer).keys(layer); }
+const Tensor& KVCache::head_values(int64_t layer) const { return head_tensors(layer).values(layer); }
+KvFormat KVCache::head_format(int64_t layer) const { return head_tensors(layer).format(layer); }
 
 KvSegment KVCache::segment(int64_t group) const {
   if (group == 1) return {0, quant_start_};

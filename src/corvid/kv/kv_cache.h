@@ -58,6 +58,8 @@ class KVCache final : public KvStore {
 
  private:
   bool split(int64_t layer) const { return heads_ && split_[static_cast<size_t>(layer)]; }
+  // The head tensors a split layer reads; throws for a layer that is not split.
+  const LayerTensors& head_tensors(int64_t layer) const;
 
   int64_t capacity_;
   Device device_;

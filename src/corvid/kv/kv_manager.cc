@@ -126,22 +126,22 @@ int64_t KvManager::end_block(size_t g) const {
   return end == INT64_MAX ? INT64_MAX : end / config_.block_size;
 }
 
-const Tensor& KvManager::head_keys(int64_t layer) const {
+const BlockPool& KvManager::head_pool(int64_t layer) const {
   const int64_t g = head_group_of(layer);
   CORVID_CHECK(g >= 0, "kv: layer ", layer, " keeps no head positions apart");
-  return pools_[static_cast<size_t>(g)]->keys(layer_index_[static_cast<size_t>(layer)]);
+  return *pools_[static_cast<size_t>(g)];
+}
+
+const Tensor& KvManager::head_keys(int64_t layer) const {
+  return head_pool(layer).keys(layer_index_[static_cast<size_t>(layer)]);
 }
 
 const Tensor& KvManager::head_values(int64_t layer) const {
-  const int64_t g = head_group_of(layer);
-  CORVID_CHECK(g >= 0, "kv: layer ", layer, " keeps no head positions apart");
-  return pools_[static_cast<size_t>(g)]->values(layer_index_[static_cast<size_t>(layer)]);
+  return head_pool(layer).values(layer_index_[static_cast<size_t>(layer)]);
 }
 
 KvFormat KvManager::head_format(int64_t layer) const {
-  const int64_t g = head_group_of(layer);
-  CORVID_CHECK(g >= 0, "kv: layer ", layer, " keeps no head positions apart");
-  return pools_[static_cast<size_t>(g)]->format(layer_index_[static_cast<size_t>(layer)]);
+  return head_pool(layer).format(layer_index_[static_cast<size_t>(layer)]);
 }
 
 KvFormat KvManager::format(int64_t layer) const {

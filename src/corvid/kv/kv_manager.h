@@ -151,6 +151,8 @@ class KvManager final : public KvStore {
   int64_t end_block(size_t g) const;
   // Group g's prefix-cache key of a block hash: the hash with the group's format and segment.
   uint64_t cache_key(size_t g, uint64_t hash) const { return hash ^ cache_salt_[g]; }
+  // The pool of the layer's head group (the delayed switch); throws when it has none.
+  const BlockPool& head_pool(int64_t layer) const;
   // The delayed switch: each full group of a coded format gets a head group.
   void split_heads(int64_t blocks);
   void note_held(size_t g, const std::vector<int32_t>& table, int64_t first_held);
